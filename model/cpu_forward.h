@@ -1,0 +1,37 @@
+// The CPU forward pass (GEMMA4_TEXT.md §4-§5): prefill in chunks and decode with a KV cache.
+// All buffers are sized at construction; prefill and decode allocate nothing afterwards.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "model/model.h"
+
+namespace infer {
+
+class ThreadPool;
+
+class CpuForward {
+ public:
+  // max_positions bounds the stream (full-attention caches hold that many positions; sliding
+  // caches hold sliding_window - 1); max_chunk bounds the tokens of one prefill chunk.
+  CpuForward(const Model& model, ThreadPool& pool, int64_t max_positions, int64_t max_chunk = 256);
+  ~CpuForward();
+
+  // Feeds ids at positions position().. (split into chunks of at most max_chunk). Writes the logits
+  // of every fed position to `logits` ([ids.size(), V] f32) when all_logits, else of the last one
+  // ([V]). Returns an error when the stream would exceed max_positions.
+  Result<void> prefill(std::span<const int32_t> ids, float* logits, bool all_logits = false);
+  // One token at position(): logits [V].
+  Result<void> decode(int32_t id, float* logits);
+  // Forgets the stream (position 0 again); keeps the buffers.
+  void reset();
+  int64_t position() const;
+  int64_t vocab_size() const;
+
+ private:
+  struct Impl;
+  Impl* impl_;
+};
+
+}  // namespace infer

@@ -1,0 +1,27 @@
+// A weight matrix [rows, cols] (= [out, in], PyTorch nn.Linear layout) in one of the formats the
+// kernels read: f32, bf16 (mmapped from the checkpoint as is), or GGML Q8_0/Q4_0 blocks along a row.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace infer {
+
+enum class WeightFormat { kF32, kBF16, kQ8_0, kQ4_0 };
+
+const char* weight_format_name(WeightFormat f);
+// Bytes of one row of `cols` weights; Q8_0/Q4_0 need cols % 32 == 0.
+size_t row_bytes(WeightFormat f, int64_t cols);
+
+struct Matrix {
+  WeightFormat format = WeightFormat::kF32;
+  int64_t rows = 0;
+  int64_t cols = 0;
+  const uint8_t* data = nullptr;  // rows * row_bytes(format, cols) bytes, row-major
+
+  size_t stride() const { return row_bytes(format, cols); }
+  const uint8_t* row(int64_t r) const { return data + size_t(r) * stride(); }
+  size_t nbytes() const { return size_t(rows) * stride(); }
+};
+
+}  // namespace infer

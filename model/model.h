@@ -1,0 +1,44 @@
+// A loaded Gemma 4 text model: config, memory-mapped tensors and the weights bound to them
+// (quantized at load when asked), ready for a backend to run.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+
+#include "base/result.h"
+#include "model/config.h"
+#include "model/matrix.h"
+#include "model/weights.h"
+
+namespace infer {
+
+class ThreadPool;
+
+// Which weight format the projections get. kAsStored keeps bf16/f32 from the checkpoint;
+// kQ8_0 quantizes every projection and the output head to Q8_0; kQ4_0 ("mixed") quantizes
+// projections to Q4_0 and the output head to Q8_0.
+enum class Quant { kAsStored, kQ8_0, kQ4_0 };
+
+struct LoadOptions {
+  Quant quant = Quant::kAsStored;
+};
+
+class Model {
+ public:
+  // Reads DIR/config.json and the safetensors in DIR; `pool` quantizes on all its threads.
+  static Result<std::unique_ptr<Model>> load(const std::filesystem::path& dir, const LoadOptions& opts,
+                                             ThreadPool& pool);
+  const ModelConfig& config() const;
+  const ModelWeights& weights() const;
+  // Bytes of weights a decode step reads (every projection, the head, one PLE row, norms).
+  size_t decode_bytes_per_token() const;
+
+  ~Model();
+
+ private:
+  Model();
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace infer

@@ -1,0 +1,89 @@
+// safetensors checkpoints: header parsing, memory-mapped single-file and sharded stores (zero-copy).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "base/result.h"
+
+namespace infer {
+
+enum class DType { kBF16, kF16, kF32 };
+size_t dtype_size(DType t);
+const char* dtype_name(DType t);
+
+// One tensor of a parsed header: where its bytes are, relative to the data section.
+struct TensorEntry {
+  std::string name;
+  DType dtype = DType::kF32;
+  std::vector<int64_t> shape;
+  uint64_t begin = 0;  // data_offsets, relative to the start of the data section
+  uint64_t end = 0;
+  int64_t numel() const;
+};
+
+struct SafetensorsHeader {
+  uint64_t data_start = 0;  // 8 + header length: the file offset of the data section
+  std::vector<TensorEntry> tensors;
+};
+
+// Parses and validates the header of a safetensors file of `file.size()` bytes (only the header
+// bytes need be present in `file` if file_size says how long the whole file is): JSON well-formed,
+// known dtypes, shapes non-negative, offsets within the file, sizes = numel * dtype size, no overlap.
+// `where` names the file in messages. Skips "__metadata__".
+Result<SafetensorsHeader> parse_safetensors_header(std::span<const uint8_t> head, uint64_t file_size,
+                                                   std::string_view where = "model.safetensors");
+
+// A read-only view of one tensor inside a mapped file.
+struct TensorView {
+  DType dtype = DType::kF32;
+  std::vector<int64_t> shape;
+  const uint8_t* data = nullptr;
+  size_t nbytes = 0;
+};
+
+class MappedFile;
+
+// All tensors of a checkpoint directory: model.safetensors, or the shards listed by
+// model.safetensors.index.json. Names are canonical: the "model.language_model." or "model."
+// prefix is stripped; vision/audio towers and embedders are dropped; "lm_head.weight" stays.
+class TensorStore {
+ public:
+  static Result<TensorStore> open(const std::filesystem::path& dir);
+  // A single safetensors file (tests, mkmodel round-trips).
+  static Result<TensorStore> open_file(const std::filesystem::path& file);
+
+  const TensorView* find(std::string_view name) const;
+  std::vector<std::string> names() const;
+  size_t size() const { return tensors_.size(); }
+
+  TensorStore(TensorStore&&) noexcept;
+  TensorStore& operator=(TensorStore&&) noexcept;
+  ~TensorStore();
+
+ private:
+  TensorStore();
+  std::vector<std::unique_ptr<MappedFile>> files_;
+  std::unordered_map<std::string, TensorView> tensors_;
+};
+
+// Canonical name of a checkpoint tensor, or "" if a text engine ignores it (§2).
+std::string canonical_tensor_name(std::string_view raw);
+
+// Writes a safetensors file (mkmodel, tests). Tensors are written in the given order.
+struct TensorToWrite {
+  std::string name;
+  DType dtype;
+  std::vector<int64_t> shape;
+  std::span<const uint8_t> bytes;
+};
+Result<void> write_safetensors(const std::filesystem::path& file, std::span<const TensorToWrite> tensors);
+
+}  // namespace infer
