@@ -1,1 +1,56 @@
-int main() { return 0; }
+// infer: parses the command line and runs one mode (generate, --tokenize, --bench). Every failure
+// is one line "infer: ..." on stderr: exit status 2 for usage errors, 1 for everything else.
+#include <cstdio>
+#include <exception>
+#include <new>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cli/bench.h"
+#include "cli/generate.h"
+#include "cli/options.h"
+
+namespace {
+
+int fail(int status, std::string message) {
+  for (char& c : message) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  std::fflush(stdout);
+  std::fprintf(stderr, "infer: %s\n", message.c_str());
+  return status;
+}
+
+int run(const std::vector<std::string_view>& args) {
+  using namespace infer::cli;
+  infer::Result<Options> opts = parse_options(args);
+  if (!opts) return fail(2, opts.error().message);
+  if (opts->help) {
+    std::fputs(usage().c_str(), stdout);
+    return 0;
+  }
+  if (const std::string missing = unavailable_feature(*opts); !missing.empty()) {
+    return fail(2, missing);
+  }
+  const infer::Result<void> r = opts->bench      ? run_bench(*opts)
+                                : opts->tokenize ? run_tokenize(*opts)
+                                                 : run_generate(*opts);
+  if (!r) {
+    return fail(r.error().code == infer::ErrorCode::kInvalidArgument ? 2 : 1, r.error().message);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string_view> args(argv + 1, argv + argc);
+  try {
+    return run(args);
+  } catch (const std::bad_alloc&) {
+    return fail(1, "out of memory");
+  } catch (const std::exception& e) {
+    return fail(1, std::string("internal error: ") + e.what());
+  }
+}

@@ -1,1 +1,284 @@
-// placeholder
+// Option parsing: one table of switches, each with its value parser and checks. Anything wrong
+// is an Error whose message main prints as "infer: <message>" before exiting with status 2.
+#include "cli/options.h"
+
+#include <limits>
+#include <string>
+
+#include "cli/option_values.h"
+
+namespace infer::cli {
+namespace {
+
+enum class Arg { kNone, kRequired, kOptional };
+using Value = std::optional<std::string_view>;
+using Apply = Result<void> (*)(Options&, std::string_view name, Value value);
+
+struct Switch {
+  std::string_view name;  // "--model"
+  char short_name;        // 'm', or 0
+  Arg arg;
+  Apply apply;
+};
+
+template <class T>
+Result<void> set_int(std::optional<T>& out, std::string_view name, Value v, T lo, T hi) {
+  INFER_TRY(out, parse_int<T>(name, *v, lo, hi));
+  return Ok{};
+}
+Result<void> set_float(std::optional<float>& out, std::string_view name, Value v, float lo,
+                       float hi) {
+  INFER_TRY(out, parse_float(name, *v, lo, hi));
+  return Ok{};
+}
+Result<void> set_quant(Options& o, std::string_view name, Quant q) {
+  if (o.quant != Quant::kAsStored && o.quant != q) {
+    return bad(std::string(name) + " conflicts with an earlier --q4/--q8/--quant");
+  }
+  o.quant = q;
+  return Ok{};
+}
+
+constexpr int kIntMax = std::numeric_limits<int>::max();
+constexpr float kFloatMax = std::numeric_limits<float>::max();
+
+const Switch kSwitches[] = {
+    {"--help", 'h', Arg::kNone,
+     [](Options& o, auto, Value) -> Result<void> {
+       o.help = true;
+       return Ok{};
+     }},
+    {"--model", 'm', Arg::kRequired,
+     [](Options& o, auto, Value v) -> Result<void> {
+       o.model_dir = std::string(*v);
+       return Ok{};
+     }},
+    {"--max-tokens", 'n', Arg::kRequired,
+     [](Options& o, auto n, Value v) -> Result<void> {
+       INFER_TRY(o.max_tokens, parse_int<int64_t>(n, *v, 0, std::numeric_limits<int64_t>::max()));
+       return Ok{};
+     }},
+    {"--prompt", 0, Arg::kRequired,
+     [](Options& o, auto n, Value v) -> Result<void> {
+       if (o.prompt) return bad(std::string(n) + ": the prompt is given twice");
+       o.prompt = std::string(*v);
+       return Ok{};
+     }},
+    {"--prompt-ids", 0, Arg::kRequired,
+     [](Options& o, auto n, Value v) -> Result<void> {
+       INFER_TRY(o.prompt_ids, parse_ids(n, *v));
+       return Ok{};
+     }},
+    {"--output", 0, Arg::kRequired,
+     [](Options& o, auto n, Value v) -> Result<void> {
+       if (*v == "text")
+         o.output = OutputMode::kText;
+       else if (*v == "ids")
+         o.output = OutputMode::kIds;
+       else
+         return bad(std::string(n) + ": expected text or ids, got '" + std::string(*v) + "'");
+       return Ok{};
+     }},
+    {"--temperature", 0, Arg::kRequired,
+     [](Options& o, auto n, Value v) { return set_float(o.temperature, n, v, 0.0f, kFloatMax); }},
+    {"--top-k", 0, Arg::kRequired,
+     [](Options& o, auto n, Value v) { return set_int(o.top_k, n, v, 0, kIntMax); }},
+    {"--top-p", 0, Arg::kRequired,
+     [](Options& o, auto n, Value v) { return set_float(o.top_p, n, v, 0.0f, 1.0f); }},
+    {"--seed", 0, Arg::kRequired,
+     [](Options& o, auto n, Value v) {
+       return set_int<uint64_t>(o.seed, n, v, 0, std::numeric_limits<uint64_t>::max());
+     }},
+    {"--dump-logits", 0, Arg::kRequired,
+     [](Options& o, auto, Value v) -> Result<void> {
+       o.dump_logits = std::string(*v);
+       return Ok{};
+     }},
+    {"--tokenize", 0, Arg::kNone,
+     [](Options& o, auto, Value) -> Result<void> {
+       o.tokenize = true;
+       return Ok{};
+     }},
+    {"--threads", 't', Arg::kRequired,
+     [](Options& o, auto n, Value v) -> Result<void> {
+       INFER_TRY(o.threads, parse_int<int>(n, *v, 1, 4096));
+       return Ok{};
+     }},
+    {"--gpu", 0, Arg::kNone,
+     [](Options& o, auto, Value) -> Result<void> {
+       o.gpu = true;
+       return Ok{};
+     }},
+    {"--q4", 0, Arg::kNone,
+     [](Options& o, auto n, Value) { return set_quant(o, n, Quant::kQ4_0); }},
+    {"--mixed", 0, Arg::kNone,
+     [](Options& o, auto n, Value) { return set_quant(o, n, Quant::kQ4_0); }},
+    {"--q8", 0, Arg::kNone,
+     [](Options& o, auto n, Value) { return set_quant(o, n, Quant::kQ8_0); }},
+    {"--quant", 0, Arg::kRequired,
+     [](Options& o, auto n, Value v) -> Result<void> {
+       if (*v == "q4") return set_quant(o, n, Quant::kQ4_0);
+       if (*v == "q8") return set_quant(o, n, Quant::kQ8_0);
+       if (*v == "none") return set_quant(o, n, Quant::kAsStored);
+       return bad(std::string(n) + ": expected q4, q8 or none, got '" + std::string(*v) + "'");
+     }},
+    {"--device", 0, Arg::kRequired,
+     [](Options& o, auto n, Value v) { return set_int(o.device, n, v, 0, 255); }},
+    {"--serve", 0, Arg::kNone,
+     [](Options& o, auto, Value) -> Result<void> {
+       o.serve = true;
+       return Ok{};
+     }},
+    {"--bench", 0, Arg::kOptional,
+     [](Options& o, auto, Value v) -> Result<void> {
+       o.bench = true;
+       if (v) o.bench_file = std::string(*v);
+       return Ok{};
+     }},
+    {"--anchors", 0, Arg::kRequired,
+     [](Options& o, auto n, Value v) { return set_int(o.anchors, n, v, 0, 1 << 20); }},
+    {"--window", 0, Arg::kRequired,
+     [](Options& o, auto n, Value v) { return set_int(o.window, n, v, 1, 1 << 24); }},
+    {"--recall", 0, Arg::kRequired,
+     [](Options& o, auto n, Value v) { return set_int(o.recall, n, v, 0, 128); }},
+    {"--evict", 0, Arg::kRequired,
+     [](Options& o, auto n, Value v) -> Result<void> {
+       if (*v == "fifo")
+         o.evict = EvictPolicy::kFifo;
+       else if (*v == "mass")
+         o.evict = EvictPolicy::kMass;
+       else
+         return bad(std::string(n) + ": expected fifo or mass, got '" + std::string(*v) + "'");
+       return Ok{};
+     }},
+    {"--memory", 0, Arg::kOptional,
+     [](Options& o, auto, Value v) -> Result<void> {
+       o.memory = v ? std::filesystem::path(std::string(*v)) : ".episodic.mem";
+       return Ok{};
+     }},
+    {"--storage", 0, Arg::kRequired,
+     [](Options& o, auto, Value v) -> Result<void> {
+       o.memory = std::string(*v);
+       return Ok{};
+     }},
+    {"--mem-capacity", 0, Arg::kRequired,
+     [](Options& o, auto n, Value v) { return set_int(o.mem_capacity, n, v, 1, 1 << 24); }},
+    {"--no-memory", 0, Arg::kNone,
+     [](Options& o, auto, Value) -> Result<void> {
+       o.no_memory = true;
+       return Ok{};
+     }},
+    {"--quiescence", 0, Arg::kNone,
+     [](Options& o, auto, Value) -> Result<void> {
+       o.quiescence = true;
+       return Ok{};
+     }},
+    {"--quiescence-threshold", 0, Arg::kRequired,
+     [](Options& o, auto n, Value v) { return set_float(o.quiescence_threshold, n, v, 0, 2); }},
+    {"--gate-entropy", 0, Arg::kRequired,
+     [](Options& o, auto n, Value v) { return set_float(o.gate_entropy, n, v, 0, kFloatMax); }},
+    {"--consolidate-after", 0, Arg::kRequired,
+     [](Options& o, auto n, Value v) {
+       return set_float(o.consolidate_after_s, n, v, 0, kFloatMax);
+     }},
+    {"--trace", 0, Arg::kRequired,
+     [](Options& o, auto, Value v) -> Result<void> {
+       o.trace_file = std::string(*v);
+       return Ok{};
+     }},
+    {"--tools", 0, Arg::kRequired,
+     [](Options& o, auto, Value v) -> Result<void> {
+       o.tools_root = std::string(*v);
+       return Ok{};
+     }},
+};
+
+const Switch* find_switch(std::string_view arg) {
+  for (const Switch& s : kSwitches) {
+    if (arg == s.name) return &s;
+    if (s.short_name != 0 && arg.size() == 2 && arg[0] == '-' && arg[1] == s.short_name) return &s;
+  }
+  return nullptr;
+}
+
+// Checks between switches, once all are read.
+Result<void> validate(const Options& o) {
+  if (o.help) return Ok{};
+  if (o.prompt && o.prompt_ids) return bad("give either a text prompt or --prompt-ids, not both");
+  if (o.tokenize && !o.prompt) return bad("--tokenize needs a text prompt");
+  if (o.tokenize && (o.bench || o.serve)) return bad("--tokenize cannot be combined with a mode");
+  if (o.bench && o.serve) return bad("--bench and --serve are separate modes");
+  if ((o.bench || o.serve) && (o.prompt || o.prompt_ids)) {
+    return bad(std::string(o.bench ? "--bench" : "--serve") + " takes no prompt");
+  }
+  if (o.prompt_ids && o.prompt_ids->empty()) return bad("--prompt-ids: no ids");
+  if (o.device && !o.gpu) return bad("--device needs --gpu");
+  if (o.no_memory && o.memory) return bad("--no-memory conflicts with --memory/--storage");
+  if (o.quiescence_threshold && !o.quiescence) {
+    return bad("--quiescence-threshold needs --quiescence");
+  }
+  return Ok{};
+}
+
+}  // namespace
+
+Result<Options> parse_options(std::span<const std::string_view> args) {
+  Options o;
+  bool only_positional = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string_view arg = args[i];
+    if (only_positional || arg.size() < 2 || arg[0] != '-') {
+      if (o.prompt) {
+        return bad("unexpected argument '" + std::string(arg) +
+                   "' (the prompt is already given; quote a prompt of several words)");
+      }
+      o.prompt = std::string(arg);
+      continue;
+    }
+    if (arg == "--") {
+      only_positional = true;
+      continue;
+    }
+    Value inline_value;
+    if (const size_t eq = arg.find('='); arg.starts_with("--") && eq != std::string_view::npos) {
+      inline_value = arg.substr(eq + 1);
+      arg = arg.substr(0, eq);
+    }
+    const Switch* s = find_switch(arg);
+    if (s == nullptr) return bad("unknown option '" + std::string(arg) + "' (see infer --help)");
+    Value value = inline_value;
+    if (s->arg == Arg::kNone && inline_value) {
+      return bad(std::string(s->name) + " takes no value");
+    }
+    if (s->arg == Arg::kRequired && !value) {
+      if (i + 1 >= args.size()) return bad(std::string(s->name) + " needs a value");
+      value = args[++i];
+    }
+    // An optional value is the next argument unless that looks like a switch (or use --x=V).
+    if (s->arg == Arg::kOptional && !value && i + 1 < args.size() &&
+        !args[i + 1].starts_with("-")) {
+      value = args[++i];
+    }
+    INFER_TRY_VOID(s->apply(o, s->name, value));
+  }
+  INFER_TRY_VOID(validate(o));
+  return o;
+}
+
+std::string unavailable_feature(const Options& o) {
+  if (o.gpu) return "--gpu: the Vulkan backend is not built yet";
+  if (o.serve) return "--serve: the serve protocol is not built yet";
+  if (o.anchors || o.window || o.recall || o.evict) {
+    return "--anchors/--window/--recall/--evict: the KV ring is not built yet";
+  }
+  if (o.memory || o.mem_capacity) return "--memory/--storage: episodic memory is not built yet";
+  if (o.quiescence) return "--quiescence: layer skipping is not built yet";
+  if (o.gate_entropy || o.consolidate_after_s) {
+    return "--gate-entropy/--consolidate-after: the actor pipeline is not built yet";
+  }
+  if (!o.trace_file.empty()) return "--trace: tracing is not built yet";
+  if (!o.tools_root.empty()) return "--tools: tools are not built yet";
+  return "";
+}
+
+}  // namespace infer::cli

@@ -95,7 +95,8 @@ Result<GenerationConfig> parse_generation_config(std::string_view json_text,
 // Reads DIR/generation_config.json; a missing file gives an empty GenerationConfig.
 Result<GenerationConfig> load_generation_config(const std::filesystem::path& dir);
 
-// RoPE inverse frequencies [head_dim/2] for one layer type (§4.6), computed in double, stored f32.
+// RoPE inverse frequencies [head_dim/2] for one layer type (§4.6), computed in fp32 as HF does
+// (bit-identical to golden.json's rope_inv_freq).
 std::vector<float> rope_inv_freq(const RopeParams& rope, int head_dim);
 
 }  // namespace infer

@@ -1,1 +1,155 @@
-// placeholder: filled in by its issue work
+// CpuForward: the layer loop over one chunk (GEMMA4_TEXT.md §4.4), the output head (§4.10), and
+// prefill/decode on top of it. Buffers come from the constructor; the hot path allocates nothing.
+#include "model/cpu_forward.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "base/check.h"
+#include "model/forward_blocks.h"
+#include "model/kv_cache.h"
+#include "model/ops/attention.h"
+#include "model/ops/matmul.h"
+#include "model/ops/rms_norm.h"
+#include "model/thread_pool.h"
+
+namespace infer {
+
+struct CpuForward::Impl {
+  Impl(const Model& model, ThreadPool& pool, int64_t max_positions, int64_t max_chunk)
+      : cfg(model.config()),
+        w(model.weights()),
+        pool(pool),
+        max_positions(max_positions),
+        max_chunk(max_chunk),
+        kv(cfg, max_positions, max_chunk),
+        s(cfg, max_chunk, max_keys(cfg, max_positions), pool.size()),
+        rope(cfg, max_chunk),
+        final_row(size_t(cfg.text.hidden_size)) {}
+
+  static int64_t max_keys(const ModelConfig& cfg, int64_t max_positions) {
+    int64_t n = 1;
+    for (const LayerPlan& p : cfg.layers) {
+      const int64_t window = p.type == LayerType::kSliding ? cfg.text.sliding_window : 0;
+      n = std::max(n, attention_max_keys(window, max_positions));
+    }
+    return n;
+  }
+
+  // ids [T] at positions pos.. -> logits [T, V] when all_rows, else [V] of the last row when
+  // want_last (intermediate chunks of a prefill skip the head).
+  void forward_chunk(const int32_t* ids, int64_t T, float* logits, bool all_rows, bool want_last);
+  void head(const float* x_rows, int64_t T, float* logits);
+
+  const ModelConfig& cfg;
+  const ModelWeights& w;
+  ThreadPool& pool;
+  int64_t max_positions;
+  int64_t max_chunk;
+  KvCache kv;
+  ForwardScratch s;
+  RopeTables rope;
+  std::vector<float> final_row;  // [H]
+  int64_t pos = 0;
+  LayerHook hook = nullptr;
+  void* hook_ctx = nullptr;
+};
+
+void CpuForward::Impl::head(const float* x_rows, int64_t T, float* logits) {
+  // x_rows: [T, H] -> logits: [T, V] = softcap(lm_head · rmsnorm(x; norm)) (§4.10).
+  const TextConfig& tc = cfg.text;
+  const int64_t H = tc.hidden_size, V = tc.vocab_size;
+  float* xn = T == 1 ? final_row.data() : s.h.data();
+  rms_norm(x_rows, w.norm, T, H, float(tc.rms_norm_eps), xn);
+  matmul(w.lm_head, xn, T, logits, pool);
+  if (tc.final_logit_softcapping) {
+    const float cap = float(*tc.final_logit_softcapping);
+    for (int64_t i = 0; i < T * V; ++i) logits[i] = std::tanh(logits[i] / cap) * cap;
+  }
+}
+
+void CpuForward::Impl::forward_chunk(const int32_t* ids, int64_t T, float* logits, bool all_rows,
+                                     bool want_last) {
+  const TextConfig& tc = cfg.text;
+  const int64_t H = tc.hidden_size;
+  rope.compute(pos, T);
+  const ForwardContext c{cfg, w, pool, s, kv, rope, pos, T};
+  embed_chunk(c, ids);
+  float* x = s.x.data();
+  if (hook != nullptr) hook(hook_ctx, -1, pos, T, x);
+  for (int i = 0; i < tc.num_hidden_layers; ++i) {
+    attention_block(c, i);
+    mlp_block(c, i);
+    if (tc.hidden_size_per_layer_input > 0) ple_block(c, i);
+    const float scalar = w.layers[size_t(i)].layer_scalar;  // the whole stream, after PLE (§4.4)
+    for (int64_t j = 0; j < T * H; ++j) x[j] *= scalar;
+    if (hook != nullptr) hook(hook_ctx, i, pos, T, x);
+  }
+  // Donors' K/V were read by their shared layers above; only now may they enter the ring (§5).
+  for (int i = 0; i < tc.num_hidden_layers; ++i) {
+    if (cfg.layers[size_t(i)].is_donor) kv.commit(i, pos, T);
+  }
+  if (all_rows) {
+    head(x, T, logits);
+  } else if (want_last) {
+    head(x + (T - 1) * H, 1, logits);
+  }
+  pos += T;
+}
+
+CpuForward::CpuForward(const Model& model, ThreadPool& pool, int64_t max_positions,
+                       int64_t max_chunk)
+    : impl_(nullptr) {
+  INFER_CHECK(max_positions > 0 && max_chunk > 0, "max_positions %lld, max_chunk %lld",
+              (long long)max_positions, (long long)max_chunk);
+  impl_ = new Impl(model, pool, max_positions, std::min(max_chunk, max_positions));
+}
+
+CpuForward::~CpuForward() { delete impl_; }
+
+Result<void> CpuForward::prefill(std::span<const int32_t> ids, float* logits, bool all_logits) {
+  Impl& m = *impl_;
+  const int64_t n = int64_t(ids.size());
+  if (n == 0) return make_error(ErrorCode::kInvalidArgument, "prefill: no tokens");
+  if (m.pos + n > m.max_positions) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "prefill: " + std::to_string(n) + " tokens at position " +
+                          std::to_string(m.pos) + " exceed max_positions " +
+                          std::to_string(m.max_positions));
+  }
+  const TextConfig& tc = m.cfg.text;
+  const int64_t ple_vocab =
+      tc.hidden_size_per_layer_input > 0 ? tc.vocab_size_per_layer_input : tc.vocab_size;
+  const int64_t vocab = std::min(tc.vocab_size, ple_vocab);
+  for (int64_t i = 0; i < n; ++i) {
+    if (ids[size_t(i)] < 0 || ids[size_t(i)] >= vocab) {
+      return make_error(ErrorCode::kInvalidArgument, "token id " + std::to_string(ids[size_t(i)]) +
+                                                         " at index " + std::to_string(i) +
+                                                         " is outside the vocabulary [0, " +
+                                                         std::to_string(vocab) + ")");
+    }
+  }
+  const int64_t V = tc.vocab_size;
+  for (int64_t done = 0; done < n; done += m.max_chunk) {
+    const int64_t T = std::min(m.max_chunk, n - done);
+    float* out = all_logits ? logits + done * V : logits;
+    m.forward_chunk(ids.data() + done, T, out, all_logits, done + T == n);
+  }
+  return Ok{};
+}
+
+Result<void> CpuForward::decode(int32_t id, float* logits) {
+  return prefill(std::span<const int32_t>(&id, 1), logits, false);
+}
+
+void CpuForward::reset() { impl_->pos = 0; }
+int64_t CpuForward::position() const { return impl_->pos; }
+int64_t CpuForward::vocab_size() const { return impl_->cfg.text.vocab_size; }
+
+void CpuForward::set_layer_hook(LayerHook hook, void* ctx) {
+  impl_->hook = hook;
+  impl_->hook_ctx = ctx;
+}
+
+}  // namespace infer

@@ -29,6 +29,11 @@ class CpuForward {
   int64_t position() const;
   int64_t vocab_size() const;
 
+  // Diagnostics: after the embedding (layer -1) and after every layer, hook(ctx, layer, pos0, T, x)
+  // sees the chunk's stream x [T, H] f32 (tests locate the first diverging layer). nullptr: off.
+  using LayerHook = void (*)(void* ctx, int layer, int64_t pos0, int64_t T, const float* x);
+  void set_layer_hook(LayerHook hook, void* ctx);
+
  private:
   struct Impl;
   Impl* impl_;

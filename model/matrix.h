@@ -7,6 +7,8 @@
 
 namespace infer {
 
+class ThreadPool;
+
 enum class WeightFormat { kF32, kBF16, kQ8_0, kQ4_0 };
 
 const char* weight_format_name(WeightFormat f);
@@ -23,5 +25,12 @@ struct Matrix {
   const uint8_t* row(int64_t r) const { return data + size_t(r) * stride(); }
   size_t nbytes() const { return size_t(rows) * stride(); }
 };
+
+// out: [m.cols] f32 <- row r of m, dequantized (embedding lookups, references, tests).
+void dequantize_row(const Matrix& m, int64_t r, float* out);
+
+// Quantizes src (f32 or bf16) into `to` at dst (src.rows * row_bytes(to, src.cols) bytes), rows
+// split over every pool thread (load time). Returns the bytes written. kF32/kBF16 convert.
+size_t quantize_matrix(const Matrix& src, WeightFormat to, uint8_t* dst, ThreadPool& pool);
 
 }  // namespace infer

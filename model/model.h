@@ -14,13 +14,10 @@ namespace infer {
 
 class ThreadPool;
 
-// Which weight format the projections get. kAsStored keeps bf16/f32 from the checkpoint;
-// kQ8_0 quantizes every projection and the output head to Q8_0; kQ4_0 ("mixed") quantizes
-// projections to Q4_0 and the output head to Q8_0.
-enum class Quant { kAsStored, kQ8_0, kQ4_0 };
-
+// Quant (the weight format asked for at load) is declared in model/weights.h.
 struct LoadOptions {
   Quant quant = Quant::kAsStored;
+  EmbedScale embed_scale = EmbedScale::kTableDtype;  // kF32 to match an fp32 oracle (§4.2)
 };
 
 class Model {

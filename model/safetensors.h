@@ -3,12 +3,15 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "base/result.h"
@@ -70,6 +73,10 @@ class TensorStore {
 
  private:
   TensorStore();
+  // Maps `file` and adds its tensors: all of them, or only those named in `wanted` (a shard of
+  // an index), each of which must be there.
+  Result<void> add_file(const std::filesystem::path& file, const std::set<std::string>* wanted);
+
   std::vector<std::unique_ptr<MappedFile>> files_;
   std::unordered_map<std::string, TensorView> tensors_;
 };
@@ -77,7 +84,50 @@ class TensorStore {
 // Canonical name of a checkpoint tensor, or "" if a text engine ignores it (§2).
 std::string canonical_tensor_name(std::string_view raw);
 
-// Writes a safetensors file (mkmodel, tests). Tensors are written in the given order.
+// What the writer is told up front about each tensor: the header is written first, so a
+// 24 GB checkpoint can be streamed tensor by tensor without holding it in memory.
+struct TensorHeaderEntry {
+  std::string name;
+  DType dtype = DType::kBF16;
+  std::vector<int64_t> shape;
+  uint64_t nbytes() const;  // numel * dtype size
+};
+
+// Streams one safetensors file: create() writes the header, write_next() appends the tensors'
+// bytes in the order given (a tensor may arrive in several pieces), finish() checks that every
+// byte came and closes the file. Writes to FILE.tmp and renames on finish(), so a killed run
+// never leaves a truncated FILE behind.
+class SafetensorsWriter {
+ public:
+  static Result<SafetensorsWriter> create(const std::filesystem::path& file,
+                                          std::vector<TensorHeaderEntry> tensors);
+  // Appends the next bytes; may span the end of one tensor and the start of the next.
+  Result<void> write_next(std::span<const uint8_t> bytes);
+  // The tensor the next write_next() bytes belong to (its index), or tensors.size() when done.
+  size_t next_tensor() const { return next_; }
+  Result<void> finish();
+
+  SafetensorsWriter(SafetensorsWriter&&) noexcept;
+  SafetensorsWriter& operator=(SafetensorsWriter&&) noexcept;
+  ~SafetensorsWriter();  // without finish(): removes FILE.tmp
+
+ private:
+  SafetensorsWriter() = default;
+  std::filesystem::path file_;
+  std::filesystem::path tmp_;
+  std::FILE* out_ = nullptr;
+  std::vector<TensorHeaderEntry> tensors_;
+  std::vector<uint64_t> ends_;  // cumulative end offset of each tensor in the data section
+  uint64_t written_ = 0;        // data-section bytes written so far
+  size_t next_ = 0;
+};
+
+// Writes DIR/model.safetensors.index.json: {"metadata": {"total_size": N}, "weight_map": {name: shard}}.
+Result<void> write_safetensors_index(const std::filesystem::path& dir,
+                                     const std::vector<std::pair<std::string, std::string>>& weight_map,
+                                     uint64_t total_size);
+
+// Convenience for tests and small files: the whole checkpoint in memory, written in one go.
 struct TensorToWrite {
   std::string name;
   DType dtype;

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <mutex>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 namespace infer {
@@ -22,11 +23,13 @@ class ThreadPool {
   int size() const { return n_threads_; }
 
   // Calls f(begin, end) over [0, n) split into contiguous chunks, one per thread (chunk sizes
-  // rounded to `align`), and waits for all of them.
+  // rounded up to `align`; empty chunks are not called), and waits for all of them. The calling
+  // thread runs chunk 0. Not reentrant: f must not call parallel_for on the same pool.
   template <class F>
   void parallel_for(int64_t n, F&& f, int64_t align = 1) {
-    auto thunk = [](void* ctx, int64_t b, int64_t e) { (*static_cast<F*>(ctx))(b, e); };
-    run(n, align, thunk, &f);
+    using Fn = std::remove_reference_t<F>;
+    auto thunk = [](void* ctx, int64_t b, int64_t e) { (*static_cast<Fn*>(ctx))(b, e); };
+    run(n, align, thunk, const_cast<void*>(static_cast<const void*>(&f)));
   }
 
  private:
@@ -37,16 +40,19 @@ class ThreadPool {
 
   int n_threads_;
   std::vector<std::thread> workers_;
+  // Workers spin on generation_ for a while after each job (decode calls parallel_for ~10 times a
+  // layer, microseconds apart), then sleep on cv_; run() notifies only when someone sleeps.
   std::mutex mu_;
   std::condition_variable cv_;
-  uint64_t generation_ = 0;
-  bool stop_ = false;
+  std::atomic<uint64_t> generation_{0};
+  int sleepers_ = 0;  // guarded by mu_
+  std::atomic<bool> stop_{false};  // published by generation_ like a job
   std::atomic<int> pending_{0};
-  // The current job.
+  // The current job, published by the release store to generation_.
   Thunk thunk_ = nullptr;
   void* ctx_ = nullptr;
   int64_t n_ = 0;
-  int64_t align_ = 1;
+  int64_t chunk_ = 0;
 };
 
 }  // namespace infer

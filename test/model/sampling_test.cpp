@@ -1,1 +1,193 @@
-// placeholder
+// Sampler: greedy ties, top-k/top-p limits, seeded reproducibility, the empirical distribution
+// against the softmax, and the per-step signals.
+#include "model/sampling.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+namespace infer {
+namespace test {
+// Counts operator new calls made while f runs (the counting allocator of decode_alloc_test.cpp).
+int64_t allocations_while(void (*f)(void*), void* ctx);
+}  // namespace test
+namespace {
+
+std::vector<float> ramp_logits(int64_t V, uint64_t seed) {
+  std::vector<float> l(static_cast<size_t>(V));
+  uint64_t s = seed;
+  for (auto& v : l) {
+    s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+    v = float(double(s >> 11) * 0x1.0p-53 * 8.0 - 4.0);
+  }
+  return l;
+}
+
+TEST(Argmax, PicksTheLowestIndexOnTies) {
+  const std::vector<float> l = {1.0f, 3.0f, -2.0f, 3.0f, 3.0f};
+  EXPECT_EQ(argmax(l), 1);
+}
+
+TEST(Argmax, IgnoresNaN) {
+  const std::vector<float> l = {NAN, 0.5f, NAN, 2.0f};
+  EXPECT_EQ(argmax(l), 3);
+}
+
+TEST(Sampler, TemperatureZeroIsArgmaxWithLowestIndexOnTies) {
+  Sampler s(5, SamplingParams{0.0f, 0, 1.0f, 1});
+  const std::vector<float> l = {1.0f, 3.0f, -2.0f, 3.0f, 3.0f};
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(s.sample(l), 1);
+}
+
+TEST(Sampler, TopKOneEqualsGreedy) {
+  const auto l = ramp_logits(1000, 7);
+  Sampler s(1000, SamplingParams{1.5f, 1, 1.0f, 42});
+  for (int i = 0; i < 50; ++i) EXPECT_EQ(s.sample(l), argmax(l));
+}
+
+TEST(Sampler, TinyTopPEqualsGreedy) {
+  const auto l = ramp_logits(1000, 8);
+  Sampler s(1000, SamplingParams{2.0f, 0, 1e-6f, 43});
+  for (int i = 0; i < 50; ++i) EXPECT_EQ(s.sample(l), argmax(l));
+  Sampler zero(1000, SamplingParams{2.0f, 0, 0.0f, 43});
+  EXPECT_EQ(zero.sample(l), argmax(l));
+}
+
+TEST(Sampler, ASeedReproducesTheSameDraws) {
+  const auto l = ramp_logits(5000, 9);
+  for (const SamplingParams p :
+       {SamplingParams{1.0f, 0, 1.0f, 123}, SamplingParams{0.8f, 40, 1.0f, 123},
+        SamplingParams{1.0f, 0, 0.9f, 123}, SamplingParams{1.0f, 64, 0.95f, 123}}) {
+    Sampler a(5000, p), b(5000, p);
+    std::vector<int32_t> first, second;
+    for (int i = 0; i < 200; ++i) first.push_back(a.sample(l));
+    for (int i = 0; i < 200; ++i) second.push_back(b.sample(l));
+    EXPECT_EQ(first, second);
+    a.reseed(123);
+    for (int i = 0; i < 200; ++i) EXPECT_EQ(a.sample(l), first[size_t(i)]);
+    Sampler other(5000, SamplingParams{p.temperature, p.top_k, p.top_p, 124});
+    std::vector<int32_t> third;
+    for (int i = 0; i < 200; ++i) third.push_back(other.sample(l));
+    EXPECT_NE(first, third);
+  }
+}
+
+// Pearson's chi-square over the categories; with k-1 degrees of freedom its mean is k-1 and its
+// standard deviation sqrt(2(k-1)), so mean + 6 sd fails a correct sampler about once in 10^7 runs.
+void expect_matches(const std::vector<double>& expected_p, const std::vector<int>& counts, int n) {
+  double chi2 = 0.0;
+  int k = 0;
+  for (size_t i = 0; i < expected_p.size(); ++i) {
+    const double e = expected_p[i] * n;
+    if (expected_p[i] == 0.0) {
+      EXPECT_EQ(counts[i], 0) << "token " << i << " has probability 0";
+      continue;
+    }
+    chi2 += (counts[i] - e) * (counts[i] - e) / e;
+    ++k;
+  }
+  const double dof = k - 1;
+  EXPECT_LT(chi2, dof + 6.0 * std::sqrt(2.0 * dof)) << "categories " << k;
+}
+
+TEST(Sampler, DrawsFollowTheTemperedSoftmax) {
+  const std::vector<float> l = {0.0f, 1.0f, 2.0f, -1.0f, 0.5f, 1.5f, -3.0f, 0.25f};
+  const float t = 0.7f;
+  std::vector<double> p(l.size());
+  double z = 0;
+  for (size_t i = 0; i < l.size(); ++i) z += p[i] = std::exp(l[i] / t);
+  for (auto& v : p) v /= z;
+  Sampler s(int64_t(l.size()), SamplingParams{t, 0, 1.0f, 5});
+  const int n = 200000;
+  std::vector<int> counts(l.size());
+  for (int i = 0; i < n; ++i) ++counts[size_t(s.sample(l))];
+  expect_matches(p, counts, n);
+}
+
+TEST(Sampler, TopKAndTopPRenormaliseOverTheKeptTokens) {
+  // Probabilities 0.4, 0.3, 0.15, 0.1, 0.05 (in shuffled positions).
+  const std::vector<double> q = {0.1, 0.4, 0.05, 0.3, 0.15};
+  std::vector<float> l;
+  for (double v : q) l.push_back(float(std::log(v)));
+  const int n = 100000;
+  {  // top-k 3 keeps 0.4, 0.3, 0.15.
+    Sampler s(5, SamplingParams{1.0f, 3, 1.0f, 11});
+    std::vector<int> counts(5);
+    for (int i = 0; i < n; ++i) ++counts[size_t(s.sample(l))];
+    expect_matches({0, 0.4 / 0.85, 0, 0.3 / 0.85, 0.15 / 0.85}, counts, n);
+  }
+  {  // top-p 0.75 keeps 0.4, 0.3 and 0.15 (0.7 < 0.75 <= 0.85).
+    Sampler s(5, SamplingParams{1.0f, 0, 0.75f, 12});
+    std::vector<int> counts(5);
+    for (int i = 0; i < n; ++i) ++counts[size_t(s.sample(l))];
+    expect_matches({0, 0.4 / 0.85, 0, 0.3 / 0.85, 0.15 / 0.85}, counts, n);
+  }
+  {  // top-k 4 then top-p 0.5 of the renormalised 0.95: 0.4/0.95 < 0.5 <= 0.7/0.95.
+    Sampler s(5, SamplingParams{1.0f, 4, 0.5f, 13});
+    std::vector<int> counts(5);
+    for (int i = 0; i < n; ++i) ++counts[size_t(s.sample(l))];
+    expect_matches({0, 0.4 / 0.7, 0, 0.3 / 0.7, 0}, counts, n);
+  }
+}
+
+TEST(Sampler, TopPOverALargeVocabularyKeepsTheNucleus) {
+  // 3000 tokens: more than the first sorted chunks, so the growing sort is exercised.
+  const auto l = ramp_logits(3000, 21);
+  std::vector<double> p(l.size());
+  double z = 0;
+  for (size_t i = 0; i < l.size(); ++i) z += p[i] = std::exp(double(l[i]));
+  std::vector<size_t> order(l.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return p[a] > p[b]; });
+  double cum = 0;
+  std::vector<bool> kept(l.size());
+  for (size_t i : order) {
+    kept[i] = true;
+    cum += p[i] / z;
+    if (cum >= 0.9) break;
+  }
+  Sampler s(3000, SamplingParams{1.0f, 0, 0.9f, 3});
+  for (int i = 0; i < 3000; ++i) {
+    const int32_t id = s.sample(l);
+    ASSERT_TRUE(kept[size_t(id)]) << "token " << id << " is outside the nucleus";
+  }
+}
+
+TEST(Sampler, SignalsGiveEntropyAndTopProbability) {
+  Sampler uniform(4, SamplingParams{1.0f, 0, 1.0f, 1});
+  uniform.sample(std::vector<float>{2.0f, 2.0f, 2.0f, 2.0f});
+  EXPECT_NEAR(uniform.signals().entropy, std::log(4.0), 1e-5);
+  EXPECT_NEAR(uniform.signals().top_prob, 0.25, 1e-6);
+
+  Sampler greedy(3, SamplingParams{});
+  greedy.sample(std::vector<float>{0.0f, 100.0f, 0.0f});
+  EXPECT_NEAR(greedy.signals().entropy, 0.0, 1e-5);
+  EXPECT_NEAR(greedy.signals().top_prob, 1.0, 1e-6);
+}
+
+TEST(Sampler, AllocatesNothingAfterConstruction) {
+  constexpr int64_t V = 262144;  // Gemma's vocabulary
+  const auto l = ramp_logits(V, 31);
+  for (const SamplingParams p :
+       {SamplingParams{0.0f, 0, 1.0f, 1}, SamplingParams{1.0f, 0, 1.0f, 1},
+        SamplingParams{0.9f, 64, 0.95f, 1}, SamplingParams{1.0f, 0, 0.5f, 1}}) {
+    struct Ctx {
+      Sampler sampler;
+      const std::vector<float>* logits;
+      int64_t sum = 0;
+    } ctx{Sampler(V, p), &l};
+    const int64_t n = test::allocations_while(
+        [](void* c) {
+          auto& x = *static_cast<Ctx*>(c);
+          for (int i = 0; i < 8; ++i) x.sum += x.sampler.sample(*x.logits);
+        },
+        &ctx);
+    EXPECT_EQ(n, 0) << "temperature " << p.temperature << " top-k " << p.top_k << " top-p "
+                    << p.top_p;
+  }
+}
+
+}  // namespace
+}  // namespace infer

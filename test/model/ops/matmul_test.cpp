@@ -1,1 +1,167 @@
-// placeholder
+// Every matmul kernel this CPU runs (avx512, avx2, generic) against matmul_reference, for every
+// weight format, over ragged sizes, several token counts and 1 or 2 threads.
+#include "model/ops/matmul.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "model/ops/matmul_kernels.h"
+#include "model/quant.h"
+#include "model/thread_pool.h"
+
+namespace infer {
+namespace {
+
+// A weight matrix in `format` built from Gaussian values, stored one byte past an aligned
+// boundary so no kernel relies on aligned rows.
+struct TestMatrix {
+  std::vector<uint8_t> bytes;
+  Matrix m;
+  TestMatrix(WeightFormat format, int64_t rows, int64_t cols, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> dist(0.0f, 1.0f);
+    std::vector<float> f(size_t(rows * cols));
+    for (auto& v : f) v = dist(rng);
+    const Matrix src{WeightFormat::kF32, rows, cols, reinterpret_cast<const uint8_t*>(f.data())};
+    const size_t n = size_t(rows) * row_bytes(format, cols);
+    bytes.resize(n + 2);
+    ThreadPool pool(1);
+    quantize_matrix(src, format, bytes.data() + 2, pool);
+    m = Matrix{format, rows, cols, bytes.data() + 2};
+  }
+};
+
+struct Case {
+  const char* kernel;
+  WeightFormat format;
+};
+
+std::string case_name(const testing::TestParamInfo<Case>& info) {
+  std::string k = info.param.kernel;
+  k[0] = char(std::toupper(k[0]));
+  switch (info.param.format) {
+    case WeightFormat::kF32: return k + "F32";
+    case WeightFormat::kBF16: return k + "Bf16";
+    case WeightFormat::kQ8_0: return k + "Q8";
+    case WeightFormat::kQ4_0: return k + "Q4";
+  }
+  return k;
+}
+
+std::vector<Case> all_cases() {
+  std::vector<Case> cases;
+  for (const MatmulKernel& k : matmul_kernels()) {
+    for (WeightFormat f : {WeightFormat::kF32, WeightFormat::kBF16, WeightFormat::kQ8_0,
+                           WeightFormat::kQ4_0}) {
+      cases.push_back({k.name, f});
+    }
+  }
+  return cases;
+}
+
+const MatmulKernel& kernel_named(const char* name) {
+  for (const MatmulKernel& k : matmul_kernels()) {
+    if (std::strcmp(k.name, name) == 0) return k;
+  }
+  ADD_FAILURE() << "no kernel " << name;
+  return matmul_kernels().front();
+}
+
+class MatmulKernelTest : public testing::TestWithParam<Case> {};
+
+// Tolerance: the kernel sums n = cols products in f32 (vector lanes, then a tree, then across
+// K blocks); the reference sums the same dequantized products in double. A recursive f32 sum of n
+// terms errs by at most about n·u·Σ|w·x| (u = 2^-24); the quantized kernels also round d·(q·x)
+// instead of (d·q)·x, a few u more per term. A dropped or doubled term (≈ Σ|w·x|/n) is far
+// larger for every n here (n·u < 1e-4 while 1/n > 9e-4).
+TEST_P(MatmulKernelTest, MatchesReferenceOverSizeSweep) {
+  const MatmulKernel& kernel = kernel_named(GetParam().kernel);
+  const WeightFormat format = GetParam().format;
+  const bool quantized = format == WeightFormat::kQ8_0 || format == WeightFormat::kQ4_0;
+  const std::vector<int64_t> cols_sweep =
+      quantized ? std::vector<int64_t>{32, 64, 96, 544, 1056}
+                : std::vector<int64_t>{1, 7, 16, 33, 100, 515, 1030};
+  std::mt19937 rng(7);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  uint32_t seed = 1;
+  for (int64_t rows : {1, 5, 19, 45, 70}) {
+    for (int64_t cols : cols_sweep) {
+      const TestMatrix w(format, rows, cols, seed++);
+      for (int64_t T : {1, 3, 17, 64}) {
+        // x one float past an aligned start.
+        std::vector<float> xbuf(size_t(T * cols) + 1);
+        for (auto& v : xbuf) v = dist(rng);
+        const float* x = xbuf.data() + 1;
+        std::vector<float> want(size_t(T * rows));
+        matmul_reference(w.m, x, T, want.data());
+        // The bound's Σ|w·x| per output.
+        std::vector<float> row(static_cast<size_t>(cols));
+        std::vector<double> abs_sum(size_t(T * rows));
+        for (int64_t r = 0; r < rows; ++r) {
+          dequantize_row(w.m, r, row.data());
+          for (int64_t t = 0; t < T; ++t) {
+            double s = 0;
+            for (int64_t c = 0; c < cols; ++c) s += std::fabs(double(row[c]) * x[t * cols + c]);
+            abs_sum[size_t(t * rows + r)] = s;
+          }
+        }
+        for (int threads : {1, 2}) {
+          SCOPED_TRACE(testing::Message() << "rows " << rows << " cols " << cols << " T " << T
+                                          << " threads " << threads);
+          ThreadPool pool(threads);
+          // Garbage in y: the kernel must overwrite, not accumulate.
+          std::vector<float> got(size_t(T * rows), std::numeric_limits<float>::quiet_NaN());
+          matmul_with(kernel, w.m, x, T, got.data(), pool);
+          const double u = std::ldexp(1.0, -24);
+          for (size_t i = 0; i < got.size(); ++i) {
+            const double tol = (double(cols) + 8) * u * abs_sum[i] + 1e-30;
+            ASSERT_NEAR(got[i], want[i], tol) << "t " << i / rows << " r " << i % rows;
+          }
+        }
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllKernels, MatmulKernelTest, testing::ValuesIn(all_cases()), case_name);
+
+TEST(Matmul, UsesTheBestKernelThisCpuHas) {
+  EXPECT_STREQ(matmul_isa(), matmul_kernels().front().name);
+  EXPECT_STREQ(matmul_kernels().back().name, "generic");
+#if defined(__x86_64__)
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl")) {
+    EXPECT_STREQ(matmul_isa(), "avx512");
+  } else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    EXPECT_STREQ(matmul_isa(), "avx2");
+  }
+#endif
+}
+
+TEST(Matmul, DefaultPathMatchesReference) {
+  const TestMatrix w(WeightFormat::kBF16, 33, 200, 11);
+  std::vector<float> x(3 * 200);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(float(i));
+  std::vector<float> got(3 * 33), want(3 * 33);
+  ThreadPool pool(2);
+  matmul(w.m, x.data(), 3, got.data(), pool);
+  matmul_reference(w.m, x.data(), 3, want.data());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-4f) << i;
+}
+
+TEST(Matmul, ZeroTokensWritesNothing) {
+  const TestMatrix w(WeightFormat::kQ8_0, 4, 32, 12);
+  float y = 42.0f;
+  ThreadPool pool(2);
+  matmul(w.m, nullptr, 0, &y, pool);
+  EXPECT_EQ(y, 42.0f);
+}
+
+}  // namespace
+}  // namespace infer

@@ -1,0 +1,80 @@
+// The infer command line: every switch parsed into one plain struct and validated, the --help
+// text, and the sampling settings resolved against generation_config.json.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.h"
+#include "model/config.h"
+#include "model/model.h"
+#include "model/sampling.h"
+
+namespace infer::cli {
+
+enum class OutputMode { kText, kIds };
+enum class EvictPolicy { kFifo, kMass };
+
+struct Options {
+  bool help = false;
+
+  // Model and what to feed it.
+  std::filesystem::path model_dir;  // empty: ../gemma-4-E2B if present, else the demo model
+  int64_t max_tokens = 256;
+  std::optional<std::string> prompt;               // --prompt TEXT or the positional argument
+  std::optional<std::vector<int32_t>> prompt_ids;  // --prompt-ids 2,17,99
+  OutputMode output = OutputMode::kText;
+  std::filesystem::path dump_logits;  // empty: none
+  bool tokenize = false;
+
+  // Sampling: unset values come from generation_config.json (resolve_sampling).
+  std::optional<float> temperature;
+  std::optional<int> top_k;
+  std::optional<float> top_p;
+  std::optional<uint64_t> seed;
+
+  // Backend.
+  int threads = 0;  // 0: all cores
+  Quant quant = Quant::kAsStored;
+  bool gpu = false;
+  std::optional<int> device;
+
+  // Modes.
+  bool serve = false;
+  bool bench = false;
+  std::filesystem::path bench_file;  // empty: JSON to stdout
+
+  // KV ring (DESIGN.md §4), episodic memory (§5), quiescence (§6), gate (§3), trace, tools (§8).
+  std::optional<int> anchors, window, recall;
+  std::optional<EvictPolicy> evict;
+  std::optional<std::filesystem::path> memory;  // --memory [PATH] / --storage PATH
+  std::optional<int> mem_capacity;
+  bool no_memory = false;
+  bool quiescence = false;
+  std::optional<float> quiescence_threshold;
+  std::optional<float> gate_entropy;
+  std::optional<float> consolidate_after_s;
+  std::filesystem::path trace_file;
+  std::filesystem::path tools_root;
+};
+
+// Parses argv (without argv[0]). Errors are messages for "infer: <message>", exit status 2.
+Result<Options> parse_options(std::span<const std::string_view> args);
+// A switch that parses but whose feature is not in this build yet: the one-line message, or "".
+std::string unavailable_feature(const Options& opts);
+// --threads, else every core the machine reports (at least 1).
+int thread_count(const Options& opts);
+// "none", "q8" or "q4".
+const char* quant_name(Quant q);
+// The --help text.
+std::string usage();
+
+// Flags win over generation_config.json; see usage() for the rules.
+SamplingParams resolve_sampling(const Options& opts, const GenerationConfig& gen);
+
+}  // namespace infer::cli

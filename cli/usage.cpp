@@ -1,0 +1,56 @@
+// The --help text: every switch, its default, and which ones wait for a later part of the engine.
+#include "cli/options.h"
+
+namespace infer::cli {
+
+std::string usage() {
+  return R"(usage: infer [options] [PROMPT]
+       infer --bench [FILE] [--model DIR] [--q8|--q4] [--threads N]
+
+Runs a Gemma 4 text model (Hugging Face layout) on the CPU: encodes PROMPT with <bos>, prefills it
+and streams the continuation to stdout. Timings go to stderr. No chat template is applied.
+
+model and input
+  -m, --model DIR          checkpoint directory (config.json, *.safetensors, tokenizer.json);
+                           default ../gemma-4-E2B if it exists, else a built-in demo model with
+                           random weights (generated once into the cache directory)
+      --prompt TEXT        the prompt (or give it as the one positional argument)
+      --prompt-ids IDS     raw token ids instead of text, e.g. 2,17,99 (no <bos> added)
+  -n, --max-tokens N       tokens to generate (default 256); stops earlier at <eos> or <turn|>
+      --output text|ids    print the continuation as text (default) or as space-separated ids
+      --tokenize           print the prompt's ids (with <bos>) and exit
+      --dump-logits FILE   write the logits of every prompt position, little-endian float32
+                           [positions x vocab]
+
+sampling (defaults from the model's generation_config.json; flags win)
+      --temperature F      0 = greedy. Without flags or do_sample in the file: greedy (as HF)
+      --top-k N            keep the N most likely tokens (0 = off; HF default 50 when sampling)
+      --top-p F            keep the smallest set with probability >= F (1 = off)
+      --seed N             random seed (default: random, printed on stderr)
+                           --top-k/--top-p alone turn sampling on at the file's temperature or 1
+
+backend
+  -t, --threads N          worker threads (default: all cores)
+      --q8                 quantize every projection and the head to Q8_0 at load
+      --q4, --mixed        Q4_0 projections with a Q8_0 head
+      --quant q4|q8|none   the same as a single switch (none: weights as stored, bf16)
+      --gpu, --device N    Vulkan backend (not built yet)
+
+modes
+      --bench [FILE]       measure load, prefill (512 tokens), decode (128 tokens), memory
+                           bandwidth and tokenizer speed; JSON to stdout or FILE
+      --serve              binary full-duplex protocol on stdin/stdout (not built yet)
+
+streaming engine (not built yet: giving these is an error for now)
+      --anchors A, --window W, --recall R (R <= 128), --evict fifo|mass
+      --memory [PATH], --storage PATH, --mem-capacity N, --no-memory
+      --quiescence, --quiescence-threshold T, --gate-entropy F, --consolidate-after S
+      --trace FILE, --tools ROOT
+
+  -h, --help               this text
+
+Exit status: 0 success, 1 a runtime error (missing or corrupt model, I/O), 2 a usage error.
+)";
+}
+
+}  // namespace infer::cli

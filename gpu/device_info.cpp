@@ -1,0 +1,109 @@
+// Reads what the backend needs from a VkPhysicalDevice and describes it for --gpu's report.
+#include <cstdio>
+#include <string>
+
+#include "gpu/context.h"
+
+namespace infer::gpu {
+
+const char* device_type_name(VkPhysicalDeviceType type) {
+  switch (type) {
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU:
+      return "integrated GPU";
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU:
+      return "discrete GPU";
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU:
+      return "virtual GPU";
+    case VK_PHYSICAL_DEVICE_TYPE_CPU:
+      return "CPU";
+    default:
+      return "other";
+  }
+}
+
+DeviceInfo read_device_info(VkPhysicalDevice physical) {
+  VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
+  VkPhysicalDeviceSubgroupSizeControlProperties size_control{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES, &driver};
+  VkPhysicalDeviceSubgroupProperties subgroup{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES,
+                                              &size_control};
+  VkPhysicalDeviceProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, &subgroup};
+  vkGetPhysicalDeviceProperties2(physical, &props);
+
+  VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+  VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &f12};
+  vkGetPhysicalDeviceFeatures2(physical, &features);
+
+  DeviceInfo info;
+  const VkPhysicalDeviceProperties& p = props.properties;
+  info.name = p.deviceName;
+  info.type = p.deviceType;
+  info.driver_name = driver.driverName;
+  info.driver_info = driver.driverInfo;
+  info.api_version = p.apiVersion;
+  info.subgroup_size = subgroup.subgroupSize;
+  info.min_subgroup_size = size_control.minSubgroupSize ? size_control.minSubgroupSize : 1;
+  info.max_subgroup_size =
+      size_control.maxSubgroupSize ? size_control.maxSubgroupSize : subgroup.subgroupSize;
+  info.compute_required_subgroup_size =
+      (size_control.requiredSubgroupSizeStages & VK_SHADER_STAGE_COMPUTE_BIT) != 0;
+  info.max_workgroup_invocations = p.limits.maxComputeWorkGroupInvocations;
+  for (int i = 0; i < 3; ++i) info.max_workgroup_count[i] = p.limits.maxComputeWorkGroupCount[i];
+  info.max_push_constants_bytes = p.limits.maxPushConstantsSize;
+  info.min_storage_buffer_offset_alignment = p.limits.minStorageBufferOffsetAlignment;
+  info.shader_float16 = f12.shaderFloat16;
+  info.shader_int8 = f12.shaderInt8;
+
+  vkGetPhysicalDeviceMemoryProperties(physical, &info.memory);
+  const VkMemoryPropertyFlags uma = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT |
+                                    VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
+                                    VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+  for (uint32_t i = 0; i < info.memory.memoryTypeCount; ++i) {
+    if ((info.memory.memoryTypes[i].propertyFlags & uma) == uma) info.uma = true;
+  }
+  return info;
+}
+
+std::string VulkanContext::report() const {
+  const DeviceInfo& d = info_;
+  char line[512];
+  std::string out;
+  std::snprintf(line, sizeof line, "device: %s (%s), Vulkan %u.%u.%u\n", d.name.c_str(),
+                device_type_name(d.type), VK_API_VERSION_MAJOR(d.api_version),
+                VK_API_VERSION_MINOR(d.api_version), VK_API_VERSION_PATCH(d.api_version));
+  out += line;
+  std::snprintf(line, sizeof line, "driver: %s, %s\n", d.driver_name.c_str(),
+                d.driver_info.c_str());
+  out += line;
+  for (uint32_t h = 0; h < d.memory.memoryHeapCount; ++h) {
+    const VkMemoryHeap& heap = d.memory.memoryHeaps[h];
+    std::string flags;
+    for (uint32_t t = 0; t < d.memory.memoryTypeCount; ++t) {
+      const VkMemoryType& type = d.memory.memoryTypes[t];
+      if (type.heapIndex != h) continue;
+      flags += " [";
+      if (type.propertyFlags & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT) flags += "device-local ";
+      if (type.propertyFlags & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) flags += "host-visible ";
+      if (type.propertyFlags & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT) flags += "coherent ";
+      if (type.propertyFlags & VK_MEMORY_PROPERTY_HOST_CACHED_BIT) flags += "cached ";
+      if (!flags.empty() && flags.back() == ' ') flags.pop_back();
+      flags += "]";
+    }
+    std::snprintf(
+        line, sizeof line, "heap %u: %.1f MiB%s%s\n", h, double(heap.size) / (1024.0 * 1024.0),
+        (heap.flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) ? " device-local" : "", flags.c_str());
+    out += line;
+  }
+  std::snprintf(line, sizeof line, "subgroup size: %u (range %u..%u%s)\n", d.subgroup_size,
+                d.min_subgroup_size, d.max_subgroup_size,
+                d.compute_required_subgroup_size ? ", settable for compute" : "");
+  out += line;
+  std::snprintf(line, sizeof line, "uma: %s%s\n", d.uma ? "yes" : "no",
+                d.uma && force_staging_ ? " (staging forced)" : "");
+  out += line;
+  std::snprintf(line, sizeof line, "validation: %s\n", validation_enabled() ? "on" : "off");
+  out += line;
+  return out;
+}
+
+}  // namespace infer::gpu

@@ -1,0 +1,112 @@
+// Pipeline creation: descriptor-set and pipeline layouts, the shader module of one embedded
+// SPIR-V variant, specialization constants and an optional pinned subgroup size.
+#include "gpu/pipeline.h"
+
+#include "gpu/context.h"
+#include "gpu/vk_check.h"
+#include "shaders/spirv.h"
+
+namespace infer::gpu {
+
+Result<std::unique_ptr<Pipeline>> Pipeline::create(const VulkanContext& ctx,
+                                                   const PipelineDesc& desc) {
+  const shader::SpirvVariant* spirv = shader::find_spirv(desc.variant);
+  if (spirv == nullptr) {
+    return make_error(ErrorCode::kInternal, "no embedded shader variant \"" + desc.variant + "\"");
+  }
+  if (desc.push_bytes > ctx.info().max_push_constants_bytes || desc.push_bytes % 4 != 0) {
+    return make_error(ErrorCode::kUnsupported,
+                      desc.variant + ": " + std::to_string(desc.push_bytes) +
+                          " bytes of push constants, device allows " +
+                          std::to_string(ctx.info().max_push_constants_bytes));
+  }
+  VkDevice dev = ctx.device();
+  std::unique_ptr<Pipeline> p(new Pipeline(dev));
+  p->bindings_ = desc.bindings;
+  p->push_bytes_ = desc.push_bytes;
+  p->name_ = desc.variant;
+  for (size_t i = 0; i < desc.spec.size(); ++i) {
+    p->name_.append(i == 0 ? "{" : ",");
+    p->name_.append(std::to_string(desc.spec[i].id));
+    p->name_.append("=");
+    p->name_.append(std::to_string(desc.spec[i].value));
+  }
+  if (!desc.spec.empty()) p->name_.append("}");
+
+  std::vector<VkDescriptorSetLayoutBinding> bindings(desc.bindings.size());
+  for (size_t i = 0; i < bindings.size(); ++i) {
+    bindings[i].binding = uint32_t(i);
+    bindings[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    bindings[i].descriptorCount = 1;
+    bindings[i].stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
+  }
+  VkDescriptorSetLayoutCreateInfo set_info{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
+  set_info.bindingCount = uint32_t(bindings.size());
+  set_info.pBindings = bindings.data();
+  INFER_TRY_VOID(vk_check(vkCreateDescriptorSetLayout(dev, &set_info, nullptr, &p->set_layout_),
+                          "vkCreateDescriptorSetLayout"));
+
+  VkPushConstantRange push{VK_SHADER_STAGE_COMPUTE_BIT, 0, desc.push_bytes};
+  VkPipelineLayoutCreateInfo layout_info{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
+  layout_info.setLayoutCount = 1;
+  layout_info.pSetLayouts = &p->set_layout_;
+  layout_info.pushConstantRangeCount = desc.push_bytes ? 1 : 0;
+  layout_info.pPushConstantRanges = &push;
+  INFER_TRY_VOID(vk_check(vkCreatePipelineLayout(dev, &layout_info, nullptr, &p->layout_),
+                          "vkCreatePipelineLayout"));
+
+  VkShaderModuleCreateInfo module_info{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+  module_info.codeSize = spirv->words.size_bytes();
+  module_info.pCode = spirv->words.data();
+  VkShaderModule module = VK_NULL_HANDLE;
+  INFER_TRY_VOID(
+      vk_check(vkCreateShaderModule(dev, &module_info, nullptr, &module), "vkCreateShaderModule"));
+
+  std::vector<VkSpecializationMapEntry> entries(desc.spec.size());
+  std::vector<uint32_t> values(desc.spec.size());
+  for (size_t i = 0; i < desc.spec.size(); ++i) {
+    entries[i] = {desc.spec[i].id, uint32_t(i * sizeof(uint32_t)), sizeof(uint32_t)};
+    values[i] = desc.spec[i].value;
+  }
+  VkSpecializationInfo spec{uint32_t(entries.size()), entries.data(),
+                            values.size() * sizeof(uint32_t), values.data()};
+
+  VkPipelineShaderStageRequiredSubgroupSizeCreateInfo subgroup{
+      VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO};
+  subgroup.requiredSubgroupSize = desc.required_subgroup_size;
+  VkComputePipelineCreateInfo info{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
+  info.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
+  info.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+  info.stage.module = module;
+  info.stage.pName = "main";
+  info.stage.pSpecializationInfo = &spec;
+  if (desc.required_subgroup_size != 0) {
+    if (!ctx.info().compute_required_subgroup_size) {
+      vkDestroyShaderModule(dev, module, nullptr);
+      return make_error(ErrorCode::kUnsupported,
+                        p->name_ + ": the device cannot pin the compute subgroup size");
+    }
+    info.stage.pNext = &subgroup;
+    // Every subgroup full: the shader's partial sums assume local size / subgroup size of them.
+    if (ctx.info().compute_full_subgroups) {
+      info.stage.flags |= VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT;
+    }
+  }
+  info.layout = p->layout_;
+  VkResult r = vkCreateComputePipelines(dev, VK_NULL_HANDLE, 1, &info, nullptr, &p->pipeline_);
+  vkDestroyShaderModule(dev, module, nullptr);
+  if (r != VK_SUCCESS) {
+    return make_error(ErrorCode::kVulkan,
+                      p->name_ + ": vkCreateComputePipelines failed: " + vk_result_name(r));
+  }
+  ctx.set_name(VK_OBJECT_TYPE_PIPELINE, uint64_t(p->pipeline_), p->name_);
+  return p;
+}
+
+Pipeline::~Pipeline() {
+  if (pipeline_ != VK_NULL_HANDLE) vkDestroyPipeline(device_, pipeline_, nullptr);
+  if (layout_ != VK_NULL_HANDLE) vkDestroyPipelineLayout(device_, layout_, nullptr);
+  if (set_layout_ != VK_NULL_HANDLE) vkDestroyDescriptorSetLayout(device_, set_layout_, nullptr);
+}
+
+}  // namespace infer::gpu

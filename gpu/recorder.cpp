@@ -1,0 +1,223 @@
+// Recorder: command buffer, descriptor sets from a growing list of pools, dependency tracking
+// per buffer, submit and fence wait.
+#include "gpu/recorder.h"
+
+#include "base/check.h"
+#include "gpu/context.h"
+#include "gpu/vk_check.h"
+
+namespace infer::gpu {
+namespace {
+
+constexpr uint32_t kSetsPerPool = 256;
+constexpr uint32_t kBuffersPerPool = 4 * kSetsPerPool;
+
+}  // namespace
+
+Result<std::unique_ptr<Recorder>> Recorder::create(const VulkanContext& ctx) {
+  std::unique_ptr<Recorder> r(new Recorder(ctx));
+  VkDevice dev = ctx.device();
+  VkCommandPoolCreateInfo pool_info{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+  pool_info.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
+  pool_info.queueFamilyIndex = ctx.queue_family();
+  INFER_TRY_VOID(
+      vk_check(vkCreateCommandPool(dev, &pool_info, nullptr, &r->pool_), "vkCreateCommandPool"));
+  VkCommandBufferAllocateInfo alloc{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+  alloc.commandPool = r->pool_;
+  alloc.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+  alloc.commandBufferCount = 1;
+  INFER_TRY_VOID(
+      vk_check(vkAllocateCommandBuffers(dev, &alloc, &r->cb_), "vkAllocateCommandBuffers"));
+  VkFenceCreateInfo fence_info{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+  INFER_TRY_VOID(vk_check(vkCreateFence(dev, &fence_info, nullptr, &r->fence_), "vkCreateFence"));
+  return r;
+}
+
+Recorder::~Recorder() {
+  VkDevice dev = ctx_.device();
+  // submit_and_wait() returns only after the fence, so nothing of ours is in flight here.
+  if (fence_ != VK_NULL_HANDLE) vkDestroyFence(dev, fence_, nullptr);
+  for (VkDescriptorPool p : descriptor_pools_) vkDestroyDescriptorPool(dev, p, nullptr);
+  if (pool_ != VK_NULL_HANDLE) vkDestroyCommandPool(dev, pool_, nullptr);  // frees cb_
+}
+
+Result<void> Recorder::begin() {
+  INFER_CHECK(!recording_, "Recorder::begin while recording");
+  for (VkDescriptorPool p : descriptor_pools_) {
+    INFER_TRY_VOID(vk_check(vkResetDescriptorPool(ctx_.device(), p, 0), "vkResetDescriptorPool"));
+  }
+  current_pool_ = 0;
+  pending_.clear();
+  dispatches_ = 0;
+  barriers_ = 0;
+  INFER_TRY_VOID(vk_check(vkResetCommandBuffer(cb_, 0), "vkResetCommandBuffer"));
+  VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+  begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  INFER_TRY_VOID(vk_check(vkBeginCommandBuffer(cb_, &begin), "vkBeginCommandBuffer"));
+  recording_ = true;
+  return Ok{};
+}
+
+Result<VkDescriptorSet> Recorder::allocate_set(VkDescriptorSetLayout layout) {
+  VkDevice dev = ctx_.device();
+  for (;;) {
+    if (current_pool_ == descriptor_pools_.size()) {
+      VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kBuffersPerPool};
+      VkDescriptorPoolCreateInfo info{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
+      info.maxSets = kSetsPerPool;
+      info.poolSizeCount = 1;
+      info.pPoolSizes = &size;
+      VkDescriptorPool pool = VK_NULL_HANDLE;
+      INFER_TRY_VOID(
+          vk_check(vkCreateDescriptorPool(dev, &info, nullptr, &pool), "vkCreateDescriptorPool"));
+      descriptor_pools_.push_back(pool);
+    }
+    VkDescriptorSetAllocateInfo alloc{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
+    alloc.descriptorPool = descriptor_pools_[current_pool_];
+    alloc.descriptorSetCount = 1;
+    alloc.pSetLayouts = &layout;
+    VkDescriptorSet set = VK_NULL_HANDLE;
+    VkResult r = vkAllocateDescriptorSets(dev, &alloc, &set);
+    if (r == VK_SUCCESS) return set;
+    if (r != VK_ERROR_OUT_OF_POOL_MEMORY && r != VK_ERROR_FRAGMENTED_POOL) {
+      return make_error(ErrorCode::kVulkan,
+                        std::string("vkAllocateDescriptorSets failed: ") + vk_result_name(r));
+    }
+    ++current_pool_;  // this pool is full: move on to the next, creating it if needed
+  }
+}
+
+void Recorder::order(std::span<const Use> uses, VkPipelineStageFlags2 stage,
+                     VkAccessFlags2 read_access, VkAccessFlags2 write_access) {
+  barrier_scratch_.clear();
+  for (const Use& u : uses) {
+    auto it = pending_.find(u.buffer);
+    if (it == pending_.end()) continue;
+    const Pending& p = it->second;
+    VkBufferMemoryBarrier2 b{VK_STRUCTURE_TYPE_BUFFER_MEMORY_BARRIER_2};
+    if (p.write_stages != 0) {  // read- or write-after-write: make the earlier write visible
+      b.srcStageMask = p.write_stages;
+      b.srcAccessMask = p.write_access;
+    } else if (u.write) {  // write-after-read: the earlier reads must finish first
+      b.srcStageMask = p.read_stages;
+    } else {
+      continue;  // read-after-read needs nothing
+    }
+    b.dstStageMask = stage;
+    b.dstAccessMask = u.write ? (read_access | write_access) : read_access;
+    b.srcQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED;
+    b.dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED;
+    b.buffer = u.buffer;
+    b.offset = 0;
+    b.size = VK_WHOLE_SIZE;
+    bool seen = false;  // one barrier per buffer, even if it is bound twice
+    for (const VkBufferMemoryBarrier2& o : barrier_scratch_) seen = seen || o.buffer == u.buffer;
+    if (!seen) barrier_scratch_.push_back(b);
+  }
+  if (!barrier_scratch_.empty()) {
+    VkDependencyInfo dep{VK_STRUCTURE_TYPE_DEPENDENCY_INFO};
+    dep.bufferMemoryBarrierCount = uint32_t(barrier_scratch_.size());
+    dep.pBufferMemoryBarriers = barrier_scratch_.data();
+    vkCmdPipelineBarrier2(cb_, &dep);
+    barriers_ += int(barrier_scratch_.size());
+    for (const VkBufferMemoryBarrier2& b : barrier_scratch_) pending_.erase(b.buffer);
+  }
+  for (const Use& u : uses) {
+    Pending& p = pending_[u.buffer];
+    if (u.write) {
+      p.write_stages |= stage;
+      p.write_access |= write_access;
+    } else {
+      p.read_stages |= stage;
+    }
+  }
+}
+
+Result<void> Recorder::dispatch(const Pipeline& pipeline, std::span<const Binding> bindings,
+                                const void* push, uint32_t push_bytes, Groups groups) {
+  INFER_CHECK(recording_, "%s: dispatch outside begin()/submit_and_wait()",
+              pipeline.name().c_str());
+  INFER_CHECK(bindings.size() == pipeline.bindings().size(), "%s: %zu bindings, pipeline has %zu",
+              pipeline.name().c_str(), bindings.size(), pipeline.bindings().size());
+  INFER_CHECK(push_bytes == pipeline.push_bytes(), "%s: %u push bytes, pipeline takes %u",
+              pipeline.name().c_str(), push_bytes, pipeline.push_bytes());
+  const DeviceInfo& info = ctx_.info();
+  INFER_CHECK(groups.x <= info.max_workgroup_count[0] && groups.y <= info.max_workgroup_count[1] &&
+                  groups.z <= info.max_workgroup_count[2],
+              "%s: %u x %u x %u workgroups", pipeline.name().c_str(), groups.x, groups.y, groups.z);
+
+  INFER_TRY(VkDescriptorSet set, allocate_set(pipeline.set_layout()));
+  VkDescriptorBufferInfo infos[8];
+  VkWriteDescriptorSet writes[8];
+  Use uses[8];
+  INFER_CHECK(bindings.size() <= 8, "%s: more than 8 bindings", pipeline.name().c_str());
+  for (size_t i = 0; i < bindings.size(); ++i) {
+    const Binding& b = bindings[i];
+    INFER_CHECK(b.buffer != nullptr && b.buffer->handle() != VK_NULL_HANDLE,
+                "%s: binding %zu has no buffer", pipeline.name().c_str(), i);
+    INFER_CHECK(b.offset % info.min_storage_buffer_offset_alignment == 0,
+                "%s: binding %zu (\"%s\") offset %llu not aligned", pipeline.name().c_str(), i,
+                b.buffer->name().c_str(), (unsigned long long)b.offset);
+    infos[i] = {b.buffer->handle(), b.offset, b.range};
+    writes[i] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+    writes[i].dstSet = set;
+    writes[i].dstBinding = uint32_t(i);
+    writes[i].descriptorCount = 1;
+    writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    writes[i].pBufferInfo = &infos[i];
+    uses[i] = {b.buffer->handle(), pipeline.bindings()[i] != Access::kRead};
+  }
+  vkUpdateDescriptorSets(ctx_.device(), uint32_t(bindings.size()), writes, 0, nullptr);
+
+  order(std::span<const Use>(uses, bindings.size()), VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT,
+        VK_ACCESS_2_SHADER_STORAGE_READ_BIT, VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT);
+  vkCmdBindPipeline(cb_, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.handle());
+  vkCmdBindDescriptorSets(cb_, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.layout(), 0, 1, &set, 0,
+                          nullptr);
+  if (push_bytes != 0) {
+    vkCmdPushConstants(cb_, pipeline.layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, push_bytes, push);
+  }
+  vkCmdDispatch(cb_, groups.x, groups.y, groups.z);
+  ++dispatches_;
+  return Ok{};
+}
+
+void Recorder::copy(const Buffer& src, VkDeviceSize src_offset, const Buffer& dst,
+                    VkDeviceSize dst_offset, VkDeviceSize bytes) {
+  INFER_CHECK(recording_, "copy outside begin()/submit_and_wait()");
+  INFER_CHECK(src_offset + bytes <= src.size() && dst_offset + bytes <= dst.size(),
+              "copy of %llu bytes from \"%s\" to \"%s\" out of range", (unsigned long long)bytes,
+              src.name().c_str(), dst.name().c_str());
+  const Use uses[2] = {{src.handle(), false}, {dst.handle(), true}};
+  order(uses, VK_PIPELINE_STAGE_2_COPY_BIT, VK_ACCESS_2_TRANSFER_READ_BIT,
+        VK_ACCESS_2_TRANSFER_WRITE_BIT);
+  VkBufferCopy region{src_offset, dst_offset, bytes};
+  vkCmdCopyBuffer(cb_, src.handle(), dst.handle(), 1, &region);
+}
+
+Result<void> Recorder::submit_and_wait() {
+  INFER_CHECK(recording_, "submit_and_wait without begin()");
+  recording_ = false;
+  // Writes of this recording become visible to later submissions and to the host.
+  VkMemoryBarrier2 barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER_2};
+  barrier.srcStageMask = VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_2_COPY_BIT;
+  barrier.srcAccessMask = VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT | VK_ACCESS_2_TRANSFER_WRITE_BIT;
+  barrier.dstStageMask = VK_PIPELINE_STAGE_2_ALL_COMMANDS_BIT | VK_PIPELINE_STAGE_2_HOST_BIT;
+  barrier.dstAccessMask =
+      VK_ACCESS_2_MEMORY_READ_BIT | VK_ACCESS_2_MEMORY_WRITE_BIT | VK_ACCESS_2_HOST_READ_BIT;
+  VkDependencyInfo dep{VK_STRUCTURE_TYPE_DEPENDENCY_INFO};
+  dep.memoryBarrierCount = 1;
+  dep.pMemoryBarriers = &barrier;
+  vkCmdPipelineBarrier2(cb_, &dep);
+  INFER_TRY_VOID(vk_check(vkEndCommandBuffer(cb_), "vkEndCommandBuffer"));
+
+  VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+  submit.commandBufferCount = 1;
+  submit.pCommandBuffers = &cb_;
+  INFER_TRY_VOID(vk_check(vkQueueSubmit(ctx_.queue(), 1, &submit, fence_), "vkQueueSubmit"));
+  INFER_TRY_VOID(
+      vk_check(vkWaitForFences(ctx_.device(), 1, &fence_, VK_TRUE, UINT64_MAX), "vkWaitForFences"));
+  return vk_check(vkResetFences(ctx_.device(), 1, &fence_), "vkResetFences");
+}
+
+}  // namespace infer::gpu

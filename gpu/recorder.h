@@ -1,0 +1,96 @@
+// Recorder: one command buffer of dispatches and copies, submitted and waited on with a fence.
+// Dispatch is the one way ops record work; it inserts a barrier only where data depends (a
+// buffer written earlier in the recording and read or written now, or read earlier and written
+// now), and each barrier names the buffer it protects.
+#pragma once
+
+#include <volk.h>
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "base/result.h"
+#include "gpu/buffer.h"
+#include "gpu/pipeline.h"
+
+namespace infer::gpu {
+
+class VulkanContext;
+
+// A storage-buffer binding: a range of a buffer (offset aligned to the device's
+// minStorageBufferOffsetAlignment).
+struct Binding {
+  const Buffer* buffer = nullptr;
+  VkDeviceSize offset = 0;
+  VkDeviceSize range = VK_WHOLE_SIZE;
+};
+
+struct Groups {
+  uint32_t x = 1;
+  uint32_t y = 1;
+  uint32_t z = 1;
+};
+
+class Recorder {
+ public:
+  static Result<std::unique_ptr<Recorder>> create(const VulkanContext& ctx);
+  ~Recorder();
+  Recorder(const Recorder&) = delete;
+  Recorder& operator=(const Recorder&) = delete;
+
+  // Starts a recording; the previous one must have been submitted.
+  Result<void> begin();
+  // Records `pipeline` over `groups` workgroups with one buffer per pipeline binding.
+  Result<void> dispatch(const Pipeline& pipeline, std::span<const Binding> bindings,
+                        const void* push, uint32_t push_bytes, Groups groups);
+  template <class Push>
+  Result<void> dispatch(const Pipeline& pipeline, std::initializer_list<Binding> bindings,
+                        const Push& push, Groups groups) {
+    return dispatch(pipeline, std::span<const Binding>(bindings.begin(), bindings.size()), &push,
+                    uint32_t(sizeof(Push)), groups);
+  }
+  // Records a buffer-to-buffer copy, ordered like a dispatch.
+  void copy(const Buffer& src, VkDeviceSize src_offset, const Buffer& dst, VkDeviceSize dst_offset,
+            VkDeviceSize bytes);
+  // Ends the recording, makes every write visible to later work and the host, submits and
+  // waits on the fence.
+  Result<void> submit_and_wait();
+
+  // Counts of the last recording, so tests can check barriers go only where data depends.
+  int dispatch_count() const { return dispatches_; }
+  int barrier_count() const { return barriers_; }
+
+ private:
+  struct Use {
+    VkBuffer buffer;
+    bool write;
+  };
+  struct Pending {  // accesses since the buffer's last barrier
+    VkPipelineStageFlags2 write_stages = 0;
+    VkAccessFlags2 write_access = 0;
+    VkPipelineStageFlags2 read_stages = 0;
+  };
+
+  explicit Recorder(const VulkanContext& ctx) : ctx_(ctx) {}
+  // Emits the barriers `uses` need at `stage`, then records the uses as pending.
+  void order(std::span<const Use> uses, VkPipelineStageFlags2 stage, VkAccessFlags2 read_access,
+             VkAccessFlags2 write_access);
+  Result<VkDescriptorSet> allocate_set(VkDescriptorSetLayout layout);
+
+  const VulkanContext& ctx_;
+  VkCommandPool pool_ = VK_NULL_HANDLE;
+  VkCommandBuffer cb_ = VK_NULL_HANDLE;
+  VkFence fence_ = VK_NULL_HANDLE;
+  std::vector<VkDescriptorPool> descriptor_pools_;
+  size_t current_pool_ = 0;
+  std::unordered_map<VkBuffer, Pending> pending_;
+  std::vector<VkBufferMemoryBarrier2> barrier_scratch_;
+  bool recording_ = false;
+  int dispatches_ = 0;
+  int barriers_ = 0;
+};
+
+}  // namespace infer::gpu

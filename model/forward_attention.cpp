@@ -1,0 +1,69 @@
+// The attention half of a decoder layer (GEMMA4_TEXT.md §4.4-§4.7): projections, q/k/v norms,
+// RoPE, KV sharing (§5) and K=V layers, then o_proj and the post-attention norm into the stream.
+#include <cstring>
+
+#include "base/check.h"
+#include "model/forward_blocks.h"
+#include "model/ops/attention.h"
+#include "model/ops/matmul.h"
+#include "model/ops/rms_norm.h"
+#include "model/ops/rope.h"
+
+namespace infer {
+
+void attention_block(const ForwardContext& c, int layer) {
+  // x: [T, H] -> x: [T, H]; q/att: [T, n_q, d], chunk K/V: [T, n_kv, d] (all f32).
+  const TextConfig& tc = c.cfg.text;
+  const LayerPlan& plan = c.cfg.layers[size_t(layer)];
+  const LayerWeights& lw = c.w.layers[size_t(layer)];
+  const int64_t T = c.T, H = tc.hidden_size, n_q = tc.num_attention_heads, d = plan.head_dim;
+  const float eps = float(tc.rms_norm_eps);
+  float* x = c.s.x.data();
+  float* h = c.s.h.data();
+  float* q = c.s.q.data();
+
+  rms_norm(x, lw.input_layernorm, T, H, eps, h);
+  matmul(lw.q_proj, h, T, q, c.pool);
+  rms_norm(q, lw.q_norm, T * n_q, d, eps, q);
+  rope_apply(q, T, n_q, d, c.rope.cos(layer), c.rope.sin(layer));
+
+  if (!plan.kv_shared) {
+    const int64_t n_kv = plan.num_key_value_heads;
+    float* k = c.kv.chunk_k(layer);
+    float* v = c.kv.chunk_v(layer);
+    matmul(lw.k_proj, h, T, k, c.pool);
+    if (plan.k_eq_v) {
+      // V is the raw k projection, taken before k_norm and RoPE (§4.5).
+      std::memcpy(v, k, size_t(T * n_kv * d) * sizeof(float));
+    } else {
+      matmul(lw.v_proj, h, T, v, c.pool);
+    }
+    rms_norm(k, lw.k_norm, T * n_kv, d, eps, k);
+    rope_apply(k, T, n_kv, d, c.rope.cos(layer), c.rope.sin(layer));
+    rms_norm(v, nullptr, T * n_kv, d, eps, v);  // v_norm: no weight, no RoPE
+  }
+
+  // A KV-shared layer reads its donor's cache and this chunk's donor K/V (§5).
+  const int src = plan.kv_source;
+  const LayerPlan& src_plan = c.cfg.layers[size_t(src)];
+  INFER_CHECK(src_plan.head_dim == plan.head_dim, "layer %d: donor %d head_dim %d != %d", layer,
+              src, src_plan.head_dim, plan.head_dim);
+  AttentionShape shape;
+  shape.T = T;
+  shape.pos0 = c.pos0;
+  shape.n_q = n_q;
+  shape.n_kv = src_plan.num_key_value_heads;
+  shape.d = d;
+  shape.window = plan.type == LayerType::kSliding ? tc.sliding_window : 0;
+  AttentionScratch scratch{c.s.scores.data(), c.s.max_keys, c.s.n_workers};
+  float* att = c.s.att.data();
+  attention(q, shape, c.kv.view(src, c.pos0), att, scratch, c.pool);
+  if (!plan.kv_shared && !plan.is_donor) c.kv.commit(layer, c.pos0, T);
+
+  float* o = c.s.o.data();
+  matmul(lw.o_proj, att, T, o, c.pool);
+  rms_norm(o, lw.post_attention_layernorm, T, H, eps, o);
+  for (int64_t i = 0; i < T * H; ++i) x[i] += o[i];
+}
+
+}  // namespace infer

@@ -1,0 +1,40 @@
+// The per-ISA matmul kernels behind matmul() (model/ops/matmul.h), named so tests can run each
+// one this CPU supports. Each computes the rows [r0, r1) of y for all T tokens, single-threaded.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "model/matrix.h"
+
+namespace infer {
+
+class ThreadPool;
+
+// x: [T, w.cols] f32, y: [T, w.rows] f32; writes y[t][r] for r in [r0, r1).
+using MatmulRowsFn = void (*)(const Matrix& w, const float* x, int64_t T, float* y, int64_t r0,
+                              int64_t r1);
+
+struct MatmulKernel {
+  const char* name;
+  MatmulRowsFn rows;
+};
+
+// Row blocks handed to threads are multiples of this (whole 64-byte lines of y per thread).
+constexpr int64_t kMatmulRowAlign = 16;
+
+void matmul_rows_generic(const Matrix& w, const float* x, int64_t T, float* y, int64_t r0,
+                         int64_t r1);
+void matmul_rows_avx2(const Matrix& w, const float* x, int64_t T, float* y, int64_t r0,
+                      int64_t r1);
+void matmul_rows_avx512(const Matrix& w, const float* x, int64_t T, float* y, int64_t r0,
+                        int64_t r1);
+
+// The kernels this CPU can run, best first; matmul() uses the first.
+std::span<const MatmulKernel> matmul_kernels();
+
+// matmul() with a given kernel, rows split over the pool.
+void matmul_with(const MatmulKernel& k, const Matrix& w, const float* x, int64_t T, float* y,
+                 ThreadPool& pool);
+
+}  // namespace infer

@@ -1,0 +1,225 @@
+// build/infer as a subprocess: errors and exit codes, --tokenize and greedy generation against
+// the golden fixtures, --dump-logits, --bench JSON, seeded sampling and the demo model.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "test/cli/subprocess.h"
+#include "test/test_paths.h"
+
+namespace infer::test {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+RunResult infer(const std::vector<std::string>& args) { return run_binary(infer_binary(), args); }
+
+fs::path fixture(const std::string& name) { return repo_fixtures() / "gemma4-text" / name; }
+fs::path vocab_fixture() { return shared_fixtures() / "gemma4-text" / "e2b-vocab"; }
+
+json read_json(const fs::path& p) {
+  return json::parse(read_file(p), nullptr, /*allow_exceptions=*/false);
+}
+
+std::string join(const std::vector<int>& ids, const char* sep) {
+  std::string s;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i > 0) s += sep;
+    s += std::to_string(ids[i]);
+  }
+  return s;
+}
+
+// stderr is exactly one line, "infer: ...".
+void expect_one_error_line(const RunResult& r) {
+  EXPECT_TRUE(r.err.starts_with("infer: ")) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
+TEST(InferCli, MissingModelDirFailsWithOneLine) {
+  const RunResult r = infer({"--model", "/nonexistent/model/dir", "--prompt", "hi"});
+  EXPECT_EQ(r.status, 1);
+  expect_one_error_line(r);
+  EXPECT_NE(r.err.find("/nonexistent/model/dir"), std::string::npos) << r.err;
+}
+
+TEST(InferCli, CorruptModelFailsWithOneLine) {
+  const fs::path dir = make_temp_dir("corrupt");
+  fs::copy(fixture("e2b-mini") / "config.json", dir / "config.json");
+  { std::ofstream(dir / "model.safetensors") << "not a safetensors file"; }
+  const RunResult r = infer({"--model", dir.string(), "--prompt-ids", "2,3", "--output", "ids"});
+  EXPECT_EQ(r.status, 1);
+  expect_one_error_line(r);
+  fs::remove_all(dir);
+}
+
+TEST(InferCli, BadSwitchesExitWithStatusTwo) {
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"--frobnicate"},
+                                               {"-n", "-1"},
+                                               {"-n", "ten"},
+                                               {"--q4", "--q8"},
+                                               {"--temperature", "hot"},
+                                               {"--top-p", "2"},
+                                               {"--recall", "200"},
+                                               {"--model"},
+                                               {"--output", "xml"},
+                                               {"--prompt-ids", "1,x"}}) {
+    const RunResult r = infer(args);
+    EXPECT_EQ(r.status, 2) << args[0];
+    expect_one_error_line(r);
+  }
+}
+
+TEST(InferCli, LaterFeaturesSayTheyAreNotBuiltYet) {
+  const RunResult r = infer({"--gpu", "--prompt", "hi"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.err, "infer: --gpu: the Vulkan backend is not built yet\n");
+}
+
+TEST(InferCli, HelpListsTheSwitches) {
+  const RunResult r = infer({"--help"});
+  EXPECT_EQ(r.status, 0);
+  for (const char* s : {"--model", "--max-tokens", "--prompt-ids", "--temperature", "--bench",
+                        "--dump-logits", "--tokenize", "--q8", "--recall"}) {
+    EXPECT_NE(r.out.find(s), std::string::npos) << s;
+  }
+}
+
+TEST(InferCli, TokenizePrintsTheGoldenIds) {
+  const json golden = read_json(vocab_fixture() / "golden.json");
+  ASSERT_TRUE(golden.contains("prompts"));
+  for (const json& p : golden["prompts"]) {
+    const RunResult r = infer({"--tokenize", "--model", vocab_fixture().string(), "--prompt",
+                               p["text"].get<std::string>()});
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(r.out, join(p["ids"].get<std::vector<int>>(), " ") + "\n");
+  }
+}
+
+TEST(InferCli, GreedyIdsMatchTheGoldenTokens) {
+  for (const char* name : {"e2b-mini", "dense-mini", "moe-mini"}) {
+    const json golden = read_json(fixture(name) / "golden.json");
+    const auto prompt = golden["prompt_ids"].get<std::vector<int>>();
+    const auto expected = golden["greedy_tokens"].get<std::vector<int>>();
+    const RunResult r = infer({"--model", fixture(name).string(), "--prompt-ids", join(prompt, ","),
+                               "--temperature", "0", "-n", "16", "--output", "ids"});
+    EXPECT_EQ(r.status, 0) << name << ": " << r.err;
+    EXPECT_EQ(r.out, join(expected, " ") + "\n") << name;
+    EXPECT_NE(r.err.find("decode: 15 tokens"), std::string::npos) << r.err;
+  }
+}
+
+TEST(InferCli, GreedyTextFromATextPromptMatchesTheGoldenText) {
+  const json golden = read_json(vocab_fixture() / "golden.json");
+  const json& p = golden["prompts"][0];
+  const RunResult r = infer({"--model", vocab_fixture().string(), "--prompt",
+                             p["text"].get<std::string>(), "--temperature", "0", "-n", "16"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, p["greedy_text"].get<std::string>());
+}
+
+TEST(InferCli, DumpLogitsWritesThePromptLogits) {
+  const json golden = read_json(fixture("e2b-mini") / "golden.json");
+  const auto prompt = golden["prompt_ids"].get<std::vector<int>>();
+  const auto expected = golden["prompt_logits"].get<std::vector<std::vector<float>>>();
+  const fs::path dir = make_temp_dir("dump");
+  const fs::path dump = dir / "logits.f32";
+  const RunResult r =
+      infer({"--model", fixture("e2b-mini").string(), "--prompt-ids", join(prompt, ","), "-n", "0",
+             "--output", "ids", "--dump-logits", dump.string()});
+  EXPECT_EQ(r.status, 0) << r.err;
+  const std::string bytes = read_file(dump);
+  const size_t V = expected.at(0).size();
+  ASSERT_EQ(bytes.size(), prompt.size() * V * sizeof(float));
+  float max_diff = 0.0f;
+  for (size_t t = 0; t < prompt.size(); ++t) {
+    for (size_t v = 0; v < V; ++v) {
+      float x;
+      std::memcpy(&x, bytes.data() + (t * V + v) * sizeof(float), sizeof x);
+      max_diff = std::max(max_diff, std::abs(x - expected[t][v]));
+    }
+  }
+  EXPECT_LE(max_diff, 2e-3f);
+  fs::remove_all(dir);
+}
+
+TEST(InferCli, ASeedReproducesASampledContinuation) {
+  const std::vector<std::string> base = {"--model",
+                                         fixture("e2b-mini").string(),
+                                         "--prompt-ids",
+                                         "2,17,99",
+                                         "--temperature",
+                                         "1",
+                                         "-n",
+                                         "24",
+                                         "--output",
+                                         "ids"};
+  auto with_seed = [&](const char* seed) {
+    auto args = base;
+    args.insert(args.end(), {"--seed", seed});
+    return infer(args);
+  };
+  const RunResult a = with_seed("11"), b = with_seed("11"), c = with_seed("12");
+  EXPECT_EQ(a.status, 0) << a.err;
+  EXPECT_EQ(a.out, b.out);
+  EXPECT_NE(a.out, c.out);
+}
+
+TEST(InferCli, PromptIdsOutsideTheVocabularyAreAUsageError) {
+  const RunResult r = infer(
+      {"--model", fixture("e2b-mini").string(), "--prompt-ids", "2,100000", "--output", "ids"});
+  EXPECT_EQ(r.status, 2);
+  expect_one_error_line(r);
+}
+
+TEST(InferCli, BenchEmitsJsonWithEveryKey) {
+  const fs::path dir = make_temp_dir("bench");
+  const fs::path out = dir / "bench.json";
+  const RunResult r = infer(
+      {"--bench", out.string(), "--model", fixture("e2b-mini").string(), "--threads", "2", "--q8"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  const json j = read_json(out);
+  ASSERT_TRUE(j.is_object()) << read_file(out);
+  for (const char* key :
+       {"model_dir", "quant", "weight_format", "head_format", "threads", "isa", "load_s",
+        "prefill_tokens", "prefill_tokens_per_s", "decode_tokens", "decode_tokens_per_s",
+        "decode_ms_per_token_median", "decode_bytes_per_token", "memory_bandwidth_gb_per_s",
+        "memory_bandwidth_gb_per_s_median", "decode_bandwidth_fraction", "peak_rss_bytes",
+        "tokenizer_encode_mb_per_s"}) {
+    EXPECT_TRUE(j.contains(key)) << key;
+  }
+  EXPECT_EQ(j["quant"], "q8");
+  EXPECT_EQ(j["threads"], 2);
+  EXPECT_EQ(j["prefill_tokens"], 512);
+  EXPECT_GT(j["decode_tokens_per_s"].get<double>(), 0.0);
+  EXPECT_GT(j["memory_bandwidth_gb_per_s"].get<double>(), 0.0);
+  EXPECT_TRUE(j["tokenizer_encode_mb_per_s"].is_null());  // e2b-mini has no tokenizer.json
+  fs::remove_all(dir);
+}
+
+TEST(InferCli, TheDemoModelGeneratesTextAndSaysItIsRandom) {
+  const fs::path home = make_temp_dir("home");
+  const fs::path cwd = home / "work";  // no ../gemma-4-E2B beside it
+  fs::create_directories(cwd);
+  const RunResult r =
+      run_binary(infer_binary(), {"--prompt", "Once upon a time", "-n", "12", "--seed", "1"},
+                 {{"HOME", home.string()}, {"XDG_CACHE_HOME", (home / "cache").string()}}, cwd);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_FALSE(r.out.empty());
+  EXPECT_NE(r.err.find("demo model"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("random"), std::string::npos) << r.err;
+  EXPECT_TRUE(fs::exists(home / "cache" / "infer")) << "the demo model was not cached";
+  fs::remove_all(home);
+}
+
+}  // namespace
+}  // namespace infer::test

@@ -1,0 +1,158 @@
+// parse_options: every switch, bad values and conflicts, and the sampling defaults taken from
+// generation_config.json.
+#include "cli/options.h"
+
+#include <gtest/gtest.h>
+
+#include <string_view>
+#include <vector>
+
+namespace infer::cli {
+namespace {
+
+Result<Options> parse(std::vector<std::string_view> args) { return parse_options(args); }
+
+std::string error_of(std::vector<std::string_view> args) {
+  const Result<Options> r = parse(args);
+  if (r.ok()) return "(parsed)";
+  return r.error().message;
+}
+
+TEST(Options, ParsesTheGenerationSwitches) {
+  const auto r =
+      parse({"-m", "dir", "-n", "12", "--temperature", "0.7", "--top-k", "40", "--top-p=0.9",
+             "--seed", "7", "--output", "ids", "--threads", "3", "hello"});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->model_dir, "dir");
+  EXPECT_EQ(r->max_tokens, 12);
+  EXPECT_FLOAT_EQ(*r->temperature, 0.7f);
+  EXPECT_EQ(*r->top_k, 40);
+  EXPECT_FLOAT_EQ(*r->top_p, 0.9f);
+  EXPECT_EQ(*r->seed, 7u);
+  EXPECT_EQ(r->output, OutputMode::kIds);
+  EXPECT_EQ(r->threads, 3);
+  EXPECT_EQ(*r->prompt, "hello");
+}
+
+TEST(Options, ParsesPromptIdsWithSpacesAroundCommas) {
+  const auto r = parse({"--prompt-ids", "2, 17 ,99"});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(*r->prompt_ids, (std::vector<int32_t>{2, 17, 99}));
+}
+
+TEST(Options, RejectsBadNumbers) {
+  EXPECT_EQ(error_of({"-n", "-1"}), "--max-tokens: expected an integer 0 or more, got '-1'");
+  EXPECT_NE(error_of({"-n", "abc"}), "(parsed)");
+  EXPECT_NE(error_of({"--temperature", "-0.5"}), "(parsed)");
+  EXPECT_NE(error_of({"--temperature", "nan"}), "(parsed)");
+  EXPECT_NE(error_of({"--top-p", "1.5"}), "(parsed)");
+  EXPECT_NE(error_of({"--top-k", "4x"}), "(parsed)");
+  EXPECT_NE(error_of({"--threads", "0"}), "(parsed)");
+  EXPECT_NE(error_of({"--seed", "-3"}), "(parsed)");
+  EXPECT_NE(error_of({"--prompt-ids", "2,,3"}), "(parsed)");
+  EXPECT_NE(error_of({"--prompt-ids", "2,-3"}), "(parsed)");
+  EXPECT_NE(error_of({"--recall", "129"}), "(parsed)");
+}
+
+TEST(Options, RejectsUnknownSwitchesAndMissingValues) {
+  EXPECT_NE(error_of({"--frobnicate"}).find("unknown option '--frobnicate'"), std::string::npos);
+  EXPECT_NE(error_of({"--model"}).find("needs a value"), std::string::npos);
+  EXPECT_NE(error_of({"--tokenize=yes", "--prompt", "x"}).find("takes no value"),
+            std::string::npos);
+  EXPECT_NE(error_of({"--output", "json"}), "(parsed)");
+  EXPECT_NE(error_of({"--evict", "lru"}), "(parsed)");
+}
+
+TEST(Options, RejectsConflictingSwitches) {
+  EXPECT_NE(error_of({"--q4", "--q8"}).find("conflicts"), std::string::npos);
+  EXPECT_NE(error_of({"--quant", "q8", "--mixed"}), "(parsed)");
+  EXPECT_NE(error_of({"--prompt", "a", "b"}), "(parsed)");
+  EXPECT_NE(error_of({"--prompt", "a", "--prompt-ids", "1"}), "(parsed)");
+  EXPECT_NE(error_of({"--tokenize"}), "(parsed)");
+  EXPECT_NE(error_of({"--bench", "--serve"}), "(parsed)");
+  EXPECT_NE(error_of({"--device", "1"}).find("--gpu"), std::string::npos);
+  EXPECT_TRUE(parse({"--q4", "--mixed", "--quant", "q4"}).ok());
+}
+
+TEST(Options, BenchTakesAnOptionalFile) {
+  auto r = parse({"--bench", "out.json", "--q8"});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_TRUE(r->bench);
+  EXPECT_EQ(r->bench_file, "out.json");
+  EXPECT_EQ(r->quant, Quant::kQ8_0);
+  r = parse({"--bench", "--threads", "2"});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_TRUE(r->bench_file.empty());
+}
+
+TEST(Options, LaterFeaturesParseButAreReportedUnavailable) {
+  auto r = parse({"--gpu", "--device", "1"});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(unavailable_feature(*r), "--gpu: the Vulkan backend is not built yet");
+  for (std::vector<std::string_view> args : {std::vector<std::string_view>{"--serve"},
+                                             {"--anchors", "32"},
+                                             {"--window", "512"},
+                                             {"--recall", "96"},
+                                             {"--evict", "mass"},
+                                             {"--memory"},
+                                             {"--storage", "x.mem"},
+                                             {"--mem-capacity", "64"},
+                                             {"--quiescence", "--quiescence-threshold", "0.1"},
+                                             {"--trace", "t.json"},
+                                             {"--gate-entropy", "2.5"},
+                                             {"--tools", "/tmp"}}) {
+    r = parse(args);
+    ASSERT_TRUE(r.ok()) << args[0] << ": " << r.error().message;
+    EXPECT_NE(unavailable_feature(*r), "") << args[0];
+  }
+  r = parse({"--no-memory", "hi"});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(unavailable_feature(*r), "");
+}
+
+TEST(Options, SamplingIsGreedyWithoutFlagsOrDoSample) {
+  const auto r = parse({"hi", "--seed", "5"});
+  ASSERT_TRUE(r.ok());
+  const SamplingParams p = resolve_sampling(*r, GenerationConfig{});
+  EXPECT_EQ(p.temperature, 0.0f);
+  EXPECT_EQ(p.seed, 5u);
+}
+
+TEST(Options, SamplingTakesGenerationConfigDefaultsAndFlagsWin) {
+  GenerationConfig gen;
+  gen.do_sample = true;
+  gen.temperature = 0.8f;
+  gen.top_k = 64;
+  gen.top_p = 0.95f;
+  auto r = parse({"hi"});
+  SamplingParams p = resolve_sampling(*r, gen);
+  EXPECT_FLOAT_EQ(p.temperature, 0.8f);
+  EXPECT_EQ(p.top_k, 64);
+  EXPECT_FLOAT_EQ(p.top_p, 0.95f);
+
+  r = parse({"hi", "--top-k", "5", "--temperature", "1.2"});
+  p = resolve_sampling(*r, gen);
+  EXPECT_FLOAT_EQ(p.temperature, 1.2f);
+  EXPECT_EQ(p.top_k, 5);
+  EXPECT_FLOAT_EQ(p.top_p, 0.95f);
+
+  r = parse({"hi", "--temperature", "0"});
+  EXPECT_EQ(resolve_sampling(*r, gen).temperature, 0.0f);
+}
+
+TEST(Options, TopKAloneTurnsSamplingOnWithHfDefaults) {
+  const auto r = parse({"hi", "--top-k", "3"});
+  const SamplingParams p = resolve_sampling(*r, GenerationConfig{});
+  EXPECT_FLOAT_EQ(p.temperature, 1.0f);
+  EXPECT_EQ(p.top_k, 3);
+  EXPECT_FLOAT_EQ(p.top_p, 1.0f);
+}
+
+TEST(Options, DoubleDashEndsTheSwitches) {
+  const auto r = parse({"--", "--not-a-switch"});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(*r->prompt, "--not-a-switch");
+}
+
+}  // namespace
+}  // namespace infer::cli

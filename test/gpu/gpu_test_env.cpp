@@ -1,0 +1,65 @@
+// Shared GPU test contexts and the per-test validation check.
+#include "test/gpu/gpu_test_env.h"
+
+#include <memory>
+#include <string>
+
+namespace infer::gpu {
+namespace {
+
+VulkanContext* make_shared(bool force_staging, std::unique_ptr<VulkanContext>* slot,
+                           std::string* saved_error, std::string* error) {
+  if (*slot == nullptr && saved_error->empty()) {
+    ContextOptions options;
+    options.validation = true;
+    options.force_staging = force_staging;
+    auto ctx = VulkanContext::create(options);
+    if (ctx.ok()) {
+      *slot = std::move(ctx).value();
+    } else {
+      *saved_error = ctx.error().message;
+    }
+  }
+  *error = *saved_error;
+  return slot->get();
+}
+
+}  // namespace
+
+VulkanContext* shared_context(std::string* error) {
+  static std::unique_ptr<VulkanContext> ctx;
+  static std::string saved;
+  return make_shared(false, &ctx, &saved, error);
+}
+
+VulkanContext* shared_staging_context(std::string* error) {
+  static std::unique_ptr<VulkanContext> ctx;
+  static std::string saved;
+  return make_shared(true, &ctx, &saved, error);
+}
+
+void expect_no_new_validation_errors(const VulkanContext& ctx, int before) {
+  const int now = ctx.validation_error_count();
+  if (now == before) return;
+  std::string all;
+  for (const std::string& m : ctx.validation_messages()) all += m + "\n";
+  ADD_FAILURE() << (now - before) << " Vulkan validation error(s) during this test:\n" << all;
+}
+
+void GpuTest::SetUp() {
+  std::string error;
+  ctx_ = shared_context(&error);
+  ASSERT_NE(ctx_, nullptr) << "no usable Vulkan device: " << error;
+  staging_ctx_ = shared_staging_context(&error);
+  ASSERT_NE(staging_ctx_, nullptr) << "no usable Vulkan device: " << error;
+  errors_before_ = ctx_->validation_error_count();
+  staging_errors_before_ = staging_ctx_->validation_error_count();
+}
+
+void GpuTest::TearDown() {
+  if (ctx_ != nullptr) expect_no_new_validation_errors(*ctx_, errors_before_);
+  if (staging_ctx_ != nullptr)
+    expect_no_new_validation_errors(*staging_ctx_, staging_errors_before_);
+}
+
+}  // namespace infer::gpu

@@ -1,0 +1,32 @@
+// Shared GPU test fixture: one validated VulkanContext per process (and one that forces staged
+// transfers), and a check after every test that the validation layer reported no error.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include "gpu/context.h"
+
+namespace infer::gpu {
+
+// The shared contexts, created on first use with validation on; nullptr (and a message in
+// *error) when there is no usable Vulkan device, which the fixture turns into a failure.
+VulkanContext* shared_context(std::string* error);
+VulkanContext* shared_staging_context(std::string* error);
+
+class GpuTest : public ::testing::Test {
+ protected:
+  void SetUp() override;
+  void TearDown() override;
+
+  VulkanContext* ctx_ = nullptr;          // UMA path where the device offers it
+  VulkanContext* staging_ctx_ = nullptr;  // always staged uploads and downloads
+
+ private:
+  int errors_before_ = 0;
+  int staging_errors_before_ = 0;
+};
+
+// Fails the current test if `ctx` saw validation errors beyond `before`, listing them.
+void expect_no_new_validation_errors(const VulkanContext& ctx, int before);
+
+}  // namespace infer::gpu

@@ -1,0 +1,195 @@
+// GPU matvec vs the CPU reference (model/ops/matmul.h) for every weight format, on the same
+// weight bytes: shapes with ragged row groups, odd columns, T > 1, staged and UMA transfers.
+#include "gpu/ops/matvec.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+#include <ostream>
+#include <random>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "model/matrix.h"
+#include "model/ops/matmul.h"
+#include "model/quant.h"
+#include "test/gpu/gpu_test_env.h"
+
+namespace infer {
+// Test output names the format ("q4_0") rather than its bytes.
+inline void PrintTo(WeightFormat f, std::ostream* os) { *os << weight_format_name(f); }
+}  // namespace infer
+
+namespace infer::gpu {
+namespace {
+
+// A random matrix in `format`, owning its bytes; Q8_0/Q4_0 are quantized once, and both sides
+// read these same blocks.
+struct HostMatrix {
+  std::vector<uint8_t> bytes;
+  Matrix m;
+};
+
+HostMatrix random_matrix(WeightFormat format, int64_t rows, int64_t cols, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> f(size_t(rows * cols));
+  for (float& v : f) v = dist(rng);
+  HostMatrix h;
+  h.bytes.resize(size_t(rows) * row_bytes(format, cols));
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* src = f.data() + r * cols;
+    uint8_t* dst = h.bytes.data() + size_t(r) * row_bytes(format, cols);
+    switch (format) {
+      case WeightFormat::kF32:
+        std::memcpy(dst, src, size_t(cols) * 4);
+        break;
+      case WeightFormat::kBF16:
+        for (int64_t c = 0; c < cols; ++c) {
+          const bf16 b = f32_to_bf16(src[c]);
+          std::memcpy(dst + 2 * c, &b, 2);
+        }
+        break;
+      case WeightFormat::kQ8_0:
+        quantize_row_q8_0(src, reinterpret_cast<BlockQ8_0*>(dst), cols);
+        break;
+      case WeightFormat::kQ4_0:
+        quantize_row_q4_0(src, reinterpret_cast<BlockQ4_0*>(dst), cols);
+        break;
+    }
+  }
+  h.m = Matrix{format, rows, cols, h.bytes.data()};
+  return h;
+}
+
+std::vector<float> random_vector(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+// The reference sums in double, the GPU in f32 in its own order (per-invocation partial sums,
+// then subgroupAdd, then subgroup partials). Each f32 addition errs by at most eps/2 of the running
+// magnitude, bounded by S = sum_c |w_rc * x_tc|; rounding errors of n terms add up like a random
+// walk, ~sqrt(n) * eps/2 * S. Weights decode exactly (bf16 shifts, d * q in f32 on both sides),
+// so this is the whole error; 8x margin.
+void expect_matches_reference(const Matrix& w, const std::vector<float>& x, int64_t T,
+                              const std::vector<float>& y_gpu) {
+  std::vector<float> y_ref(size_t(T * w.rows));
+  matmul_reference(w, x.data(), T, y_ref.data());
+  std::vector<float> row(size_t(w.cols));
+  int bad = 0;
+  for (int64_t r = 0; r < w.rows; ++r) {
+    dequantize_row(w, r, row.data());
+    for (int64_t t = 0; t < T; ++t) {
+      double abs_sum = 0;
+      for (int64_t c = 0; c < w.cols; ++c) abs_sum += std::fabs(double(row[c]) * x[t * w.cols + c]);
+      const double tol = 8.0 * FLT_EPSILON * std::sqrt(double(w.cols)) * abs_sum + 1e-30;
+      const float got = y_gpu[size_t(t * w.rows + r)], want = y_ref[size_t(t * w.rows + r)];
+      if (!(std::fabs(double(got) - want) <= tol) && ++bad <= 5) {
+        ADD_FAILURE() << weight_format_name(w.format) << " y[t=" << t << ", r=" << r
+                      << "] = " << got << ", reference " << want << ", tolerance " << tol;
+      }
+    }
+  }
+  EXPECT_EQ(bad, 0) << "of " << T * w.rows << " outputs";
+}
+
+void check_matvec(const VulkanContext& ctx, WeightFormat format, int64_t rows, int64_t cols,
+                  int64_t T, MatvecTuning tuning = {}) {
+  SCOPED_TRACE(std::string(weight_format_name(format)) + " rows " + std::to_string(rows) +
+               " cols " + std::to_string(cols) + " T " + std::to_string(T));
+  const HostMatrix h = random_matrix(format, rows, cols, uint32_t(rows * 7919 + cols));
+  const std::vector<float> x = random_vector(size_t(T * cols), uint32_t(cols + T));
+  auto w = upload_matrix(ctx, h.m, "w");
+  ASSERT_TRUE(w.ok()) << w.error().message;
+  auto op = MatvecOp::create(ctx, format, tuning);
+  ASSERT_TRUE(op.ok()) << op.error().message;
+  std::vector<float> y(size_t(T * rows), NAN);
+  auto r = run_matvec(ctx, **op, *w, x.data(), T, y.data());
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  expect_matches_reference(h.m, x, T, y);
+}
+
+struct Shape {
+  int64_t rows, cols, T;
+};
+
+void PrintTo(const Shape& s, std::ostream* os) {
+  *os << "rows " << s.rows << " cols " << s.cols << " T " << s.T;
+}
+
+std::string shape_name(WeightFormat f, const Shape& s) {
+  std::string n = weight_format_name(f);
+  n[0] = char(std::toupper(n[0]));
+  n.erase(std::remove(n.begin(), n.end(), '_'), n.end());
+  return n + "Rows" + std::to_string(s.rows) + "Cols" + std::to_string(s.cols) + "T" +
+         std::to_string(s.T);
+}
+
+using GpuMatvecOp = GpuTest;
+
+class GpuMatvec : public GpuTest,
+                  public ::testing::WithParamInterface<std::tuple<WeightFormat, Shape>> {};
+
+TEST_P(GpuMatvec, MatchesCpuReference) {
+  const auto [format, s] = GetParam();
+  check_matvec(*ctx_, format, s.rows, s.cols, s.T);
+}
+
+// Rows 1, 7, 33, 257 leave the last row group partial (2 rows a group by default); T = 3 and 5
+// leave the last token group partial (4 a group); 4096 x 1536 and 1536 x 4096 are model-sized.
+const Shape kShapes[] = {{1, 32, 1},    {7, 64, 1},      {33, 96, 1},     {257, 1024, 1},
+                         {64, 4096, 1}, {4096, 1536, 1}, {1536, 4096, 1}, {33, 128, 3},
+                         {20, 256, 5},  {130, 512, 8}};
+
+INSTANTIATE_TEST_SUITE_P(
+    Formats, GpuMatvec,
+    ::testing::Combine(::testing::Values(WeightFormat::kF32, WeightFormat::kBF16,
+                                         WeightFormat::kQ8_0, WeightFormat::kQ4_0),
+                       ::testing::ValuesIn(kShapes)),
+    [](const auto& info) { return shape_name(std::get<0>(info.param), std::get<1>(info.param)); });
+
+// f32 and bf16 take any column count: odd ones exercise bf16's 16-bit path and partial units.
+TEST_F(GpuMatvecOp, MatvecTakesOddColumnsForF32AndBf16) {
+  for (WeightFormat f : {WeightFormat::kF32, WeightFormat::kBF16}) {
+    check_matvec(*ctx_, f, 5, 1, 1);
+    check_matvec(*ctx_, f, 9, 33, 1);
+    check_matvec(*ctx_, f, 17, 1023, 3);
+  }
+}
+
+// Staged uploads and downloads (what a discrete GPU does), forced on this device.
+TEST_F(GpuMatvecOp, MatvecMatchesCpuReferenceThroughStagedTransfers) {
+  for (WeightFormat f :
+       {WeightFormat::kF32, WeightFormat::kBF16, WeightFormat::kQ8_0, WeightFormat::kQ4_0}) {
+    check_matvec(*staging_ctx_, f, 65, 512, 1);
+    check_matvec(*staging_ctx_, f, 31, 256, 6);
+  }
+}
+
+// Other workgroup shapes than the device default: one subgroup, 3 rows and 3 tokens a group.
+TEST_F(GpuMatvecOp, MatvecMatchesCpuReferenceForOtherWorkgroupShapes) {
+  for (WeightFormat f :
+       {WeightFormat::kF32, WeightFormat::kBF16, WeightFormat::kQ8_0, WeightFormat::kQ4_0}) {
+    check_matvec(*ctx_, f, 100, 640, 1, MatvecTuning{1, 3, 3});
+    check_matvec(*ctx_, f, 100, 640, 7, MatvecTuning{1, 3, 3});
+    check_matvec(*ctx_, f, 50, 320, 2, MatvecTuning{4, 1, 2});
+  }
+}
+
+TEST_F(GpuMatvecOp, UploadMatrixRejectsQuantizedColumnsNotAMultipleOf32) {
+  std::vector<uint8_t> bytes(1024);
+  const Matrix m{WeightFormat::kQ8_0, 2, 48, bytes.data()};
+  auto w = upload_matrix(*ctx_, m, "bad");
+  ASSERT_FALSE(w.ok());
+  EXPECT_EQ(w.error().code, ErrorCode::kShape);
+}
+
+}  // namespace
+}  // namespace infer::gpu

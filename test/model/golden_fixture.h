@@ -1,0 +1,58 @@
+// Reads the golden fixtures of shared/fixtures/gemma4-text (GEMMA4_TEXT.md §9) for the forward
+// tests: golden.json fields and golden.safetensors's exact f32 logits (which hold I64 tensors too,
+// so they are parsed here rather than by the engine's TensorStore).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace infer::test {
+
+// A tensor of golden.safetensors widened to double-free storage: F32 in f32, I64 in i64.
+struct GoldenTensor {
+  std::vector<int64_t> shape;
+  std::vector<float> f32;
+  std::vector<int64_t> i64;
+};
+
+// All tensors of a small safetensors file; fails the calling test (and returns {}) on error.
+std::map<std::string, GoldenTensor> read_golden_safetensors(const std::filesystem::path& file);
+
+// The fields of golden.json for the small fixtures (e2b-mini, e2b-long, dense-mini, moe-mini).
+struct FixtureGolden {
+  std::vector<int32_t> prompt_ids;
+  std::vector<float> prompt_logits;  // [T, V], exact f32 from golden.safetensors
+  std::vector<int32_t> greedy_tokens;  // 16
+  std::vector<float> greedy_logits;    // [16, V]
+  int64_t vocab = 0;
+  int64_t checksum_position = 0;                // the position hidden_checksums describe
+  std::vector<float> embeddings;                // [H] at that position
+  std::vector<std::vector<float>> layer_values;  // [L][H] at that position
+};
+FixtureGolden read_fixture_golden(const std::filesystem::path& dir);
+
+// e2b-vocab: text prompts with ids, greedy continuation and its top-5 logits per step.
+struct VocabPrompt {
+  std::string text;
+  std::vector<int32_t> ids;
+  std::vector<int32_t> greedy_tokens;
+  std::string greedy_text;
+  std::vector<std::vector<int32_t>> top5_ids;
+  std::vector<std::vector<float>> top5_logits;
+};
+struct VocabGolden {
+  std::vector<VocabPrompt> prompts;
+  std::vector<float> last_prompt_logits;  // [prompts, V]
+  int64_t vocab = 0;
+};
+VocabGolden read_vocab_golden(const std::filesystem::path& dir);
+
+// The first index of the largest value (greedy decoding's choice).
+int32_t argmax(const float* x, int64_t n);
+// max |a[i] - b[i]| over n values.
+float max_abs_diff(const float* a, const float* b, int64_t n);
+
+}  // namespace infer::test
