@@ -147,9 +147,9 @@ Result<void> run_generate(const Options& opts) {
                       "the prompt has " + std::to_string(T) + " tokens, the model takes " +
                           std::to_string(text.max_position_embeddings));
   }
-  // The last generated token is never fed back, so T + max_tokens - 1 positions suffice.
+  // T + max_tokens - 1 would do (the last token is never fed back); one spare costs nothing.
   const int64_t max_positions =
-      std::min(text.max_position_embeddings, T + std::max<int64_t>(opts.max_tokens - 1, 0));
+      std::min(text.max_position_embeddings, T + std::min<int64_t>(opts.max_tokens, 1 << 30));
 
   std::vector<int32_t> stop_ids = gen.eos_token_id.empty() ? text.eos_token_id : gen.eos_token_id;
   for (int id : text.eos_token_id) stop_ids.push_back(id);

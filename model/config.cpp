@@ -137,6 +137,11 @@ Result<void> read_text_fields(const JsonReader& r, TextConfig* c) {
   const json* rope = r.find("rope_parameters");
   if (rope != nullptr && !rope->is_null()) {
     if (!rope->is_object()) return r.error(ErrorCode::kParse, "rope_parameters must be an object");
+    if (rope->contains("rope_type") || rope->contains("rope_theta")) {
+      return r.error(ErrorCode::kUnsupported,
+                     "rope_parameters must be keyed by layer type (sliding_attention, "
+                     "full_attention), not one set for all layers");
+    }
     INFER_TRY_VOID(read_rope(r, *rope, LayerType::kSliding, &c->rope_sliding));
     INFER_TRY_VOID(read_rope(r, *rope, LayerType::kFull, &c->rope_full));
   }

@@ -48,8 +48,8 @@ struct RopeTables {
   const float* cos(int layer) const;
   const float* sin(int layer) const;
 
-  std::vector<std::vector<float>> inv_freq;  // [tables][d/2]
-  std::vector<int> table_of_layer;           // [L]
+  std::vector<std::vector<float>> inv_freq;    // [tables][d/2]
+  std::vector<int> table_of_layer;             // [L]
   std::vector<std::vector<float>> cos_, sin_;  // [tables][C, d/2]
 };
 

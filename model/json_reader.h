@@ -25,6 +25,17 @@ inline Result<nlohmann::json> parse_json_object(std::string_view text, std::stri
   return j;
 }
 
+// A value for an error message: scalars as JSON, containers by type only (dumping a deeply nested
+// value would recurse once per level).
+inline std::string json_brief(const nlohmann::json& v) {
+  if (v.is_structured()) return std::string("a JSON ") + v.type_name();
+  if (v.is_string()) {
+    return nlohmann::json(v.get_ref<const std::string&>().substr(0, 64))
+        .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);  // may cut a UTF-8 char
+  }
+  return v.dump();
+}
+
 // Reads keys of `obj`; a missing key (or null) leaves the output at its default. Messages read
 // "<where>: <prefix><key> must be ..." so `prefix` gives the path ("text_config.").
 class JsonReader {
@@ -65,7 +76,7 @@ class JsonReader {
     if (!v->is_number()) return bad_type(key, "a number", *v);
     const double x = v->get<double>();
     if (!std::isfinite(x) || x < lo || x > hi) {
-      return error(ErrorCode::kParse, prefix_ + key + " is " + v->dump() + ", outside [" +
+      return error(ErrorCode::kParse, prefix_ + key + " is " + json_brief(*v) + ", outside [" +
                                           nlohmann::json(lo).dump() + ", " +
                                           nlohmann::json(hi).dump() + "]");
     }
@@ -125,7 +136,7 @@ class JsonReader {
     const bool too_big = v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX);
     const int64_t x = too_big ? INT64_MAX : v.get<int64_t>();
     if (too_big || x < lo || x > hi) {
-      return error(ErrorCode::kParse, prefix_ + key + " is " + v.dump() + ", outside [" +
+      return error(ErrorCode::kParse, prefix_ + key + " is " + json_brief(v) + ", outside [" +
                                           std::to_string(lo) + ", " + std::to_string(hi) + "]");
     }
     return x;

@@ -32,8 +32,8 @@ class KvCache {
 
  private:
   struct Layer {
-    int64_t slots = 0;    // ring size; 0 for KV-shared layers (they own no cache)
-    int64_t row = 0;      // floats per position: n_kv * d
+    int64_t slots = 0;        // ring size; 0 for KV-shared layers (they own no cache)
+    int64_t row = 0;          // floats per position: n_kv * d
     std::vector<float> k, v;  // [slots, n_kv, d]
     std::vector<float> own_chunk_k, own_chunk_v;  // donors only: [max_chunk, n_kv, d]
   };

@@ -19,10 +19,11 @@ Result<std::unique_ptr<Model>> Model::load(const std::filesystem::path& dir,
                                            const LoadOptions& opts, ThreadPool& pool) {
   INFER_TRY(ModelConfig config, load_config(dir));
   INFER_TRY(TensorStore store, TensorStore::open(dir));
-  INFER_TRY(ModelWeights weights, bind_weights(config, store, BindOptions{opts.quant, opts.embed_scale}, pool));
+  INFER_TRY(ModelWeights weights,
+            bind_weights(config, store, BindOptions{opts.quant, opts.embed_scale}, pool));
   std::unique_ptr<Model> m(new Model());
-  m->impl_ = std::unique_ptr<Impl>(
-      new Impl{std::move(config), std::move(store), std::move(weights), 0});
+  m->impl_ =
+      std::unique_ptr<Impl>(new Impl{std::move(config), std::move(store), std::move(weights), 0});
   m->impl_->decode_bytes = weights_decode_bytes(m->impl_->config, m->impl_->weights);
   return m;
 }

@@ -23,8 +23,8 @@ struct LoadOptions {
 class Model {
  public:
   // Reads DIR/config.json and the safetensors in DIR; `pool` quantizes on all its threads.
-  static Result<std::unique_ptr<Model>> load(const std::filesystem::path& dir, const LoadOptions& opts,
-                                             ThreadPool& pool);
+  static Result<std::unique_ptr<Model>> load(const std::filesystem::path& dir,
+                                             const LoadOptions& opts, ThreadPool& pool);
   const ModelConfig& config() const;
   const ModelWeights& weights() const;
   // Bytes of weights a decode step reads (every projection, the head, one PLE row, norms).

@@ -26,6 +26,14 @@ Error header_error(ErrorCode code, std::string_view where, const std::string& ms
 
 std::string tensor_label(std::string_view name) { return "tensor \"" + std::string(name) + "\""; }
 
+// A shape for messages: "[2,3]" (elements are checked integers by the time this is called,
+// except for "too many elements", where later ones may not be; json_brief keeps that flat).
+std::string shape_text(const json& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + json_brief(shape[i]);
+  return s + "]";
+}
+
 Result<DType> parse_dtype(const json& v, std::string_view where, const std::string& name) {
   if (!v.is_string()) return header_error(ErrorCode::kParse, where, tensor_label(name) + ": dtype is not a string");
   const auto& s = v.get_ref<const std::string&>();
@@ -39,7 +47,7 @@ Result<DType> parse_dtype(const json& v, std::string_view where, const std::stri
 
 Result<uint64_t> parse_u64(const json& v, std::string_view where, const std::string& what) {
   if (!v.is_number_integer() || (!v.is_number_unsigned() && v.get<int64_t>() < 0)) {
-    return header_error(ErrorCode::kParse, where, what + " is " + v.dump() +
+    return header_error(ErrorCode::kParse, where, what + " is " + json_brief(v) +
                                                       ", not a non-negative integer");
   }
   return v.get<uint64_t>();
@@ -63,8 +71,8 @@ Result<TensorEntry> parse_entry(const std::string& name, const json& v, uint64_t
   for (const json& d : *shape) {
     INFER_TRY(uint64_t dim, parse_u64(d, where, tensor_label(name) + ": shape dimension"));
     if (dim > kMaxTensorBytes || (numel != 0 && dim > kMaxTensorBytes / numel)) {
-      return header_error(ErrorCode::kParse, where, tensor_label(name) + ": shape " + shape->dump() +
-                                                        " has too many elements");
+      return header_error(ErrorCode::kParse, where, tensor_label(name) + ": shape " +
+                                                        shape_text(*shape) + " has too many elements");
     }
     numel *= dim;
     e.shape.push_back(int64_t(dim));
@@ -86,7 +94,7 @@ Result<TensorEntry> parse_entry(const std::string& name, const json& v, uint64_t
   const uint64_t want = numel * dtype_size(e.dtype);
   if (e.end - e.begin != want) {
     return header_error(ErrorCode::kShape, where,
-                        tensor_label(name) + " " + dtype_name(e.dtype) + " " + shape->dump() + " needs " +
+                        tensor_label(name) + " " + dtype_name(e.dtype) + " " + shape_text(*shape) + " needs " +
                             std::to_string(want) + " bytes, data_offsets give " +
                             std::to_string(e.end - e.begin));
   }

@@ -67,7 +67,12 @@ Result<SafetensorsWriter> SafetensorsWriter::create(const std::filesystem::path&
     ends.push_back(end);
     offset = end;
   }
-  std::string text = header.dump();
+  std::string text;
+  try {
+    text = header.dump();
+  } catch (const nlohmann::json::exception& e) {  // a name that is not valid UTF-8
+    return make_error(ErrorCode::kInvalidArgument, file.string() + ": header: " + e.what());
+  }
   text.append((8 - text.size() % 8) % 8, ' ');  // the data section starts 8-aligned
 
   SafetensorsWriter w;
@@ -154,7 +159,14 @@ Result<void> write_safetensors_index(const std::filesystem::path& dir,
   nlohmann::json map = nlohmann::json::object();  // sorted by name, as transformers writes it
   for (const auto& [name, shard] : weight_map) map[name] = shard;
   j["weight_map"] = std::move(map);
-  return write_whole_file(dir / "model.safetensors.index.json", j.dump(2) + "\n");
+  std::string text;
+  try {
+    text = j.dump(2) + "\n";
+  } catch (const nlohmann::json::exception& e) {  // a name that is not valid UTF-8
+    return make_error(ErrorCode::kInvalidArgument, (dir / "model.safetensors.index.json").string() +
+                                                       ": " + e.what());
+  }
+  return write_whole_file(dir / "model.safetensors.index.json", text);
 }
 
 Result<void> write_safetensors(const std::filesystem::path& file, std::span<const TensorToWrite> tensors) {

@@ -1,5 +1,5 @@
-// Binds checkpoint tensors to ModelWeights (GEMMA4_TEXT.md §2, §7): views into the mmap for bf16/f32
-// projections, owned f32 for norms and f16 tensors, owned GGML blocks when quantizing.
+// Binds checkpoint tensors to ModelWeights (GEMMA4_TEXT.md §2, §7): views into the mmap for
+// bf16/f32 projections, owned f32 for norms and f16 tensors, owned GGML blocks when quantizing.
 #include "model/weights.h"
 
 #include <cmath>
@@ -83,9 +83,12 @@ class Binder {
 
   WeightFormat projection_format() const {
     switch (quant_) {
-      case Quant::kQ8_0: return WeightFormat::kQ8_0;
-      case Quant::kQ4_0: return WeightFormat::kQ4_0;
-      case Quant::kAsStored: break;
+      case Quant::kQ8_0:
+        return WeightFormat::kQ8_0;
+      case Quant::kQ4_0:
+        return WeightFormat::kQ4_0;
+      case Quant::kAsStored:
+        break;
     }
     return WeightFormat::kBF16;  // stands for "as stored"
   }
@@ -192,6 +195,18 @@ Result<void> bind_layer(const ModelConfig& cfg, int i, Binder& b, LayerWeights& 
 Result<ModelWeights> bind_weights(const ModelConfig& cfg, const TensorStore& store,
                                   const BindOptions& opts, ThreadPool& pool) {
   INFER_TRY_VOID(validate_tensors(cfg, store));
+  for (size_t i = 0; i < cfg.layers.size(); ++i) {
+    // A shared layer attends over its donor's K/V with its own queries (§5): the dims must agree.
+    const LayerPlan& p = cfg.layers[i];
+    const LayerPlan& donor = cfg.layers[size_t(p.kv_source)];
+    if (p.kv_shared && donor.head_dim != p.head_dim) {
+      return make_error(ErrorCode::kUnsupported,
+                        "layer " + std::to_string(i) + " has head_dim " +
+                            std::to_string(p.head_dim) + " but reads the K/V of layer " +
+                            std::to_string(p.kv_source) + " with head_dim " +
+                            std::to_string(donor.head_dim));
+    }
+  }
   const TextConfig& tc = cfg.text;
   const int64_t H = tc.hidden_size, P = tc.hidden_size_per_layer_input;
   const int64_t L = tc.num_hidden_layers, V = tc.vocab_size;
@@ -204,9 +219,9 @@ Result<ModelWeights> bind_weights(const ModelConfig& cfg, const TensorStore& sto
   INFER_TRY(w.lm_head,
             b.matrix(own_head ? "lm_head.weight" : "embed_tokens.weight", {V, H}, b.head_format()));
   if (P > 0) {
-    INFER_TRY(w.embed_tokens_per_layer, b.matrix("embed_tokens_per_layer.weight",
-                                                 {tc.vocab_size_per_layer_input, L * P},
-                                                 WeightFormat::kBF16));
+    INFER_TRY(w.embed_tokens_per_layer,
+              b.matrix("embed_tokens_per_layer.weight", {tc.vocab_size_per_layer_input, L * P},
+                       WeightFormat::kBF16));
     w.ple_scale = table_scale(P, w.embed_tokens_per_layer.format, opts.embed_scale);
     INFER_TRY(w.per_layer_model_projection,
               b.matrix("per_layer_model_projection.weight", {L * P, H}, b.projection_format()));
@@ -226,15 +241,15 @@ size_t weights_decode_bytes(const ModelConfig& cfg, const ModelWeights& w) {
     bytes += w.embed_tokens_per_layer.stride() + w.per_layer_model_projection.nbytes();
   }
   for (const LayerWeights& l : w.layers) {
-    for (const Matrix* m : {&l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj, &l.gate_proj, &l.up_proj,
-                            &l.down_proj, &l.per_layer_input_gate, &l.per_layer_projection,
-                            &l.router_proj}) {
+    for (const Matrix* m :
+         {&l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj, &l.gate_proj, &l.up_proj, &l.down_proj,
+          &l.per_layer_input_gate, &l.per_layer_projection, &l.router_proj}) {
       bytes += m->nbytes();
     }
     // A token reads top_k experts of the layer's E.
     if (!l.expert_gate_up.empty()) {
-      bytes += size_t(tc.top_k_experts) *
-               (l.expert_gate_up[0].nbytes() + l.expert_down[0].nbytes());
+      bytes +=
+          size_t(tc.top_k_experts) * (l.expert_gate_up[0].nbytes() + l.expert_down[0].nbytes());
     }
   }
   return bytes;

@@ -69,13 +69,13 @@ struct LayerWeights {
 };
 
 struct ModelWeights {
-  Matrix embed_tokens;  // [V, H] as stored (f16 widened); row lookups only (§4.2)
+  Matrix embed_tokens;       // [V, H] as stored (f16 widened); row lookups only (§4.2)
   float embed_scale = 1.0f;  // √H, rounded to the table's dtype unless EmbedScale::kF32 (§4.2)
   Matrix lm_head;  // [V, H]: lm_head.weight, else the tied embedding (quantized copy when asked)
 
   // PLE (§4.3), present when P > 0.
-  Matrix embed_tokens_per_layer;  // [Vp, L·P] as stored; row lookups only, stays in the mmap
-  float ple_scale = 1.0f;          // √P, rounded like embed_scale
+  Matrix embed_tokens_per_layer;      // [Vp, L·P] as stored; row lookups only, stays in the mmap
+  float ple_scale = 1.0f;             // √P, rounded like embed_scale
   Matrix per_layer_model_projection;  // [L·P, H]
   const float* per_layer_projection_norm = nullptr;  // [P]
 

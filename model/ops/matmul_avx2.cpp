@@ -28,6 +28,7 @@ struct Avx2 {
   static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
   static V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
   static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
+  static V add(V a, V b) { return _mm256_add_ps(a, b); }
   static float half(uint16_t h) { return _cvtsh_ss(h); }
   static V widen_bf16(__m128i h) {
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
@@ -59,17 +60,19 @@ struct Avx2 {
   static V halves(const uint16_t* h) {
     return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(h)));
   }
-  static V q8_dot(const int8_t* qs, float d, const V* xv, V acc) {
-    V s = mul(i8(qs), xv[0]);
-    for (int v = 1; v < 4; ++v) s = fma(i8(qs + 8 * v), xv[v], s);
-    return fma(set1(d), s, acc);
+  static void q8_dot(const int8_t* qs, float d, const V* xv, V* acc) {
+    const V s0 = fma(i8(qs + 8), xv[1], mul(i8(qs), xv[0]));
+    const V s1 = fma(i8(qs + 24), xv[3], mul(i8(qs + 16), xv[2]));
+    acc[0] = fma(set1(d), s0, acc[0]);
+    acc[1] = fma(set1(d), s1, acc[1]);
   }
-  static V q4_dot(const uint8_t* qs, float d, const V* xv, V acc) {
+  static void q4_dot(const uint8_t* qs, float d, const V* xv, V* acc) {
     V q[4];
     q4(qs, q);
-    V s = mul(q[0], xv[0]);
-    for (int v = 1; v < 4; ++v) s = fma(q[v], xv[v], s);
-    return fma(set1(d), s, acc);
+    const V s0 = fma(q[1], xv[1], mul(q[0], xv[0]));
+    const V s1 = fma(q[3], xv[3], mul(q[2], xv[2]));
+    acc[0] = fma(set1(d), s0, acc[0]);
+    acc[1] = fma(set1(d), s1, acc[1]);
   }
   static float reduce(V v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));

@@ -32,6 +32,7 @@ struct Avx512 {
   static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
   static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
   static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
+  static V add(V a, V b) { return _mm512_add_ps(a, b); }
   static float half(uint16_t h) { return _cvtsh_ss(h); }
   static V widen_bf16(__m256i h) {
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
@@ -56,17 +57,17 @@ struct Avx512 {
   static V halves(const uint16_t* h) {
     return _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(h)));
   }
-  static V q8_dot(const int8_t* qs, float d, const V* xv, V acc) {
+  static void q8_dot(const int8_t* qs, float d, const V* xv, V* acc) {
     const V s = fma(i8(qs + 16), xv[1], mul(i8(qs), xv[0]));
-    return fma(set1(d), s, acc);
+    acc[0] = fma(set1(d), s, acc[0]);
   }
   // A 16-entry table d·(q - 8) (the reference's dequantized values) indexed by each nibble:
   // vpermps reads only the low 4 bits of an index, so neither masking nor int->float is needed.
-  static V q4_dot(const uint8_t* qs, float d, const V* xv, V acc) {
+  static void q4_dot(const uint8_t* qs, float d, const V* xv, V* acc) {
     const __m512i b = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)));
     const V lut = mul(_mm512_setr_ps(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7), set1(d));
-    acc = fma(_mm512_permutexvar_ps(b, lut), xv[0], acc);
-    return fma(_mm512_permutexvar_ps(_mm512_srli_epi32(b, 4), lut), xv[1], acc);
+    acc[0] = fma(_mm512_permutexvar_ps(b, lut), xv[0], acc[0]);
+    acc[1] = fma(_mm512_permutexvar_ps(_mm512_srli_epi32(b, 4), lut), xv[1], acc[1]);
   }
   static float reduce(V v) { return _mm512_reduce_add_ps(v); }
   // Four horizontal sums at once: pairwise interleaves, then the four 128-bit lanes.

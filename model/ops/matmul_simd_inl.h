@@ -4,9 +4,9 @@
 // for the same reason.
 //
 // S provides: V, kW (lanes), kMT x kMR (prefill micro-tile), zero, set1, load, load_partial
-// (zero-filled), store, fma, mul, half (one fp16), halves (kW fp16 -> f32), bf16/bf16_partial
+// (zero-filled), store, fma, mul, add, half (one fp16), halves (kW fp16 -> f32), bf16/bf16_partial
 // (kW bf16 -> f32), i8 (kW int8 -> f32), q4 (16 bytes -> 32 weights minus 8, in 32/kW vectors),
-// q8_dot/q4_dot (acc + d · (q · x) for one block), reduce (one sum), reduce4 (four sums).
+// q8_dot/q4_dot (acc[0..1] += d · (q · x) for one block), reduce (one sum), reduce4 (four sums).
 
 // T = 1 (decode) reads each weight once: stream kNR rows at a time so several rows are in flight.
 constexpr int kNR = 4;
@@ -87,8 +87,11 @@ void gemv_quant(const Matrix& w, const float* x, float* y, int64_t r) {
   using V = typename S::V;
   constexpr int kNV = kQK / S::kW;
   const Block* p[NR];
-  V acc[NR];
-  for (int i = 0; i < NR; ++i) p[i] = reinterpret_cast<const Block*>(w.row(r + i)), acc[i] = S::zero();
+  V acc[NR][2];  // two chains a row, so FMA latency does not bound a row
+  for (int i = 0; i < NR; ++i) {
+    p[i] = reinterpret_cast<const Block*>(w.row(r + i));
+    acc[i][0] = acc[i][1] = S::zero();
+  }
   const int64_t ahead = int64_t(w.stride()) * kPrefetchRows;
   alignas(64) float ds[NR][kScaleChunk];
   const int64_t nblocks = w.cols / kQK;
@@ -102,14 +105,14 @@ void gemv_quant(const Matrix& w, const float* x, float* y, int64_t r) {
         const Block* blk = p[i] + b0 + b;
         __builtin_prefetch(reinterpret_cast<const char*>(blk) + ahead);
         if constexpr (sizeof(Block) == sizeof(BlockQ8_0)) {
-          acc[i] = S::q8_dot(blk->qs, ds[i][b], xv, acc[i]);
+          S::q8_dot(blk->qs, ds[i][b], xv, acc[i]);
         } else {
-          acc[i] = S::q4_dot(blk->qs, ds[i][b], xv, acc[i]);
+          S::q4_dot(blk->qs, ds[i][b], xv, acc[i]);
         }
       }
     }
   }
-  for (int i = 0; i < NR; ++i) y[r + i] = S::reduce(acc[i]);
+  for (int i = 0; i < NR; ++i) y[r + i] = S::reduce(S::add(acc[i][0], acc[i][1]));
 }
 
 template <class S, int NR>

@@ -18,7 +18,8 @@ void rope_tables(const float* inv_freq, int64_t half_d, int64_t pos0, int64_t T,
   }
 }
 
-void rope_apply(float* x, int64_t T, int64_t n_heads, int64_t d, const float* cos, const float* sin) {
+void rope_apply(float* x, int64_t T, int64_t n_heads, int64_t d, const float* cos,
+                const float* sin) {
   const int64_t half = d / 2;
   for (int64_t t = 0; t < T; ++t) {
     const float* c = cos + t * half;

@@ -11,6 +11,7 @@ void rope_tables(const float* inv_freq, int64_t half_d, int64_t pos0, int64_t T,
                  float* sin);
 
 // x: [T, n_heads, d] f32, rotated in place; cos, sin: [T, d/2] f32 from rope_tables.
-void rope_apply(float* x, int64_t T, int64_t n_heads, int64_t d, const float* cos, const float* sin);
+void rope_apply(float* x, int64_t T, int64_t n_heads, int64_t d, const float* cos,
+                const float* sin);
 
 }  // namespace infer

@@ -6,11 +6,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <system_error>
 #include <thread>
 
+#include "base/half.h"
+#include "model/safetensors.h"
 #include "model/synth/demo_tokenizer.h"
 #include "model/synth/synth_model.h"
 #include "model/thread_pool.h"
@@ -47,6 +50,48 @@ std::string temporary_name(const std::filesystem::path& dir) {
   const size_t tid = std::hash<std::thread::id>()(std::this_thread::get_id());
   return dir.filename().string() + ".tmp-" + std::to_string(::getpid()) + "-" +
          std::to_string(static_cast<uint64_t>(now) ^ tid);
+}
+
+// Scales the embed_tokens rows of ids that are not text (specials, byte tokens, "<unusedN>") by
+// 1/16. The head is tied, so their logits sit near 0 while those of words spread with std ~2:
+// random sampling then mostly picks words instead of stray bytes that print as U+FFFD.
+Result<void> damp_non_text_rows(const std::filesystem::path& file, int first_unused_id) {
+  const std::string where = file.string();
+  std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+  uint64_t header_len = 0;
+  f.read(reinterpret_cast<char*>(&header_len), 8);
+  if (!f || header_len > (uint64_t{1} << 26))
+    return make_error(ErrorCode::kIo, "cannot read " + where);
+  std::vector<uint8_t> head(8 + header_len);
+  std::memcpy(head.data(), &header_len, 8);
+  f.read(reinterpret_cast<char*>(head.data() + 8), static_cast<std::streamsize>(header_len));
+  if (!f) return make_error(ErrorCode::kIo, "cannot read the header of " + where);
+  INFER_TRY(SafetensorsHeader header,
+            parse_safetensors_header(head, std::filesystem::file_size(file), where));
+  const TensorEntry* embed = nullptr;
+  for (const TensorEntry& t : header.tensors) {
+    if (t.name == "model.language_model.embed_tokens.weight") embed = &t;
+  }
+  if (embed == nullptr || embed->dtype != DType::kBF16 || embed->shape.size() != 2) {
+    return make_error(ErrorCode::kNotFound, where + ": no bf16 [V, H] embed_tokens.weight");
+  }
+  const int64_t V = embed->shape[0];
+  const size_t H = static_cast<size_t>(embed->shape[1]);
+  std::vector<bf16> row(H);
+  const auto row_bytes = static_cast<std::streamsize>(H * sizeof(bf16));
+  for (int64_t id = 0; id < V; ++id) {
+    if (id >= kDemoFirstByteId + 256 && id < first_unused_id) continue;
+    const auto offset = static_cast<std::streamoff>(header.data_start + embed->begin) +
+                        static_cast<std::streamoff>(id) * row_bytes;
+    f.seekg(offset);
+    f.read(reinterpret_cast<char*>(row.data()), row_bytes);
+    for (bf16& x : row) x = f32_to_bf16(bf16_to_f32(x) * (1.0f / 16.0f));
+    f.seekp(offset);
+    f.write(reinterpret_cast<const char*>(row.data()), row_bytes);
+  }
+  f.close();
+  if (!f) return make_error(ErrorCode::kIo, "cannot rewrite embed_tokens rows in " + where);
+  return Ok{};
 }
 
 }  // namespace
@@ -113,9 +158,10 @@ std::string demo_config_json() {
 Result<void> write_demo_model(const std::filesystem::path& dir, ThreadPool& pool) {
   INFER_TRY_VOID(
       write_random_checkpoint_text(demo_config_json(), dir, kDemoSeed, DType::kBF16, pool));
-  const std::string tokenizer = demo_tokenizer_json(kDemoVocabSize);
+  const DemoTokenizer tok = build_demo_tokenizer(kDemoVocabSize);
+  INFER_TRY_VOID(damp_non_text_rows(dir / "model.safetensors", tok.first_unused_id));
   std::ofstream out(dir / "tokenizer.json", std::ios::binary | std::ios::trunc);
-  out.write(tokenizer.data(), static_cast<std::streamsize>(tokenizer.size()));
+  out.write(tok.json.data(), static_cast<std::streamsize>(tok.json.size()));
   out.close();
   if (!out) return make_error(ErrorCode::kIo, "cannot write " + (dir / "tokenizer.json").string());
   return Ok{};

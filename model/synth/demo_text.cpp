@@ -5,23 +5,25 @@
 namespace infer {
 
 std::string_view demo_training_text() {
-  return R"(The lighthouse stood at the end of the long stone pier, and every night the keeper
-climbed the narrow stairs to light the lamp. She had done this for many years, in summer and in winter,
-when the sea was calm and when the waves were high. The ships that passed in the dark could see
-the light from far away, and they knew where the rocks were.
+  // The text starts after the first newline of the literal.
+  static constexpr std::string_view kText = R"(
+The lighthouse stood at the end of the long stone pier, and every night the keeper climbed the
+narrow stairs to light the lamp. She had done this for many years, in summer and in winter, when
+the sea was calm and when the waves were high. The ships that passed in the dark could see the
+light from far away, and they knew where the rocks were.
 
-In the morning she would write in her book. She wrote down the weather, the wind and the number
-of ships she had seen. Some days there were only two or three; other days there were more than
-she could count. She liked to think about where they were going and what they were carrying:
-grain and wood, coal and cloth, letters from one country to another.
+In the morning she would write in her book. She wrote down the weather, the wind and the number of
+ships she had seen. Some days there were only two or three; other days there were more than she
+could count. She liked to think about where they were going and what they were carrying: grain and
+wood, coal and cloth, letters from one country to another.
 
 A small cat lived with her in the house at the bottom of the tower. The cat did not care about
 ships. It cared about fish, about the warm place near the stove, and about the bird that sat on
 the roof every afternoon. When the keeper read in the evening, the cat slept on her feet.
 
 People in the town said that the keeper was a quiet woman, but that was not quite true. She talked
-to the cat, to the sea and to the wind. She sang old songs while she cleaned the glass of the lamp.
-She simply did not talk very much to people, because there were not many people on the pier.
+to the cat, to the sea and to the wind. She sang old songs while she cleaned the glass of the
+lamp. She simply did not talk very much to people, because there were not many people on the pier.
 
 One winter a great storm came from the north. The wind was so strong that the windows shook and
 the water rose over the stones of the pier. The keeper went up the stairs with her coat and her
@@ -51,10 +53,10 @@ This small demo model was not trained. Its weights are random numbers, so the wo
 not make sense. It is here so that you can try the program, test the speed of your computer and
 check that everything works, before you download a real model that knows how to speak.
 
-Numbers and symbols are part of text too: 1, 2, 3, 10, 100, 2024, 3.14, 50%, $5, (a), [b], {c},
-a + b = c, x * y, 7 - 4, 8 / 2, "quotes", 'single', question? answer! yes; no: maybe...
-Good morning. Good evening. Thank you very much. How are you today? I am fine, thank you.
-What time is it? It is time to go home. Where is the station? The station is near the river.
+Numbers and symbols are part of text too: 1, 2, 3, 10, 100, 2024, 3.14, 50%, $5, (a), [b], {c}, a
++ b = c, x * y, 7 - 4, 8 / 2, "quotes", 'single', question? answer! yes; no: maybe... Good
+morning. Good evening. Thank you very much. How are you today? I am fine, thank you. What time is
+it? It is time to go home. Where is the station? The station is near the river.
 
 The village behind the pier had one street, one school and one small shop. The shop sold bread,
 milk, eggs, apples, soap, candles and newspapers that were always two days old. The woman who ran
@@ -64,19 +66,19 @@ newspaper and talk about the weather, the price of fish and the government.
 
 In spring the fields around the village turned green, and the farmers worked from early morning
 until late in the evening. They planted potatoes, beans and corn. In summer the days were long and
-warm, and families walked along the beach after dinner. In autumn the leaves turned yellow and red,
-and the wind came back from the sea. In winter the nights were long and dark, and the light of the
-tower was the brightest thing anyone could see.
+warm, and families walked along the beach after dinner. In autumn the leaves turned yellow and
+red, and the wind came back from the sea. In winter the nights were long and dark, and the light
+of the tower was the brightest thing anyone could see.
 
 Computers store numbers in memory, and memory has a speed. A processor can add and multiply very
 quickly, but it often has to wait for the numbers it needs. When a model has billions of weights,
 the time it takes to read them is usually longer than the time it takes to do the arithmetic. This
-is why people make models smaller: they store each weight with fewer bits, so that there is less to
-read for every token. A weight that used sixteen bits can often be stored with eight or even four
-bits, and the model still gives almost the same answers.
+is why people make models smaller: they store each weight with fewer bits, so that there is less
+to read for every token. A weight that used sixteen bits can often be stored with eight or even
+four bits, and the model still gives almost the same answers.
 
-A graphics card has its own memory, which is much faster than the main memory of the computer.
-If the whole model fits in that memory, the card can read the weights many times faster, and the
+A graphics card has its own memory, which is much faster than the main memory of the computer. If
+the whole model fits in that memory, the card can read the weights many times faster, and the
 model can write many more tokens every second. If the model does not fit, some of the work has to
 stay on the processor, and the program must decide which layers go where.
 
@@ -95,6 +97,7 @@ to keep the light burning, and to see the ones that were near.
 Tomorrow will be another day. The keeper will climb the stairs again, the cat will sleep near the
 stove, and the ships will pass in the night, looking for the light that tells them they are safe.
 )";
+  return kText.substr(1);
 }
 
 }  // namespace infer

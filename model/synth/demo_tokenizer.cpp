@@ -64,7 +64,7 @@ void add_pipeline(ordered_json* tok) {
 
 }  // namespace
 
-std::string demo_tokenizer_json(int vocab_size) {
+DemoTokenizer build_demo_tokenizer(int vocab_size) {
   INFER_CHECK(vocab_size >= 512, "demo vocabulary of %d entries is too small", vocab_size);
   const char* specials[kNumSpecials] = {"<pad>", "<eos>", "<bos>", "<unk>", "<|turn>", "<turn|>"};
 
@@ -95,6 +95,7 @@ std::string demo_tokenizer_json(int vocab_size) {
     }
     merges.push_back({left, right});
   }
+  const int first_unused_id = static_cast<int>(pieces.size());
   for (int unused = 0; static_cast<int>(pieces.size()) < vocab_size; ++unused) {
     pieces.push_back("<unused" + std::to_string(unused) + ">");
   }
@@ -119,7 +120,9 @@ std::string demo_tokenizer_json(int vocab_size) {
                   {"ignore_merges", false},
                   {"vocab", vocab},
                   {"merges", merges}};
-  return tok.dump(1) + "\n";
+  return DemoTokenizer{tok.dump(1) + "\n", first_unused_id};
 }
+
+std::string demo_tokenizer_json(int vocab_size) { return build_demo_tokenizer(vocab_size).json; }
 
 }  // namespace infer

@@ -65,7 +65,7 @@ FillRule fill_rule(const TensorSpec& spec, const TextConfig& tc) {
         // The row is [L, P]: each layer's slice is scaled by √P (§4.3).
         return uniform_with_std(0.0f, 1.0 / std::sqrt(std::max(tc.hidden_size_per_layer_input, 1)));
       }
-      return uniform_with_std(0.0f, 4.0 / std::sqrt(std::max(tc.hidden_size, 16)));
+      return uniform_with_std(0.0f, 2.0 / std::sqrt(std::max(tc.hidden_size, 4)));
     case TensorKind::kMatrix:
     case TensorKind::kExperts:
       break;

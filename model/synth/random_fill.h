@@ -22,7 +22,9 @@ struct FillRule {
 // The distribution of one tensor of the table, by kind and name, given the text config (H, P):
 //   norms, layer_scalar, router scales: 1 ± 0.1;
 //   biases: 0 ± 0.02;
-//   embed_tokens: std 4/√H (at most 1): √H scaling gives a stream of RMS ~4, tied logits of std ~4;
+//   embed_tokens: std 2/√H: the √H-scaled stream starts at RMS 2 and tied logits have std ~2.
+//     Much larger and a token's own row dominates its logits (a random tied model then repeats
+//     its input forever); std ~1 as in some inits gives logits of std √H, all soft-capped;
 //   embed_tokens_per_layer: std 1/√P, so the √P-scaled token part has RMS ~1;
 //   router.proj: std 1, so router logits (input RMS H^-1/2, §4.9) have std ~1;
 //   every other matrix [.., out, in]: std 1/√in.

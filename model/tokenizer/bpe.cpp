@@ -8,6 +8,15 @@
 #include "model/tokenizer/utf8.h"
 
 namespace infer::tok {
+namespace {
+
+constexpr std::string_view kMarker = "\xE2\x96\x81";  // U+2581 "▁", SentencePiece's space
+
+// Words longer than this are merged without the cache: they rarely repeat.
+constexpr size_t kMaxCachedWordBytes = 64;
+constexpr size_t kMaxCachedWords = 1 << 16;
+
+}  // namespace
 
 void MergeTable::reserve(size_t n_merges) {
   size_t cap = 16;
@@ -52,6 +61,26 @@ void BpeModel::index_characters() {
     if (t.size() == 1 && static_cast<unsigned char>(t[0]) >= 0x80) continue;  // not a character
     bmp_ids_[utf8_decode(t.data(), t.size())] = id;
   }
+  marker_glue_.clear();
+  for (int32_t id = 0; id < vocab.id_limit(); ++id) {
+    const std::string_view t = vocab.token(id);
+    for (size_t at = t.find(kMarker, 1); at != std::string_view::npos;
+         at = t.find(kMarker, at + 1)) {
+      size_t c = at - 1;
+      while (c > 0 && at - c < 4 && (static_cast<unsigned char>(t[c]) & 0xC0) == 0x80) --c;
+      if (t.substr(c, at - c) != kMarker) marker_glue_.insert(utf8_decode(t.data() + c, at - c));
+    }
+  }
+  // Worth it only when "▁" starts words: a vocab where most characters glue has few boundaries.
+  split_at_marker_ = char_id(kMarker) >= 0 && marker_glue_.size() < 64;
+}
+
+bool BpeModel::is_boundary(std::string_view word, size_t at) const {
+  size_t c = at - 1;
+  while (c > 0 && at - c < 4 && (static_cast<unsigned char>(word[c]) & 0xC0) == 0x80) --c;
+  const std::string_view ch = word.substr(c, at - c);
+  if (utf8_char_len(word, c) != ch.size() || ch == kMarker) return false;
+  return char_id(ch) >= 0 && !marker_glue_.contains(utf8_decode(ch.data(), ch.size()));
 }
 
 int32_t BpeModel::char_id(std::string_view ch) const {
@@ -104,13 +133,52 @@ void BpeModel::push_symbols(std::string_view word, BpeScratch& scratch) const {
 void BpeModel::tokenize(std::string_view word, BpeScratch& scratch,
                         std::vector<int32_t>& out) const {
   if (word.empty()) return;
-  if (ignore_merges) {
+  if (ignore_merges) {  // HF looks up the whole pre-tokenized piece
     const int32_t id = vocab.find(word);
     if (id >= 0) {
       out.push_back(id);
       return;
     }
   }
+  if (!split_at_marker_) {
+    merge_word(word, scratch, out);
+    return;
+  }
+  size_t start = 0;
+  for (size_t at = word.find(kMarker, 1); at != std::string_view::npos;
+       at = word.find(kMarker, at + kMarker.size())) {
+    if (at > start && is_boundary(word, at)) {
+      merge_word_cached(word.substr(start, at - start), scratch, out);
+      start = at;
+    }
+  }
+  merge_word_cached(word.substr(start), scratch, out);
+}
+
+void BpeModel::merge_word_cached(std::string_view word, BpeScratch& scratch,
+                                 std::vector<int32_t>& out) const {
+  if (word.size() > kMaxCachedWordBytes) {
+    merge_word(word, scratch, out);
+    return;
+  }
+  const auto hit = scratch.cache.find(word);
+  if (hit != scratch.cache.end()) {
+    const auto [offset, count] = hit->second;
+    out.insert(out.end(), scratch.cached_ids.begin() + offset,
+               scratch.cached_ids.begin() + offset + count);
+    return;
+  }
+  const size_t before = out.size();
+  merge_word(word, scratch, out);
+  if (scratch.cache.size() < kMaxCachedWords) {
+    const auto offset = static_cast<uint32_t>(scratch.cached_ids.size());
+    scratch.cached_ids.insert(scratch.cached_ids.end(), out.begin() + before, out.end());
+    scratch.cache.emplace(word, std::make_pair(offset, static_cast<uint32_t>(out.size() - before)));
+  }
+}
+
+void BpeModel::merge_word(std::string_view word, BpeScratch& scratch,
+                          std::vector<int32_t>& out) const {
   push_symbols(word, scratch);
   auto& syms = scratch.symbols;
   auto& heap = scratch.heap;
@@ -121,7 +189,7 @@ void BpeModel::tokenize(std::string_view word, BpeScratch& scratch,
   heap.clear();
   for (size_t i = 0; i + 1 < syms.size(); ++i) {
     if (const MergeTable::Value* m = merges.find(syms[i].id, syms[i + 1].id)) {
-      heap.push_back({m->rank, static_cast<uint32_t>(i), m->new_id});
+      heap.push_back({m->rank, static_cast<uint32_t>(i), m->new_id, syms[i].id, syms[i + 1].id});
     }
   }
   std::make_heap(heap.begin(), heap.end(), lower);
@@ -132,10 +200,12 @@ void BpeModel::tokenize(std::string_view word, BpeScratch& scratch,
     BpeScratch::Symbol& cur = syms[top.pos];
     if (cur.len == 0 || cur.next < 0) continue;
     BpeScratch::Symbol& right = syms[cur.next];
-    // A stale entry: the pair at this position changed since it was queued. HF compares only
-    // the merged id, so do we (word.rs), to produce the same tokens in every case.
-    const MergeTable::Value* now = merges.find(cur.id, right.id);
-    if (now == nullptr || now->new_id != top.new_id) continue;
+    // The pair may have changed since it was queued. HF then compares only the merged id
+    // (word.rs), so do we, to produce the same tokens in every case.
+    if (cur.id != top.left || right.id != top.right) {
+      const MergeTable::Value* now = merges.find(cur.id, right.id);
+      if (now == nullptr || now->new_id != top.new_id) continue;
+    }
     cur.id = top.new_id;
     cur.len += right.len;
     cur.next = right.next;
@@ -143,13 +213,14 @@ void BpeModel::tokenize(std::string_view word, BpeScratch& scratch,
     if (cur.next >= 0) syms[cur.next].prev = static_cast<int32_t>(top.pos);
     if (cur.prev >= 0) {
       if (const MergeTable::Value* m = merges.find(syms[cur.prev].id, cur.id)) {
-        heap.push_back({m->rank, static_cast<uint32_t>(cur.prev), m->new_id});
+        heap.push_back({m->rank, static_cast<uint32_t>(cur.prev), m->new_id, syms[cur.prev].id,
+                        cur.id});
         std::push_heap(heap.begin(), heap.end(), lower);
       }
     }
     if (cur.next >= 0) {
       if (const MergeTable::Value* m = merges.find(cur.id, syms[cur.next].id)) {
-        heap.push_back({m->rank, top.pos, m->new_id});
+        heap.push_back({m->rank, top.pos, m->new_id, cur.id, syms[cur.next].id});
         std::push_heap(heap.begin(), heap.end(), lower);
       }
     }

@@ -3,7 +3,11 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "model/tokenizer/token_table.h"
@@ -47,8 +51,15 @@ class MergeTable {
   size_t count_ = 0;
 };
 
-// Per-call working memory of tokenize(), reused across the pieces of one encode().
+// Per-call working memory of tokenize(), reused across the pieces of one encode(): the merge
+// loop's buffers and a cache of words already tokenized (prose repeats its words).
 struct BpeScratch {
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return hash_bytes(s); }
+  };
+  std::unordered_map<std::string, std::pair<uint32_t, uint32_t>, Hash, std::equal_to<>> cache;
+  std::vector<int32_t> cached_ids;  // cache values are [offset, count) ranges of this
   struct Symbol {
     int32_t id;
     int32_t prev;
@@ -59,6 +70,8 @@ struct BpeScratch {
     uint32_t rank;
     uint32_t pos;
     int32_t new_id;
+    int32_t left;  // the pair when queued: if still the same, the merge is valid as is
+    int32_t right;
   };
   std::vector<Symbol> symbols;
   std::vector<Merge> heap;
@@ -73,7 +86,8 @@ struct BpeModel {
   bool ignore_merges = false;
   int32_t byte_ids[256];  // <0xNN> token ids, -1 where the vocab lacks one
 
-  // Call once the vocab is complete: fills byte_ids and the single-character fast table.
+  // Call once the vocab is complete: fills byte_ids, the single-character fast table and the
+  // word-boundary analysis behind split_at_marker_.
   void index_characters();
   // Appends the ids of one pre-tokenized piece (normalized bytes) to `out`.
   void tokenize(std::string_view word, BpeScratch& scratch, std::vector<int32_t>& out) const;
@@ -81,8 +95,18 @@ struct BpeModel {
  private:
   int32_t char_id(std::string_view ch) const;
   void push_symbols(std::string_view word, BpeScratch& scratch) const;
+  bool is_boundary(std::string_view word, size_t marker_pos) const;
+  void merge_word(std::string_view word, BpeScratch& scratch, std::vector<int32_t>& out) const;
+  void merge_word_cached(std::string_view word, BpeScratch& scratch,
+                         std::vector<int32_t>& out) const;
 
   std::vector<int32_t> bmp_ids_;  // id of each single-character token below U+10000, else -1
+  // Gemma does not pre-split words (its Split on " " runs after " " became "▁"), so a line is
+  // one BPE word. Merging within words separately is exact at a "▁" whose preceding character
+  // c has a token and no vocab token contains "c▁": no merge can then join the two sides, as
+  // every merge yields a vocab token. marker_glue_ holds the c that do occur before a "▁".
+  bool split_at_marker_ = false;
+  std::unordered_set<uint32_t> marker_glue_;
 };
 
 }  // namespace infer::tok

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/tokenizer/json_fields.h"
+#include "model/tokenizer/json_reader.h"
 #include "model/tokenizer/tokenizer_impl.h"
 
 namespace infer {
@@ -13,15 +14,21 @@ namespace {
 
 using nlohmann::json;
 
-Result<void> parse_vocab(const json& model, const std::string& where, tok::TokenTable& vocab) {
-  INFER_TRY(const json* v, tok::json_field(model, "vocab", where));
-  if (!v->is_object()) return tok::field_error(where, "vocab", "an object {token: id}");
-  vocab.reserve(v->size());
-  for (auto it = v->begin(); it != v->end(); ++it) {
-    const std::string what = where + ".vocab[\"" + it.key() + "\"]";
-    INFER_TRY(const int32_t id, tok::json_id(it.value(), what));
-    if (!vocab.insert(it.key(), id)) {
-      return make_error(ErrorCode::kParse, what + ": id " + std::to_string(id) +
+Result<void> parse_vocab(const tok::TokenizerJson& tj, const std::string& where,
+                        tok::TokenTable& vocab) {
+  if (!tj.vocab_captured) return tok::field_error(where, "vocab", "an object {token: id}");
+  vocab.reserve(tj.vocab.size());
+  for (const tok::RawVocabEntry& e : tj.vocab) {
+    const std::string_view token = tj.bytes(e.key_offset, e.key_length);
+    // Messages are built only on failure: this loop runs 262,144 times per load.
+    const auto what = [&] { return where + ".vocab[\"" + std::string(token) + "\"]"; };
+    if (e.id < 0 || e.id > tok::kMaxTokenId) {
+      return make_error(ErrorCode::kParse, what() + " is not a token id (0.." +
+                                               std::to_string(tok::kMaxTokenId) + ")");
+    }
+    const auto id = static_cast<int32_t>(e.id);
+    if (!vocab.insert(token, id)) {
+      return make_error(ErrorCode::kParse, what() + ": id " + std::to_string(id) +
                                                " is already the id of \"" +
                                                std::string(vocab.token(id)) + "\"");
     }
@@ -30,35 +37,35 @@ Result<void> parse_vocab(const json& model, const std::string& where, tok::Token
 }
 
 // Merges come as "a b" (split at the first space) or ["a", "b"]; the rank is the position.
-Result<void> parse_merges(const json& model, const std::string& where, tok::BpeModel& bpe) {
-  INFER_TRY(const json* merges, tok::json_array(model, "merges", where));
-  bpe.merges.reserve(merges->size());
+Result<void> parse_merges(const tok::TokenizerJson& tj, const std::string& where,
+                          tok::BpeModel& bpe) {
+  if (!tj.merges_captured) return tok::field_error(where, "merges", "an array");
+  bpe.merges.reserve(tj.merges.size());
   std::string joined;
-  for (size_t i = 0; i < merges->size(); ++i) {
-    const json& m = (*merges)[i];
+  for (size_t i = 0; i < tj.merges.size(); ++i) {
+    const tok::RawMerge& m = tj.merges[i];
     std::string_view a, b;
-    if (m.is_string()) {
-      const std::string& s = m.get_ref<const std::string&>();
+    if (m.form == tok::RawMerge::Form::kString) {
+      const std::string_view s = tj.bytes(m.a_offset, m.a_length);
       const size_t space = s.find(' ');
-      if (space != std::string::npos) {
-        a = std::string_view(s).substr(0, space);
-        b = std::string_view(s).substr(space + 1);
+      if (space != std::string_view::npos) {
+        a = s.substr(0, space);
+        b = s.substr(space + 1);
       }
-    } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
-      a = m[0].get_ref<const std::string&>();
-      b = m[1].get_ref<const std::string&>();
+    } else if (m.form == tok::RawMerge::Form::kPair) {
+      a = tj.bytes(m.a_offset, m.a_length);
+      b = tj.bytes(m.b_offset, m.b_length);
     }
-    const std::string what = where + ".merges[" + std::to_string(i) + "]";
+    const auto what = [&] { return where + ".merges[" + std::to_string(i) + "]"; };
     if (a.empty() || b.empty()) {
-      return make_error(ErrorCode::kParse, what + ": expected \"a b\" or [\"a\", \"b\"], got " +
-                                               m.dump().substr(0, 80));
+      return make_error(ErrorCode::kParse, what() + ": expected \"a b\" or [\"a\", \"b\"]");
     }
     const int32_t id_a = bpe.vocab.find(a), id_b = bpe.vocab.find(b);
     joined.assign(a).append(b);
     const int32_t id_ab = bpe.vocab.find(joined);
     const auto missing = id_a < 0 ? a : id_b < 0 ? b : std::string_view(joined);
     if (id_a < 0 || id_b < 0 || id_ab < 0) {
-      return make_error(ErrorCode::kParse, what + ": token \"" + std::string(missing) +
+      return make_error(ErrorCode::kParse, what() + ": token \"" + std::string(missing) +
                                                "\" is not in the vocabulary");
     }
     bpe.merges.insert(id_a, id_b, static_cast<uint32_t>(i), id_ab);
@@ -66,7 +73,8 @@ Result<void> parse_merges(const json& model, const std::string& where, tok::BpeM
   return Ok{};
 }
 
-Result<void> parse_model(const json& root, tok::TokenizerData& impl) {
+Result<void> parse_model(const tok::TokenizerJson& tj, tok::TokenizerData& impl) {
+  const json& root = tj.root;
   const std::string where = "model";
   INFER_TRY(const json* model, tok::json_field(root, "model", "tokenizer.json"));
   if (!model->is_object()) return tok::field_error("tokenizer.json", "model", "an object");
@@ -87,8 +95,8 @@ Result<void> parse_model(const json& root, tok::TokenizerData& impl) {
     return make_error(ErrorCode::kUnsupported, where + ".dropout is not supported");
   }
   tok::BpeModel& bpe = impl.model;
-  INFER_TRY_VOID(parse_vocab(*model, where, bpe.vocab));
-  INFER_TRY_VOID(parse_merges(*model, where, bpe));
+  INFER_TRY_VOID(parse_vocab(tj, where, bpe.vocab));
+  INFER_TRY_VOID(parse_merges(tj, where, bpe));
   INFER_TRY(bpe.fuse_unk, tok::json_bool_or(*model, "fuse_unk", false, where));
   INFER_TRY(bpe.byte_fallback, tok::json_bool_or(*model, "byte_fallback", false, where));
   INFER_TRY(bpe.ignore_merges, tok::json_bool_or(*model, "ignore_merges", false, where));
@@ -183,14 +191,15 @@ const json& field_or_null(const json& root, const char* key) {
   return root.contains(key) ? root.at(key) : kNull;
 }
 
-Result<void> parse_root(const json& root, tok::TokenizerData& impl) {
+Result<void> parse_root(const tok::TokenizerJson& tj, tok::TokenizerData& impl) {
+  const json& root = tj.root;
   if (!root.is_object()) return make_error(ErrorCode::kParse, "not a JSON object");
   INFER_TRY(impl.normalizer,
             tok::Normalizer::from_json(field_or_null(root, "normalizer"), "normalizer"));
   INFER_TRY(impl.pre_tokenizer,
             tok::PreTokenizer::from_json(field_or_null(root, "pre_tokenizer"), "pre_tokenizer"));
   INFER_TRY(impl.decoder, tok::Decoder::from_json(field_or_null(root, "decoder"), "decoder"));
-  INFER_TRY_VOID(parse_model(root, impl));
+  INFER_TRY_VOID(parse_model(tj, impl));
   INFER_TRY_VOID(parse_added_tokens(root, impl));
   INFER_TRY_VOID(parse_post_processor(field_or_null(root, "post_processor"), "post_processor",
                                       impl));
@@ -217,11 +226,9 @@ Result<void> parse_root(const json& root, tok::TokenizerData& impl) {
 Result<Tokenizer> Tokenizer::parse(std::string_view json_text, std::string_view where) {
   auto impl = std::make_unique<tok::TokenizerData>();
   try {
-    const json root = json::parse(json_text.begin(), json_text.end(), nullptr, false);
-    if (root.is_discarded()) {
-      return make_error(ErrorCode::kParse, std::string(where) + ": not valid JSON");
-    }
-    Result<void> r = parse_root(root, *impl);
+    Result<tok::TokenizerJson> tj = tok::read_tokenizer_json(json_text);
+    if (!tj.ok()) return make_error(tj.error().code, std::string(where) + ": " + tj.error().message);
+    Result<void> r = parse_root(*tj, *impl);
     if (!r.ok()) return make_error(r.error().code, std::string(where) + ": " + r.error().message);
   } catch (const json::exception& e) {
     return make_error(ErrorCode::kParse, std::string(where) + ": " + e.what());

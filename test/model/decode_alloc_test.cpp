@@ -98,7 +98,8 @@ TEST_P(DecodeAlloc, SixtyFourDecodeStepsAndAPrefillAllocateNothing) {
   CpuForward fwd(**m, pool, 256, 32);
   std::vector<float> logits(static_cast<size_t>(golden.vocab));
   ASSERT_TRUE(fwd.prefill(golden.prompt_ids, logits.data()).ok());
-  for (int i = 0; i < 4; ++i) ASSERT_TRUE(fwd.decode(test::argmax(logits.data(), golden.vocab), logits.data()).ok());
+  for (int i = 0; i < 4; ++i)
+    ASSERT_TRUE(fwd.decode(test::argmax(logits.data(), golden.vocab), logits.data()).ok());
 
   bool ok = true;
   const int64_t decode_allocs = count_allocations([&] {
@@ -111,8 +112,8 @@ TEST_P(DecodeAlloc, SixtyFourDecodeStepsAndAPrefillAllocateNothing) {
 
   // A multi-chunk prefill after reset() reuses the same buffers.
   fwd.reset();
-  const int64_t prefill_allocs = count_allocations(
-      [&] { ok &= fwd.prefill(golden.prompt_ids, logits.data()).ok(); });
+  const int64_t prefill_allocs =
+      count_allocations([&] { ok &= fwd.prefill(golden.prompt_ids, logits.data()).ok(); });
   EXPECT_TRUE(ok);
   EXPECT_EQ(prefill_allocs, 0);
 }
@@ -134,7 +135,10 @@ INSTANTIATE_TEST_SUITE_P(DecodeAllocFixtures, DecodeAlloc,
                            std::string out;
                            bool up = true;
                            for (char ch : s) {
-                             if (ch == '-') { up = true; continue; }
+                             if (ch == '-') {
+                               up = true;
+                               continue;
+                             }
                              out += up ? char(std::toupper(ch)) : ch;
                              up = false;
                            }

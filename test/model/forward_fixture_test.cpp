@@ -88,8 +88,8 @@ class ForwardFixture : public ::testing::TestWithParam<Case> {
 TEST_P(ForwardFixture, PromptLogitsMatchGolden) {
   const std::vector<float> logits = prompt_logits(kMaxPositions);
   ASSERT_EQ(logits.size(), golden_.prompt_logits.size());
-  const float d = test::max_abs_diff(logits.data(), golden_.prompt_logits.data(),
-                                     int64_t(logits.size()));
+  const float d =
+      test::max_abs_diff(logits.data(), golden_.prompt_logits.data(), int64_t(logits.size()));
   std::printf("[%s] prompt logits max|diff| %.3e\n", GetParam().name, double(d));
   RecordProperty("prompt_max_abs_diff", std::to_string(d));
   EXPECT_LE(d, kTol) << layer_diagnostic();

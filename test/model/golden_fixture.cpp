@@ -75,9 +75,8 @@ VocabGolden read_vocab_golden(const std::filesystem::path& dir) {
   }
   auto tensors = read_golden_safetensors(dir / "golden.safetensors");
   g.last_prompt_logits = tensors["last_prompt_logits"].f32;
-  g.vocab = tensors["last_prompt_logits"].shape.size() == 2
-                ? tensors["last_prompt_logits"].shape[1]
-                : 0;
+  g.vocab =
+      tensors["last_prompt_logits"].shape.size() == 2 ? tensors["last_prompt_logits"].shape[1] : 0;
   return g;
 }
 

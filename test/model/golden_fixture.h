@@ -24,12 +24,12 @@ std::map<std::string, GoldenTensor> read_golden_safetensors(const std::filesyste
 // The fields of golden.json for the small fixtures (e2b-mini, e2b-long, dense-mini, moe-mini).
 struct FixtureGolden {
   std::vector<int32_t> prompt_ids;
-  std::vector<float> prompt_logits;  // [T, V], exact f32 from golden.safetensors
+  std::vector<float> prompt_logits;    // [T, V], exact f32 from golden.safetensors
   std::vector<int32_t> greedy_tokens;  // 16
   std::vector<float> greedy_logits;    // [16, V]
   int64_t vocab = 0;
-  int64_t checksum_position = 0;                // the position hidden_checksums describe
-  std::vector<float> embeddings;                // [H] at that position
+  int64_t checksum_position = 0;                 // the position hidden_checksums describe
+  std::vector<float> embeddings;                 // [H] at that position
   std::vector<std::vector<float>> layer_values;  // [L][H] at that position
 };
 FixtureGolden read_fixture_golden(const std::filesystem::path& dir);

@@ -5,11 +5,14 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <optional>
 #include <thread>
 
+#include "base/half.h"
 #include "model/config.h"
 #include "model/safetensors.h"
 #include "model/synth/demo_tokenizer.h"
@@ -126,6 +129,35 @@ TEST(SynthDemo, CheckpointPassesValidationWithTheE2BFeatures) {
   Result<GenerationConfig> gen = load_generation_config(tmp / "demo");
   ASSERT_TRUE(gen.ok());
   EXPECT_EQ(gen->eos_token_id, (std::vector<int>{kDemoEosId, kDemoTurnEndId}));
+}
+
+// Rows of ids that are not text are scaled by 1/16, so random sampling mostly prints words.
+TEST(SynthDemo, EmbeddingRowsOfBytesAndUnusedIdsAreDamped) {
+  TempDir tmp;
+  make_demo(tmp / "demo", 2);
+  Result<TensorStore> store = TensorStore::open(tmp / "demo");
+  ASSERT_TRUE(store.ok()) << store.error().message;
+  const TensorView* e = store->find("embed_tokens.weight");
+  ASSERT_NE(e, nullptr);
+  ASSERT_EQ(e->dtype, DType::kBF16);
+  const int64_t H = e->shape[1];
+  auto row_rms = [&](int64_t id) {
+    double s = 0;
+    for (int64_t j = 0; j < H; ++j) {
+      bf16 h;
+      std::memcpy(&h, e->data + 2 * (id * H + j), 2);
+      s += double(bf16_to_f32(h)) * bf16_to_f32(h);
+    }
+    return std::sqrt(s / H);
+  };
+  const DemoTokenizer tok = build_demo_tokenizer(kDemoVocabSize);
+  const double text = row_rms(kDemoFirstByteId + 256);  // the first character token
+  EXPECT_NEAR(text, 2.0 / std::sqrt(double(H)), 0.15 * text);
+  EXPECT_NEAR(row_rms(kDemoFirstByteId + 'a'), text / 16, 0.3 * text / 16);
+  EXPECT_NEAR(row_rms(kDemoTurnEndId), text / 16, 0.3 * text / 16);
+  ASSERT_LT(tok.first_unused_id, kDemoVocabSize);
+  EXPECT_NEAR(row_rms(tok.first_unused_id), text / 16, 0.3 * text / 16);
+  EXPECT_NEAR(row_rms(tok.first_unused_id - 1), text, 0.3 * text);
 }
 
 TEST(SynthDemo, ModelDirFollowsXdgThenHomeThenTmp) {

@@ -225,7 +225,7 @@ TEST(SynthModel, WeightsFollowTheirDistributions) {
   stats("layers.0.self_attn.q_proj.weight", &mean, &std, &lo, &hi);
   EXPECT_NEAR(std, 1.0 / std::sqrt(H), 0.05 * std);
   stats("embed_tokens.weight", &mean, &std, &lo, &hi);
-  EXPECT_NEAR(std, 4.0 / std::sqrt(H), 0.05 * std);
+  EXPECT_NEAR(std, 2.0 / std::sqrt(H), 0.05 * std);
   stats("embed_tokens_per_layer.weight", &mean, &std, &lo, &hi);
   EXPECT_NEAR(std, 1.0 / std::sqrt(P), 0.05 * std);
 }
