@@ -30,7 +30,10 @@ std::string tensor_label(std::string_view name) { return "tensor \"" + std::stri
 // except for "too many elements", where later ones may not be; json_brief keeps that flat).
 std::string shape_text(const json& shape) {
   std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + json_brief(shape[i]);
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i > 0) s += ',';
+    s += json_brief(shape[i]);
+  }
   return s + "]";
 }
 

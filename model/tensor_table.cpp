@@ -73,7 +73,10 @@ const char* tensor_kind_name(TensorKind k) {
 
 std::string shape_string(std::span<const int64_t> shape) {
   std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i > 0) s += ", ";
+    s += std::to_string(shape[i]);
+  }
   return s + "]";
 }
 

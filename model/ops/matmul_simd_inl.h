@@ -16,7 +16,7 @@ constexpr int64_t kPrefetchRows = 2 * kNR;
 // (L1) and multiplies it with MT x MR blocks of tokens x rows, so each weight load serves T tokens.
 constexpr int64_t kTileMinT = 3;
 constexpr int64_t kRB = 16;
-constexpr int64_t kKC = 512;
+constexpr int64_t kKC = 256;
 
 inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 

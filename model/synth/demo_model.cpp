@@ -52,9 +52,9 @@ std::string temporary_name(const std::filesystem::path& dir) {
          std::to_string(static_cast<uint64_t>(now) ^ tid);
 }
 
-// Scales the embed_tokens rows of ids that are not text (specials, byte tokens, "<unusedN>") by
-// 1/16. The head is tied, so their logits sit near 0 while those of words spread with std ~2:
-// random sampling then mostly picks words instead of stray bytes that print as U+FFFD.
+// Scales the lm_head rows of ids that are not text (specials, byte tokens, "<unusedN>") by 1/16:
+// their logits sit near 0 while those of words spread with std ~2, so random sampling mostly
+// picks words instead of stray bytes that print as U+FFFD.
 Result<void> damp_non_text_rows(const std::filesystem::path& file, int first_unused_id) {
   const std::string where = file.string();
   std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
@@ -70,10 +70,10 @@ Result<void> damp_non_text_rows(const std::filesystem::path& file, int first_unu
             parse_safetensors_header(head, std::filesystem::file_size(file), where));
   const TensorEntry* embed = nullptr;
   for (const TensorEntry& t : header.tensors) {
-    if (t.name == "model.language_model.embed_tokens.weight") embed = &t;
+    if (t.name == "lm_head.weight") embed = &t;
   }
   if (embed == nullptr || embed->dtype != DType::kBF16 || embed->shape.size() != 2) {
-    return make_error(ErrorCode::kNotFound, where + ": no bf16 [V, H] embed_tokens.weight");
+    return make_error(ErrorCode::kNotFound, where + ": no bf16 [V, H] lm_head.weight");
   }
   const int64_t V = embed->shape[0];
   const size_t H = static_cast<size_t>(embed->shape[1]);
@@ -90,7 +90,7 @@ Result<void> damp_non_text_rows(const std::filesystem::path& file, int first_unu
     f.write(reinterpret_cast<const char*>(row.data()), row_bytes);
   }
   f.close();
-  if (!f) return make_error(ErrorCode::kIo, "cannot rewrite embed_tokens rows in " + where);
+  if (!f) return make_error(ErrorCode::kIo, "cannot rewrite lm_head rows in " + where);
   return Ok{};
 }
 
@@ -140,7 +140,7 @@ std::string demo_config_json() {
           {"rope_type", "proportional"}}},
         {"sliding_attention", {{"rope_theta", 10000.0}, {"rope_type", "default"}}}}},
       {"attention_bias", false},
-      {"tie_word_embeddings", true},
+      {"tie_word_embeddings", false},
       {"pad_token_id", kDemoPadId},
       {"bos_token_id", kDemoBosId},
       {"eos_token_id", {kDemoEosId, kDemoTurnEndId}},
@@ -151,7 +151,7 @@ std::string demo_config_json() {
                           {"text_config", text},
                           {"vision_config", nullptr},
                           {"audio_config", nullptr},
-                          {"tie_word_embeddings", true}};
+                          {"tie_word_embeddings", false}};
   return wrapper.dump(2) + "\n";
 }
 

@@ -23,7 +23,9 @@ std::filesystem::path demo_model_dir();
 
 // config.json of the demo model: H 256, 6 layers (S S F S S F), the last 2 KV-shared, 4 query
 // heads and 1 KV head, head dims 64 / 128, MLP 1024 (2048 on shared layers), P 64, window 128,
-// vocabulary 1024, end-of-generation ids <eos> and <turn|>.
+// vocabulary 1024, end-of-generation ids <eos> and <turn|>. Unlike Gemma 4 the head is untied
+// (its own lm_head.weight): with a random tied head every token's own logit dominates and the
+// model repeats its input forever.
 std::string demo_config_json();
 
 // Writes the demo model (config.json, generation_config.json, tokenizer.json, model.safetensors)

@@ -25,6 +25,7 @@ struct FillRule {
 //   embed_tokens: std 2/√H: the √H-scaled stream starts at RMS 2 and tied logits have std ~2.
 //     Much larger and a token's own row dominates its logits (a random tied model then repeats
 //     its input forever); std ~1 as in some inits gives logits of std √H, all soft-capped;
+//   lm_head (untied configs only): the same std 2/√H;
 //   embed_tokens_per_layer: std 1/√P, so the √P-scaled token part has RMS ~1;
 //   router.proj: std 1, so router logits (input RMS H^-1/2, §4.9) have std ~1;
 //   every other matrix [.., out, in]: std 1/√in.

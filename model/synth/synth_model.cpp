@@ -22,18 +22,38 @@ constexpr size_t kChunkBytes = size_t{64} << 20;
 constexpr std::string_view kPrefix = "model.language_model.";
 
 struct PlannedTensor {
-  std::string canonical;  // the table's name, without kPrefix
   TensorHeaderEntry header;
   FillRule rule;
   uint64_t key = 0;
 };
 
-std::vector<PlannedTensor> plan_tensors(const ModelConfig& cfg, uint64_t seed, DType dtype) {
+// tie_word_embeddings of text_config, else of the top level; true when absent (§2).
+bool tied_embeddings(std::string_view config_text) {
+  const auto j = nlohmann::json::parse(config_text, nullptr, false);
+  if (!j.is_object()) return true;
+  for (const auto* obj : {j.contains("text_config") ? &j["text_config"] : nullptr, &j}) {
+    if (obj && obj->is_object() && obj->contains("tie_word_embeddings") &&
+        (*obj)["tie_word_embeddings"].is_boolean()) {
+      return (*obj)["tie_word_embeddings"].get<bool>();
+    }
+  }
+  return true;
+}
+
+// The table's tensors, plus "lm_head.weight" [V, H] (outside the prefix, as save_pretrained
+// writes it) when the embeddings are not tied.
+std::vector<PlannedTensor> plan_tensors(const ModelConfig& cfg, bool tied, uint64_t seed,
+                                        DType dtype) {
+  std::vector<TensorSpec> specs = expected_tensors(cfg);
+  if (!tied) {
+    specs.push_back(TensorSpec{
+        "lm_head.weight", {cfg.text.vocab_size, cfg.text.hidden_size}, TensorKind::kEmbedding, -1});
+  }
   std::vector<PlannedTensor> out;
-  for (const TensorSpec& spec : expected_tensors(cfg)) {
+  for (const TensorSpec& spec : specs) {
     PlannedTensor t;
-    t.canonical = spec.name;
-    t.header = TensorHeaderEntry{std::string(kPrefix) + spec.name, dtype, spec.shape};
+    const std::string prefix = spec.name == "lm_head.weight" ? "" : std::string(kPrefix);
+    t.header = TensorHeaderEntry{prefix + spec.name, dtype, spec.shape};
     t.rule = fill_rule(spec, cfg.text);
     t.key = tensor_key(seed, spec.name);
     out.push_back(std::move(t));
@@ -159,7 +179,7 @@ std::string generation_config_json(const ModelConfig& cfg) {
 
 uint64_t random_checkpoint_bytes(const ModelConfig& cfg, DType dtype) {
   uint64_t total = 0;
-  for (const PlannedTensor& t : plan_tensors(cfg, 0, dtype)) total += t.header.nbytes();
+  for (const PlannedTensor& t : plan_tensors(cfg, true, 0, dtype)) total += t.header.nbytes();
   return total;
 }
 
@@ -176,7 +196,8 @@ Result<void> write_random_checkpoint_text(std::string_view config_text,
   INFER_TRY_VOID(write_text(out_dir / "config.json", config_text));
   INFER_TRY_VOID(write_text(out_dir / "generation_config.json", generation_config_json(cfg)));
 
-  const std::vector<PlannedTensor> tensors = plan_tensors(cfg, seed, dtype);
+  const std::vector<PlannedTensor> tensors =
+      plan_tensors(cfg, tied_embeddings(config_text), seed, dtype);
   const auto shards = plan_shards(tensors, shard_bytes);
   SynthProgress state;
   state.tensors_total = tensors.size();

@@ -31,7 +31,8 @@ using SynthProgressFn = std::function<void(const SynthProgress&)>;
 //   config.json             CONFIG_JSON's bytes, unchanged;
 //   generation_config.json  see generation_config_json();
 //   model.safetensors       tensors named as save_pretrained writes them
-//                           ("model.language_model." + the canonical name), in table order;
+//                           ("model.language_model." + the canonical name), in table order,
+//                           then "lm_head.weight" when tie_word_embeddings is false;
 //   or, when shard_bytes > 0, model-0000i-of-0000n.safetensors of at most shard_bytes each (a
 //   larger tensor gets a shard of its own) and model.safetensors.index.json.
 // Element values depend only on (seed, tensor name, element index) (random_fill.h), so the bytes
@@ -52,7 +53,7 @@ Result<void> write_random_checkpoint_text(std::string_view config_text,
 // several, else that id plus 106 (Gemma's "<turn|>") when 106 is inside the vocabulary.
 std::string generation_config_json(const ModelConfig& cfg);
 
-// Total bytes of the tensors a checkpoint of this config has in `dtype` (what mkmodel writes).
+// Total bytes of the tensors a tied checkpoint of this config has in `dtype`.
 uint64_t random_checkpoint_bytes(const ModelConfig& cfg, DType dtype);
 
 }  // namespace infer

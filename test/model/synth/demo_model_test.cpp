@@ -131,13 +131,13 @@ TEST(SynthDemo, CheckpointPassesValidationWithTheE2BFeatures) {
   EXPECT_EQ(gen->eos_token_id, (std::vector<int>{kDemoEosId, kDemoTurnEndId}));
 }
 
-// Rows of ids that are not text are scaled by 1/16, so random sampling mostly prints words.
-TEST(SynthDemo, EmbeddingRowsOfBytesAndUnusedIdsAreDamped) {
+// Head rows of ids that are not text are scaled by 1/16, so random sampling mostly prints words.
+TEST(SynthDemo, HeadRowsOfBytesAndUnusedIdsAreDamped) {
   TempDir tmp;
   make_demo(tmp / "demo", 2);
   Result<TensorStore> store = TensorStore::open(tmp / "demo");
   ASSERT_TRUE(store.ok()) << store.error().message;
-  const TensorView* e = store->find("embed_tokens.weight");
+  const TensorView* e = store->find("lm_head.weight");
   ASSERT_NE(e, nullptr);
   ASSERT_EQ(e->dtype, DType::kBF16);
   const int64_t H = e->shape[1];
