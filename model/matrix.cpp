@@ -12,18 +12,24 @@ namespace infer {
 
 const char* weight_format_name(WeightFormat f) {
   switch (f) {
-    case WeightFormat::kF32: return "f32";
-    case WeightFormat::kBF16: return "bf16";
-    case WeightFormat::kQ8_0: return "q8_0";
-    case WeightFormat::kQ4_0: return "q4_0";
+    case WeightFormat::kF32:
+      return "f32";
+    case WeightFormat::kBF16:
+      return "bf16";
+    case WeightFormat::kQ8_0:
+      return "q8_0";
+    case WeightFormat::kQ4_0:
+      return "q4_0";
   }
   return "?";
 }
 
 size_t row_bytes(WeightFormat f, int64_t cols) {
   switch (f) {
-    case WeightFormat::kF32: return size_t(cols) * 4;
-    case WeightFormat::kBF16: return size_t(cols) * 2;
+    case WeightFormat::kF32:
+      return size_t(cols) * 4;
+    case WeightFormat::kBF16:
+      return size_t(cols) * 2;
     case WeightFormat::kQ8_0:
       INFER_DCHECK(cols % kQK == 0, "q8_0 cols %lld", (long long)cols);
       return size_t(cols / kQK) * sizeof(BlockQ8_0);

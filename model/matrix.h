@@ -1,5 +1,5 @@
-// A weight matrix [rows, cols] (= [out, in], PyTorch nn.Linear layout) in one of the formats the
-// kernels read: f32, bf16 (mmapped from the checkpoint as is), or GGML Q8_0/Q4_0 blocks along a row.
+// A weight matrix [rows, cols] (= [out, in], PyTorch nn.Linear layout) in a format the kernels
+// read: f32, bf16 (mmapped from the checkpoint as is), or GGML Q8_0/Q4_0 blocks along each row.
 #pragma once
 
 #include <cstddef>

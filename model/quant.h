@@ -11,14 +11,14 @@ namespace infer {
 constexpr int kQK = 32;  // weights per block, both formats
 
 struct BlockQ8_0 {
-  fp16 d;           // scale: x ≈ d * qs[i]
+  fp16 d;  // scale: x ≈ d * qs[i]
   int8_t qs[kQK];
 };
 static_assert(sizeof(BlockQ8_0) == 34);
 
 struct BlockQ4_0 {
-  fp16 d;                // scale: x ≈ d * (nibble - 8)
-  uint8_t qs[kQK / 2];   // weight i in the low nibble of qs[i], weight i+16 in the high nibble
+  fp16 d;               // scale: x ≈ d * (nibble - 8)
+  uint8_t qs[kQK / 2];  // weight i in the low nibble of qs[i], weight i+16 in the high nibble
 };
 static_assert(sizeof(BlockQ4_0) == 18);
 

@@ -45,7 +45,7 @@ class ThreadPool {
   std::mutex mu_;
   std::condition_variable cv_;
   std::atomic<uint64_t> generation_{0};
-  int sleepers_ = 0;  // guarded by mu_
+  int sleepers_ = 0;               // guarded by mu_
   std::atomic<bool> stop_{false};  // published by generation_ like a job
   std::atomic<int> pending_{0};
   // The current job, published by the release store to generation_.

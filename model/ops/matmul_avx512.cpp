@@ -51,7 +51,8 @@ struct Avx512 {
   static void q4(const uint8_t* qs, V out[2]) {
     const __m512i b = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)));
     const __m512i eight = _mm512_set1_epi32(8);
-    out[0] = _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_and_si512(b, _mm512_set1_epi32(15)), eight));
+    out[0] =
+        _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_and_si512(b, _mm512_set1_epi32(15)), eight));
     out[1] = _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_srli_epi32(b, 4), eight));
   }
   static V halves(const uint16_t* h) {
@@ -65,7 +66,8 @@ struct Avx512 {
   // vpermps reads only the low 4 bits of an index, so neither masking nor int->float is needed.
   static void q4_dot(const uint8_t* qs, float d, const V* xv, V* acc) {
     const __m512i b = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)));
-    const V lut = mul(_mm512_setr_ps(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7), set1(d));
+    const V lut =
+        mul(_mm512_setr_ps(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7), set1(d));
     acc[0] = fma(_mm512_permutexvar_ps(b, lut), xv[0], acc[0]);
     acc[1] = fma(_mm512_permutexvar_ps(_mm512_srli_epi32(b, 4), lut), xv[1], acc[1]);
   }
@@ -77,8 +79,9 @@ struct Avx512 {
     const __m512d d0 = _mm512_castps_pd(s0), d1 = _mm512_castps_pd(s1);
     const __m512 s = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(d0, d1)),
                                    _mm512_castpd_ps(_mm512_unpackhi_pd(d0, d1)));
-    const __m256 h = _mm256_add_ps(
-        _mm512_castps512_ps256(s), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(s), 1)));
+    const __m256 h =
+        _mm256_add_ps(_mm512_castps512_ps256(s),
+                      _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(s), 1)));
     _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1)));
   }
 };

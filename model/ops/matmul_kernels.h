@@ -25,8 +25,7 @@ constexpr int64_t kMatmulRowAlign = 16;
 
 void matmul_rows_generic(const Matrix& w, const float* x, int64_t T, float* y, int64_t r0,
                          int64_t r1);
-void matmul_rows_avx2(const Matrix& w, const float* x, int64_t T, float* y, int64_t r0,
-                      int64_t r1);
+void matmul_rows_avx2(const Matrix& w, const float* x, int64_t T, float* y, int64_t r0, int64_t r1);
 void matmul_rows_avx512(const Matrix& w, const float* x, int64_t T, float* y, int64_t r0,
                         int64_t r1);
 

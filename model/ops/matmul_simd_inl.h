@@ -16,7 +16,7 @@ constexpr int64_t kPrefetchRows = 2 * kNR;
 // (L1) and multiplies it with MT x MR blocks of tokens x rows, so each weight load serves T tokens.
 constexpr int64_t kTileMinT = 3;
 constexpr int64_t kRB = 16;
-constexpr int64_t kKC = 256;
+constexpr int64_t kKC = 512;
 
 inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
@@ -26,12 +26,17 @@ void gemv_f32(const Matrix& w, const float* x, float* y, int64_t r) {
   const int64_t n = w.cols, full = n / S::kW * S::kW;
   const float* p[NR];
   V acc[NR];
-  for (int i = 0; i < NR; ++i) p[i] = reinterpret_cast<const float*>(w.row(r + i)), acc[i] = S::zero();
+  for (int i = 0; i < NR; ++i) {
+    p[i] = reinterpret_cast<const float*>(w.row(r + i));
+    acc[i] = S::zero();
+  }
   const int64_t ahead = int64_t(w.stride()) * kPrefetchRows;
   for (int64_t c = 0; c < full; c += S::kW) {
     const V xv = S::load(x + c);
     for (int i = 0; i < NR; ++i) {
-      if (c % 16 == 0) __builtin_prefetch(reinterpret_cast<const char*>(p[i] + c) + ahead);
+      if (c % 16 == 0) {  // one prefetch per 64-byte line
+        __builtin_prefetch(reinterpret_cast<const char*>(p[i] + c) + ahead);
+      }
       acc[i] = S::fma(S::load(p[i] + c), xv, acc[i]);
     }
   }
@@ -49,12 +54,17 @@ void gemv_bf16(const Matrix& w, const float* x, float* y, int64_t r) {
   const int64_t n = w.cols, full = n / S::kW * S::kW;
   const uint16_t* p[NR];
   V acc[NR];
-  for (int i = 0; i < NR; ++i) p[i] = reinterpret_cast<const uint16_t*>(w.row(r + i)), acc[i] = S::zero();
+  for (int i = 0; i < NR; ++i) {
+    p[i] = reinterpret_cast<const uint16_t*>(w.row(r + i));
+    acc[i] = S::zero();
+  }
   const int64_t ahead = int64_t(w.stride()) * kPrefetchRows;
   for (int64_t c = 0; c < full; c += S::kW) {
     const V xv = S::load(x + c);
     for (int i = 0; i < NR; ++i) {
-      if (c % 32 == 0) __builtin_prefetch(reinterpret_cast<const char*>(p[i] + c) + ahead);
+      if (c % 32 == 0) {  // one prefetch per 64-byte line
+        __builtin_prefetch(reinterpret_cast<const char*>(p[i] + c) + ahead);
+      }
       acc[i] = S::fma(S::bf16(p[i] + c), xv, acc[i]);
     }
   }
@@ -118,10 +128,14 @@ void gemv_quant(const Matrix& w, const float* x, float* y, int64_t r) {
 template <class S, int NR>
 void gemv_block(const Matrix& w, const float* x, float* y, int64_t r) {
   switch (w.format) {
-    case WeightFormat::kF32: return gemv_f32<S, NR>(w, x, y, r);
-    case WeightFormat::kBF16: return gemv_bf16<S, NR>(w, x, y, r);
-    case WeightFormat::kQ8_0: return gemv_quant<S, NR, BlockQ8_0>(w, x, y, r);
-    case WeightFormat::kQ4_0: return gemv_quant<S, NR, BlockQ4_0>(w, x, y, r);
+    case WeightFormat::kF32:
+      return gemv_f32<S, NR>(w, x, y, r);
+    case WeightFormat::kBF16:
+      return gemv_bf16<S, NR>(w, x, y, r);
+    case WeightFormat::kQ8_0:
+      return gemv_quant<S, NR, BlockQ8_0>(w, x, y, r);
+    case WeightFormat::kQ4_0:
+      return gemv_quant<S, NR, BlockQ4_0>(w, x, y, r);
   }
 }
 

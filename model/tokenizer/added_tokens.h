@@ -47,8 +47,8 @@ class AddedTokenMatcher {
   }
 
   std::vector<Node> nodes_ = std::vector<Node>(1);  // node 0 is the root
-  std::unordered_map<uint64_t, int32_t> edges_;      // (node << 8 | byte) -> child node
-  bool first_byte_[256] = {};                        // a cheap filter before the trie walk
+  std::unordered_map<uint64_t, int32_t> edges_;     // (node << 8 | byte) -> child node
+  bool first_byte_[256] = {};                       // a cheap filter before the trie walk
 };
 
 }  // namespace infer::tok

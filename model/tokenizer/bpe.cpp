@@ -213,8 +213,8 @@ void BpeModel::merge_word(std::string_view word, BpeScratch& scratch,
     if (cur.next >= 0) syms[cur.next].prev = static_cast<int32_t>(top.pos);
     if (cur.prev >= 0) {
       if (const MergeTable::Value* m = merges.find(syms[cur.prev].id, cur.id)) {
-        heap.push_back({m->rank, static_cast<uint32_t>(cur.prev), m->new_id, syms[cur.prev].id,
-                        cur.id});
+        heap.push_back(
+            {m->rank, static_cast<uint32_t>(cur.prev), m->new_id, syms[cur.prev].id, cur.id});
         std::push_heap(heap.begin(), heap.end(), lower);
       }
     }

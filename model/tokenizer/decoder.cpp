@@ -93,8 +93,8 @@ void Decoder::strip_in(std::string& s, const DecoderStep& step) {
   size_t begin = 0;
   for (size_t n = 0; n < step.start && s.compare(begin, c.size(), c) == 0; ++n) begin += c.size();
   size_t end = s.size();
-  for (size_t n = 0; n < step.stop && end >= begin + c.size() &&
-                     s.compare(end - c.size(), c.size(), c) == 0;
+  for (size_t n = 0;
+       n < step.stop && end >= begin + c.size() && s.compare(end - c.size(), c.size(), c) == 0;
        ++n) {
     end -= c.size();
   }

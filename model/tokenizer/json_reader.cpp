@@ -29,7 +29,8 @@ class Reader : public nlohmann::json_sax<json> {
     if (mode_ == Mode::kMerges && skip_depth_ == 0) {
       const uint32_t off = append(v);
       if (item_depth_ == 0) {
-        out_.merges.push_back({RawMerge::Form::kString, off, static_cast<uint32_t>(v.size()), 0, 0});
+        out_.merges.push_back(
+            {RawMerge::Form::kString, off, static_cast<uint32_t>(v.size()), 0, 0});
       } else if (item_strings_ < 2) {
         RawMerge& m = out_.merges.back();
         (item_strings_ == 0 ? m.a_offset : m.b_offset) = off;
@@ -169,8 +170,8 @@ class Reader : public nlohmann::json_sax<json> {
   std::string key_;           // the last key read outside vocab/merges
   json* model_ = nullptr;     // root["model"] once opened
   Mode mode_ = Mode::kDom;
-  int skip_depth_ = 0;   // nesting inside an invalid vocab value or merge item
-  int item_depth_ = 0;   // 1 inside a merge item array
+  int skip_depth_ = 0;  // nesting inside an invalid vocab value or merge item
+  int item_depth_ = 0;  // 1 inside a merge item array
   int item_strings_ = 0;
   uint32_t pending_key_offset_ = 0;
   uint32_t pending_key_length_ = 0;

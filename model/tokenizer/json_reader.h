@@ -4,11 +4,10 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "base/result.h"
 
@@ -28,7 +27,7 @@ struct RawMerge {
 };
 
 struct TokenizerJson {
-  nlohmann::json root;  // everything except model.vocab / model.merges when captured below
+  nlohmann::json root;           // everything except model.vocab / model.merges when captured below
   bool vocab_captured = false;   // model.vocab was an object: see vocab
   bool merges_captured = false;  // model.merges was an array: see merges
   std::string arena;             // the bytes of vocab keys and merge strings

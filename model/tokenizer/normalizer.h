@@ -2,11 +2,10 @@
 // Prepend, Strip and Sequence of them. Applied to the text between added tokens.
 #pragma once
 
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "base/result.h"
 

@@ -3,7 +3,6 @@
 #include "model/tokenizer/pre_tokenizer.h"
 
 #include <algorithm>
-
 #include <nlohmann/json.hpp>
 
 #include "model/tokenizer/json_fields.h"

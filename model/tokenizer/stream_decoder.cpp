@@ -28,9 +28,14 @@ void StreamDecoder::emit(std::string piece, std::string& out) {
   for (; i < steps.size(); ++i) {
     const DecoderStep& step = steps[i];
     switch (step.kind) {
-      case DecoderStep::Kind::kReplace: tok::Decoder::replace_in(piece, step); break;
-      case DecoderStep::Kind::kFuse: fused = true; break;
-      case DecoderStep::Kind::kByteFallback: break;
+      case DecoderStep::Kind::kReplace:
+        tok::Decoder::replace_in(piece, step);
+        break;
+      case DecoderStep::Kind::kFuse:
+        fused = true;
+        break;
+      case DecoderStep::Kind::kByteFallback:
+        break;
       case DecoderStep::Kind::kStrip:
         if (!fused) {
           tok::Decoder::strip_in(piece, step);
@@ -59,7 +64,8 @@ void StreamDecoder::push_byte(unsigned char byte, std::string& out) {
       emit(std::move(pending_), out);
       pending_.clear();
       break;
-    case tok::Utf8Prefix::kIncomplete: break;
+    case tok::Utf8Prefix::kIncomplete:
+      break;
     case tok::Utf8Prefix::kInvalid: {
       std::string fffd;
       for (size_t k = 0; k < pending_.size(); ++k) fffd += tok::kReplacementChar;

@@ -54,8 +54,8 @@ bool TokenTable::insert(std::string_view token_bytes, int32_t id) {
     if (token(slots_[i]) == token_bytes) return false;
   }
   if (static_cast<size_t>(id) >= spans_.size()) spans_.resize(static_cast<size_t>(id) + 1);
-  spans_[id] = Span{static_cast<uint32_t>(arena_.size()), static_cast<uint32_t>(token_bytes.size()),
-                    true};
+  spans_[id] =
+      Span{static_cast<uint32_t>(arena_.size()), static_cast<uint32_t>(token_bytes.size()), true};
   arena_.append(token_bytes);
   slots_[i] = id;
   ++count_;

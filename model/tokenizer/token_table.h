@@ -29,7 +29,7 @@ class TokenTable {
   bool has_id(int32_t id) const {
     return id >= 0 && static_cast<size_t>(id) < spans_.size() && spans_[id].present;
   }
-  std::string_view token(int32_t id) const;  // "" when absent
+  std::string_view token(int32_t id) const;                                 // "" when absent
   int32_t id_limit() const { return static_cast<int32_t>(spans_.size()); }  // max id + 1
   size_t count() const { return count_; }
 

@@ -69,11 +69,11 @@ class StreamDecoder {
   void emit(std::string piece, std::string& out);
 
   const tok::TokenizerData* tok_;
-  std::string pending_;        // bytes of an incomplete character
-  bool run_broken_ = false;    // the current run of byte tokens had invalid UTF-8
-  bool emitted_any_ = false;   // for the joining " " when there is no decoder
-  size_t stripped_ = 0;        // leading characters removed by a Strip after Fuse
-  bool past_start_ = false;    // text other than stripped characters has been emitted
+  std::string pending_;       // bytes of an incomplete character
+  bool run_broken_ = false;   // the current run of byte tokens had invalid UTF-8
+  bool emitted_any_ = false;  // for the joining " " when there is no decoder
+  size_t stripped_ = 0;       // leading characters removed by a Strip after Fuse
+  bool past_start_ = false;   // text other than stripped characters has been emitted
 };
 
 // Deterministic mixed text (English prose, code, whitespace runs, CJK, emoji) of about

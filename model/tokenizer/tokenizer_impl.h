@@ -21,9 +21,9 @@ struct TokenizerData {
   // Added tokens in file order; the matchers point into this vector, so it never moves (it
   // lives behind Tokenizer's unique_ptr).
   std::vector<AddedToken> added;
-  TokenTable added_vocab;             // content <-> id of the added tokens
-  AddedTokenMatcher raw_matcher;      // tokens with normalized=false, matched on raw text
-  AddedTokenMatcher normed_matcher;   // tokens with normalized=true, on normalized text
+  TokenTable added_vocab;            // content <-> id of the added tokens
+  AddedTokenMatcher raw_matcher;     // tokens with normalized=false, matched on raw text
+  AddedTokenMatcher normed_matcher;  // tokens with normalized=true, on normalized text
   Normalizer normalizer;
   PreTokenizer pre_tokenizer;
   Decoder decoder;

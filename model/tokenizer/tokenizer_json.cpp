@@ -2,7 +2,6 @@
 // malformed file gives an Error naming the field, never an exception or a crash.
 #include <algorithm>
 #include <fstream>
-
 #include <nlohmann/json.hpp>
 
 #include "model/tokenizer/json_fields.h"
@@ -15,7 +14,7 @@ namespace {
 using nlohmann::json;
 
 Result<void> parse_vocab(const tok::TokenizerJson& tj, const std::string& where,
-                        tok::TokenTable& vocab) {
+                         tok::TokenTable& vocab) {
   if (!tj.vocab_captured) return tok::field_error(where, "vocab", "an object {token: id}");
   vocab.reserve(tj.vocab.size());
   for (const tok::RawVocabEntry& e : tj.vocab) {
@@ -201,8 +200,8 @@ Result<void> parse_root(const tok::TokenizerJson& tj, tok::TokenizerData& impl) 
   INFER_TRY(impl.decoder, tok::Decoder::from_json(field_or_null(root, "decoder"), "decoder"));
   INFER_TRY_VOID(parse_model(tj, impl));
   INFER_TRY_VOID(parse_added_tokens(root, impl));
-  INFER_TRY_VOID(parse_post_processor(field_or_null(root, "post_processor"), "post_processor",
-                                      impl));
+  INFER_TRY_VOID(
+      parse_post_processor(field_or_null(root, "post_processor"), "post_processor", impl));
   impl.vocab_size = std::max(impl.model.vocab.id_limit(), impl.added_vocab.id_limit());
   for (int32_t id : impl.prefix_ids) {
     if (id >= impl.vocab_size) {
@@ -227,7 +226,8 @@ Result<Tokenizer> Tokenizer::parse(std::string_view json_text, std::string_view 
   auto impl = std::make_unique<tok::TokenizerData>();
   try {
     Result<tok::TokenizerJson> tj = tok::read_tokenizer_json(json_text);
-    if (!tj.ok()) return make_error(tj.error().code, std::string(where) + ": " + tj.error().message);
+    if (!tj.ok())
+      return make_error(tj.error().code, std::string(where) + ": " + tj.error().message);
     Result<void> r = parse_root(*tj, *impl);
     if (!r.ok()) return make_error(r.error().code, std::string(where) + ": " + r.error().message);
   } catch (const json::exception& e) {

@@ -11,11 +11,16 @@ bool second_byte_range(unsigned char lead, unsigned char& lo, unsigned char& hi)
   lo = 0x80;
   hi = 0xBF;
   if (lead >= 0xC2 && lead <= 0xDF) return true;
-  if (lead == 0xE0) lo = 0xA0;
-  else if (lead == 0xED) hi = 0x9F;  // no surrogates
-  else if (lead == 0xF0) lo = 0x90;  // no overlongs
-  else if (lead == 0xF4) hi = 0x8F;  // nothing above U+10FFFF
-  else if (!((lead >= 0xE1 && lead <= 0xEF) || (lead >= 0xF1 && lead <= 0xF3))) return false;
+  if (lead == 0xE0)
+    lo = 0xA0;
+  else if (lead == 0xED)
+    hi = 0x9F;  // no surrogates
+  else if (lead == 0xF0)
+    lo = 0x90;  // no overlongs
+  else if (lead == 0xF4)
+    hi = 0x8F;  // nothing above U+10FFFF
+  else if (!((lead >= 0xE1 && lead <= 0xEF) || (lead >= 0xF1 && lead <= 0xF3)))
+    return false;
   return true;
 }
 

@@ -34,11 +34,14 @@ inline size_t utf8_char_len(std::string_view s, size_t i) {
 inline uint32_t utf8_decode(const char* p, size_t len) {
   const auto b = [p](size_t k) { return static_cast<uint32_t>(static_cast<unsigned char>(p[k])); };
   switch (len) {
-    case 2: return ((b(0) & 0x1F) << 6) | (b(1) & 0x3F);
-    case 3: return ((b(0) & 0x0F) << 12) | ((b(1) & 0x3F) << 6) | (b(2) & 0x3F);
+    case 2:
+      return ((b(0) & 0x1F) << 6) | (b(1) & 0x3F);
+    case 3:
+      return ((b(0) & 0x0F) << 12) | ((b(1) & 0x3F) << 6) | (b(2) & 0x3F);
     case 4:
       return ((b(0) & 0x07) << 18) | ((b(1) & 0x3F) << 12) | ((b(2) & 0x3F) << 6) | (b(3) & 0x3F);
-    default: return b(0);
+    default:
+      return b(0);
   }
 }
 

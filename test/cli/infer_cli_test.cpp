@@ -118,6 +118,23 @@ TEST(InferCli, GreedyIdsMatchTheGoldenTokens) {
   }
 }
 
+TEST(InferCli, GenerationStopsAtAnEosIdFromGenerationConfig) {
+  // e2b-mini's greedy continuation is 343 497 400 ...: make 400 an end token.
+  const fs::path dir = make_temp_dir("eos");
+  for (const char* f : {"config.json", "model.safetensors"}) {
+    fs::copy(fixture("e2b-mini") / f, dir / f);
+  }
+  std::ofstream(dir / "generation_config.json") << R"({"eos_token_id": [1, 400]})";
+  const json golden = read_json(fixture("e2b-mini") / "golden.json");
+  const auto prompt = golden["prompt_ids"].get<std::vector<int>>();
+  const RunResult r = infer(
+      {"--model", dir.string(), "--prompt-ids", join(prompt, ","), "-n", "16", "--output", "ids"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "343 497\n");
+  EXPECT_NE(r.err.find("stopped by an end token"), std::string::npos) << r.err;
+  fs::remove_all(dir);
+}
+
 TEST(InferCli, GreedyTextFromATextPromptMatchesTheGoldenText) {
   const json golden = read_json(vocab_fixture() / "golden.json");
   const json& p = golden["prompts"][0];

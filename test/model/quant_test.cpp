@@ -170,8 +170,10 @@ TEST(QuantizeMatrix, AllThreadsGiveTheSameBytesAsRowByRow) {
     for (int64_t r = 0; r < rows; ++r) {
       uint8_t* dst = want.data() + r * stride;
       const float* row = x.data() + r * cols;
-      if (to == WeightFormat::kQ8_0) quantize_row_q8_0(row, reinterpret_cast<BlockQ8_0*>(dst), cols);
-      if (to == WeightFormat::kQ4_0) quantize_row_q4_0(row, reinterpret_cast<BlockQ4_0*>(dst), cols);
+      if (to == WeightFormat::kQ8_0)
+        quantize_row_q8_0(row, reinterpret_cast<BlockQ8_0*>(dst), cols);
+      if (to == WeightFormat::kQ4_0)
+        quantize_row_q4_0(row, reinterpret_cast<BlockQ4_0*>(dst), cols);
       if (to == WeightFormat::kBF16) {
         for (int64_t c = 0; c < cols; ++c) {
           const bf16 h = f32_to_bf16(row[c]);
@@ -215,7 +217,8 @@ TEST(DequantizeRow, ReadsEveryFormat) {
     std::vector<float> want(cols);
     const uint8_t* row = m.row(1);
     if (to == WeightFormat::kBF16) {
-      for (int64_t c = 0; c < cols; ++c) want[c] = bf16_to_f32(reinterpret_cast<const bf16*>(row)[c]);
+      for (int64_t c = 0; c < cols; ++c)
+        want[c] = bf16_to_f32(reinterpret_cast<const bf16*>(row)[c]);
     } else if (to == WeightFormat::kQ8_0) {
       dequantize_row_q8_0(reinterpret_cast<const BlockQ8_0*>(row), want.data(), cols);
     } else {

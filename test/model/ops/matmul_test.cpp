@@ -46,10 +46,14 @@ std::string case_name(const testing::TestParamInfo<Case>& info) {
   std::string k = info.param.kernel;
   k[0] = char(std::toupper(k[0]));
   switch (info.param.format) {
-    case WeightFormat::kF32: return k + "F32";
-    case WeightFormat::kBF16: return k + "Bf16";
-    case WeightFormat::kQ8_0: return k + "Q8";
-    case WeightFormat::kQ4_0: return k + "Q4";
+    case WeightFormat::kF32:
+      return k + "F32";
+    case WeightFormat::kBF16:
+      return k + "Bf16";
+    case WeightFormat::kQ8_0:
+      return k + "Q8";
+    case WeightFormat::kQ4_0:
+      return k + "Q4";
   }
   return k;
 }
@@ -57,8 +61,8 @@ std::string case_name(const testing::TestParamInfo<Case>& info) {
 std::vector<Case> all_cases() {
   std::vector<Case> cases;
   for (const MatmulKernel& k : matmul_kernels()) {
-    for (WeightFormat f : {WeightFormat::kF32, WeightFormat::kBF16, WeightFormat::kQ8_0,
-                           WeightFormat::kQ4_0}) {
+    for (WeightFormat f :
+         {WeightFormat::kF32, WeightFormat::kBF16, WeightFormat::kQ8_0, WeightFormat::kQ4_0}) {
       cases.push_back({k.name, f});
     }
   }
@@ -84,9 +88,9 @@ TEST_P(MatmulKernelTest, MatchesReferenceOverSizeSweep) {
   const MatmulKernel& kernel = kernel_named(GetParam().kernel);
   const WeightFormat format = GetParam().format;
   const bool quantized = format == WeightFormat::kQ8_0 || format == WeightFormat::kQ4_0;
-  const std::vector<int64_t> cols_sweep =
-      quantized ? std::vector<int64_t>{32, 64, 96, 544, 1056}
-                : std::vector<int64_t>{1, 7, 16, 33, 100, 515, 1030};
+  const std::vector<int64_t> cols_sweep = quantized
+                                              ? std::vector<int64_t>{32, 64, 96, 544, 1056}
+                                              : std::vector<int64_t>{1, 7, 16, 33, 100, 515, 1030};
   std::mt19937 rng(7);
   std::normal_distribution<float> dist(0.0f, 1.0f);
   uint32_t seed = 1;

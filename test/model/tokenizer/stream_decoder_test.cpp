@@ -105,11 +105,11 @@ TEST(TokenizerStreamDecoder, ReplacesBrokenBytesLikeDecode) {
   const Tokenizer* tok = test::gemma3_tokenizer();
   ASSERT_NE(tok, nullptr);
   const std::vector<std::vector<std::string>> cases = {
-      {"<0xE6>", "<0x97>", "a"},           // truncated, then a normal token
-      {"a", "<0xFF>", "<0x41>", "b"},      // invalid lead byte: the whole run is replaced
-      {"<0x9F>", "<0x98>"},                // continuation bytes alone
+      {"<0xE6>", "<0x97>", "a"},            // truncated, then a normal token
+      {"a", "<0xFF>", "<0x41>", "b"},       // invalid lead byte: the whole run is replaced
+      {"<0x9F>", "<0x98>"},                 // continuation bytes alone
       {"<0xED>", "<0xA0>", "<0x80>", "x"},  // a surrogate, which UTF-8 forbids
-      {"<0xF0>", "<0x9F>"},                // cut off at the end: flush() replaces it
+      {"<0xF0>", "<0x9F>"},                 // cut off at the end: flush() replaces it
   };
   for (const auto& tokens : cases) {
     const std::vector<int32_t> ids = ids_of_tokens(*tok, tokens);

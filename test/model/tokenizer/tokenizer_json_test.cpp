@@ -3,10 +3,9 @@
 // files giving a clear Error.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "model/tokenizer/tokenizer.h"
 
@@ -17,7 +16,7 @@ using nlohmann::json;
 
 // A tiny BPE over a, b, c, -, space: no normalizer, pre-tokenizer, post-processor or decoder.
 json tiny() {
-  json vocab = {{"<unk>", 0}, {"<s>", 1}, {"a", 2},  {"b", 3},  {"c", 4},   {"-", 5},  {" ", 6},
+  json vocab = {{"<unk>", 0}, {"<s>", 1}, {"a", 2},  {"b", 3},   {"c", 4},   {"-", 5},  {" ", 6},
                 {"ab", 7},    {"abc", 8}, {"a-", 9}, {"-b", 10}, {"--", 11}, {"bc", 12}};
   return json{{"version", "1.0"},
               {"added_tokens", json::array()},
@@ -103,17 +102,16 @@ TEST(TokenizerJson, SplitsWithEachDelimiterBehaviour) {
 
 TEST(TokenizerJson, RunsSequencesOfNormalizersAndPreTokenizers) {
   json j = tiny();
-  j["normalizer"] = {{"type", "Sequence"},
-                     {"normalizers", json::array({{{"type", "Replace"},
-                                                   {"pattern", {{"String", "x"}}},
-                                                   {"content", "-"}},
-                                                  {{"type", "Prepend"}, {"prepend", "a"}}})}};
-  j["pre_tokenizer"] = {
+  j["normalizer"] = {
       {"type", "Sequence"},
-      {"pretokenizers", json::array({{{"type", "Split"},
-                                      {"pattern", {{"String", "-"}}},
-                                      {"behavior", "Isolated"},
-                                      {"invert", false}}})}};
+      {"normalizers",
+       json::array({{{"type", "Replace"}, {"pattern", {{"String", "x"}}}, {"content", "-"}},
+                    {{"type", "Prepend"}, {"prepend", "a"}}})}};
+  j["pre_tokenizer"] = {{"type", "Sequence"},
+                        {"pretokenizers", json::array({{{"type", "Split"},
+                                                        {"pattern", {{"String", "-"}}},
+                                                        {"behavior", "Isolated"},
+                                                        {"invert", false}}})}};
   EXPECT_EQ(tokens(make(j), "bxab"), (Tokens{"ab", "-", "ab"}));
 }
 
@@ -131,8 +129,8 @@ json with_added(json j, json added) {
 }
 
 TEST(TokenizerJson, MatchesAddedTokensLongestFirstInRawText) {
-  const json j = with_added(tiny(), json::array({{{"id", 20}, {"content", "<x>"}},
-                                                 {{"id", 21}, {"content", "<x>y"}}}));
+  const json j = with_added(
+      tiny(), json::array({{{"id", 20}, {"content", "<x>"}}, {{"id", 21}, {"content", "<x>y"}}}));
   EXPECT_EQ(tokens(make(j), "a<x>yb<x>"), (Tokens{"a", "<x>y", "b", "<x>"}));
 }
 
@@ -150,7 +148,8 @@ TEST(TokenizerJson, AppliesLstripRstripAndSingleWord) {
 }
 
 TEST(TokenizerJson, MatchesNormalizedAddedTokensAfterNormalization) {
-  json j = with_added(tiny(), json::array({{{"id", 20}, {"content", "a b"}, {"normalized", true}}}));
+  json j =
+      with_added(tiny(), json::array({{{"id", 20}, {"content", "a b"}, {"normalized", true}}}));
   j["normalizer"] = {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", "-"}};
   EXPECT_EQ(tokens(make(j), "ca b"), (Tokens{"c", "a b"}));
   EXPECT_EQ(make(j).token_to_id("a b"), 20);
@@ -180,10 +179,11 @@ TEST(TokenizerJson, DecodesWithStripAndWithoutDecoder) {
   EXPECT_EQ(make(j).decode(std::vector<int32_t>{30, 2, 31}), "▁a a ▁b");  // joined with " "
   j["decoder"] = {
       {"type", "Sequence"},
-      {"decoders", json::array({{{"type", "Replace"}, {"pattern", {{"String", "▁"}}}, {"content", " "}},
-                                {{"type", "ByteFallback"}},
-                                {{"type", "Fuse"}},
-                                {{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 0}}})}};
+      {"decoders",
+       json::array({{{"type", "Replace"}, {"pattern", {{"String", "▁"}}}, {"content", " "}},
+                    {{"type", "ByteFallback"}},
+                    {{"type", "Fuse"}},
+                    {{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 0}}})}};
   const Tokenizer tok = make(j);
   const std::vector<int32_t> ids = {30, 2, 31};
   EXPECT_EQ(tok.decode(ids), "aa b");
@@ -209,55 +209,114 @@ TEST(TokenizerJson, RejectsMalformedFilesWithClearErrors) {
   };
   cases.push_back({"not json", "{\"model\": ", "not valid JSON"});
   cases.push_back({"array root", "[1, 2]", "not a JSON object"});
-  edit("no model", [](json& j) { j.erase("model"); }, "\"model\" is missing");
-  edit("model not object", [](json& j) { j["model"] = 3; }, "\"model\"");
-  edit("unigram", [](json& j) { j["model"]["type"] = "Unigram"; }, "Unigram");
-  edit("no vocab", [](json& j) { j["model"].erase("vocab"); }, "vocab");
-  edit("vocab list", [](json& j) { j["model"]["vocab"] = json::array({"a"}); }, "vocab");
-  edit("vocab id string", [](json& j) { j["model"]["vocab"]["a"] = "2"; }, "not a token id");
-  edit("vocab id negative", [](json& j) { j["model"]["vocab"]["a"] = -1; }, "not a token id");
-  edit("vocab id huge", [](json& j) { j["model"]["vocab"]["a"] = 1LL << 40; }, "not a token id");
-  edit("vocab id twice", [](json& j) { j["model"]["vocab"]["zz"] = 2; }, "already the id");
-  edit("merges object", [](json& j) { j["model"]["merges"] = json::object(); }, "merges");
-  edit("merge no space", [](json& j) { j["model"]["merges"][0] = "ab"; }, "merges[0]");
-  edit("merge number", [](json& j) { j["model"]["merges"][1] = 5; }, "merges[1]");
-  edit("merge triple", [](json& j) { j["model"]["merges"][0] = {"a", "b", "c"}; }, "merges[0]");
-  edit("merge unknown", [](json& j) { j["model"]["merges"][0] = "a q"; }, "\"q\" is not in");
-  edit("merge result unknown", [](json& j) { j["model"]["merges"][0] = "c a"; },
-       "\"ca\" is not in");
-  edit("added no content", [](json& j) { j["added_tokens"] = {{{"id", 1}}}; }, "content");
-  edit("added bad id", [](json& j) { j["added_tokens"] = {{{"id", "x"}, {"content", "q"}}}; },
-       "added_tokens[0].id");
-  edit("normalizer NFC", [](json& j) { j["normalizer"] = {{"type", "NFC"}}; }, "NFC");
-  edit("regex split",
-       [](json& j) {
-         j["pre_tokenizer"] = {
-             {"type", "Split"}, {"pattern", {{"Regex", "\\s+"}}}, {"behavior", "Isolated"}};
-       },
-       "Regex");
-  edit("bad behavior",
-       [](json& j) {
-         j["pre_tokenizer"] = {
-             {"type", "Split"}, {"pattern", {{"String", " "}}}, {"behavior", "Sideways"}};
-       },
-       "Sideways");
-  edit("decoder unknown", [](json& j) { j["decoder"] = {{"type", "WordPiece"}}; }, "WordPiece");
-  edit("decoder no type", [](json& j) { j["decoder"] = json::object(); }, "\"type\"");
-  edit("template unknown token",
-       [](json& j) {
-         j["post_processor"] = {
-             {"type", "TemplateProcessing"},
-             {"single", json::array({{{"SpecialToken", {{"id", "<q>"}, {"type_id", 0}}}}})},
-             {"special_tokens", json::object()}};
-       },
-       "<q>");
+  edit(
+      "no model", [](json& j) { j.erase("model"); }, "\"model\" is missing");
+  edit(
+      "model not object", [](json& j) { j["model"] = 3; }, "\"model\"");
+  edit(
+      "unigram", [](json& j) { j["model"]["type"] = "Unigram"; }, "Unigram");
+  edit(
+      "no vocab", [](json& j) { j["model"].erase("vocab"); }, "vocab");
+  edit(
+      "vocab list", [](json& j) { j["model"]["vocab"] = json::array({"a"}); }, "vocab");
+  edit(
+      "vocab id string", [](json& j) { j["model"]["vocab"]["a"] = "2"; }, "not a token id");
+  edit(
+      "vocab id negative", [](json& j) { j["model"]["vocab"]["a"] = -1; }, "not a token id");
+  edit(
+      "vocab id huge", [](json& j) { j["model"]["vocab"]["a"] = 1LL << 40; }, "not a token id");
+  edit(
+      "vocab id twice", [](json& j) { j["model"]["vocab"]["zz"] = 2; }, "already the id");
+  edit(
+      "merges object", [](json& j) { j["model"]["merges"] = json::object(); }, "merges");
+  edit(
+      "merge no space", [](json& j) { j["model"]["merges"][0] = "ab"; }, "merges[0]");
+  edit(
+      "merge number", [](json& j) { j["model"]["merges"][1] = 5; }, "merges[1]");
+  edit(
+      "merge triple",
+      [](json& j) {
+        j["model"]["merges"][0] = {"a", "b", "c"};
+      },
+      "merges[0]");
+  edit(
+      "merge unknown", [](json& j) { j["model"]["merges"][0] = "a q"; }, "\"q\" is not in");
+  edit(
+      "merge result unknown", [](json& j) { j["model"]["merges"][0] = "c a"; }, "\"ca\" is not in");
+  edit(
+      "added no content",
+      [](json& j) {
+        j["added_tokens"] = {{{"id", 1}}};
+      },
+      "content");
+  edit(
+      "added bad id",
+      [](json& j) {
+        j["added_tokens"] = {{{"id", "x"}, {"content", "q"}}};
+      },
+      "added_tokens[0].id");
+  edit(
+      "normalizer NFC",
+      [](json& j) {
+        j["normalizer"] = {{"type", "NFC"}};
+      },
+      "NFC");
+  edit(
+      "regex split",
+      [](json& j) {
+        j["pre_tokenizer"] = {
+            {"type", "Split"}, {"pattern", {{"Regex", "\\s+"}}}, {"behavior", "Isolated"}};
+      },
+      "Regex");
+  edit(
+      "bad behavior",
+      [](json& j) {
+        j["pre_tokenizer"] = {
+            {"type", "Split"}, {"pattern", {{"String", " "}}}, {"behavior", "Sideways"}};
+      },
+      "Sideways");
+  edit(
+      "decoder unknown",
+      [](json& j) {
+        j["decoder"] = {{"type", "WordPiece"}};
+      },
+      "WordPiece");
+  edit(
+      "decoder no type", [](json& j) { j["decoder"] = json::object(); }, "\"type\"");
+  edit(
+      "template unknown token",
+      [](json& j) {
+        j["post_processor"] = {
+            {"type", "TemplateProcessing"},
+            {"single", json::array({{{"SpecialToken", {{"id", "<q>"}, {"type_id", 0}}}}})},
+            {"special_tokens", json::object()}};
+      },
+      "<q>");
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
     Result<Tokenizer> r = Tokenizer::parse(c.text, "test.json");
     ASSERT_FALSE(r.ok());
-    EXPECT_NE(r.error().message.find(c.expect_in_message), std::string::npos)
-        << r.error().message;
+    EXPECT_NE(r.error().message.find(c.expect_in_message), std::string::npos) << r.error().message;
     EXPECT_EQ(r.error().message.rfind("test.json: ", 0), 0u) << r.error().message;
+  }
+}
+
+// Every truncation of a valid file is an Error, and corrupted bytes never crash the parser.
+TEST(TokenizerJson, SurvivesTruncatedAndCorruptedFiles) {
+  const std::string text =
+      with_added(tiny(), json::array({{{"id", 20}, {"content", "<x>"}}})).dump();
+  for (size_t n = 0; n < text.size(); ++n) {
+    EXPECT_FALSE(Tokenizer::parse(text.substr(0, n)).ok()) << "truncated at " << n;
+  }
+  uint32_t state = 12345;  // fixed seed: the same corruptions every run
+  for (int trial = 0; trial < 2000; ++trial) {
+    std::string bad = text;
+    for (int k = 0; k < 3; ++k) {
+      state = state * 1664525u + 1013904223u;
+      bad[(state >> 8) % bad.size()] = static_cast<char>(state >> 24);
+    }
+    Result<Tokenizer> r = Tokenizer::parse(bad);
+    if (r.ok()) (void)r->encode("ab<x>c", true);  // a file that still parses must still encode
   }
 }
 
