@@ -148,7 +148,7 @@ TEST(QuantQ4, RoundTripErrorIsWithinOneStep) {
   EXPECT_LT(err2 / x2, 0.02);
 }
 
-TEST(WeightFormat, RowBytesAndNames) {
+TEST(QuantFormats, RowBytesAndNames) {
   EXPECT_EQ(row_bytes(WeightFormat::kF32, 7), 28u);
   EXPECT_EQ(row_bytes(WeightFormat::kBF16, 7), 14u);
   EXPECT_EQ(row_bytes(WeightFormat::kQ8_0, 64), 68u);
@@ -200,7 +200,7 @@ TEST(QuantizeMatrix, FromBf16DequantizesEachRowFirst) {
   EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size()), 0);
 }
 
-TEST(DequantizeRow, ReadsEveryFormat) {
+TEST(QuantDequantizeRow, ReadsEveryFormat) {
   const int64_t cols = 64;
   const auto x = random_floats(size_t(2 * cols), 1.0f, 5);
   ThreadPool pool(1);

@@ -133,7 +133,8 @@ TEST_P(MatmulKernelTest, MatchesReferenceOverSizeSweep) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(AllKernels, MatmulKernelTest, testing::ValuesIn(all_cases()), case_name);
+INSTANTIATE_TEST_SUITE_P(MatmulAllKernels, MatmulKernelTest, testing::ValuesIn(all_cases()),
+                         case_name);
 
 TEST(Matmul, UsesTheBestKernelThisCpuHas) {
   EXPECT_STREQ(matmul_isa(), matmul_kernels().front().name);
