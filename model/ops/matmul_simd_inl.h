@@ -113,7 +113,10 @@ void gemv_quant(const Matrix& w, const float* x, float* y, int64_t r) {
       for (int v = 0; v < kNV; ++v) xv[v] = S::load(x + (b0 + b) * kQK + v * S::kW);
       for (int i = 0; i < NR; ++i) {
         const Block* blk = p[i] + b0 + b;
-        __builtin_prefetch(reinterpret_cast<const char*>(blk) + ahead);
+        // About one prefetch per 64-byte line: every block of Q8_0 (34 B), every other of Q4_0.
+        if (sizeof(Block) > 32 || b % 2 == 0) {
+          __builtin_prefetch(reinterpret_cast<const char*>(blk) + ahead);
+        }
         if constexpr (sizeof(Block) == sizeof(BlockQ8_0)) {
           S::q8_dot(blk->qs, ds[i][b], xv, acc[i]);
         } else {

@@ -5,7 +5,6 @@
 #include <cstdint>
 
 #include "model/tokenizer/tokenizer.h"
-#include "model/tokenizer/utf8.h"
 
 namespace infer {
 namespace {
