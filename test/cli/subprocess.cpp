@@ -18,7 +18,7 @@ std::filesystem::path make_temp_dir(const std::string& tag) {
   return pattern;
 }
 
-std::filesystem::path infer_binary() { return build_dir() / "cli" / "infer"; }
+std::filesystem::path infer_binary() { return build_dir() / "infer"; }
 
 RunResult run_binary(const std::filesystem::path& binary, const std::vector<std::string>& args,
                      const std::vector<std::pair<std::string, std::string>>& env,

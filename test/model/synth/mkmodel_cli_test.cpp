@@ -19,7 +19,7 @@ using test::TempDir;
 
 // Runs mkmodel with ARGS, stderr to ERR; returns the exit status.
 int run_mkmodel(const std::string& args, const std::filesystem::path& err) {
-  const std::string cmd = (test::build_dir() / "cli" / "mkmodel").string() + " " + args + " 2>" +
+  const std::string cmd = (test::build_dir() / "mkmodel").string() + " " + args + " 2>" +
                           err.string() + " >/dev/null";
   const int status = std::system(cmd.c_str());
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
