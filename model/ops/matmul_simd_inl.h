@@ -82,11 +82,17 @@ constexpr int64_t kScaleChunk = 64;  // blocks per chunk: 2048 weights of each r
 
 template <class S, int NR, class Block>
 void convert_scales(const Block* const* p, int64_t b0, int64_t nb, float (*ds)[kScaleChunk]) {
+  alignas(64) uint16_t h[NR][kScaleChunk];
+  const int64_t padded = (nb + S::kW - 1) / S::kW * S::kW;
+  // Rows innermost: one loop counter per NR scales.
+  for (int64_t b = 0; b < nb; ++b) {
+    for (int i = 0; i < NR; ++i) h[i][b] = p[i][b0 + b].d;
+  }
+  for (int64_t b = nb; b < padded; ++b) {
+    for (int i = 0; i < NR; ++i) h[i][b] = 0;
+  }
   for (int i = 0; i < NR; ++i) {
-    alignas(64) uint16_t h[kScaleChunk];
-    for (int64_t b = 0; b < nb; ++b) h[b] = p[i][b0 + b].d;
-    for (int64_t b = nb; b < (nb + S::kW - 1) / S::kW * S::kW; ++b) h[b] = 0;
-    for (int64_t b = 0; b < nb; b += S::kW) S::store(ds[i] + b, S::halves(h + b));
+    for (int64_t b = 0; b < padded; b += S::kW) S::store(ds[i] + b, S::halves(h[i] + b));
   }
 }
 
