@@ -1,6 +1,8 @@
 // Weight-format sizes, single-row dequantization and whole-matrix quantization at load time.
 #include "model/matrix.h"
 
+#include <cstring>
+
 #include <vector>
 
 #include "base/check.h"
@@ -44,16 +46,18 @@ void dequantize_row(const Matrix& m, int64_t r, float* out) {
   INFER_DCHECK(r >= 0 && r < m.rows, "row %lld of %lld", (long long)r, (long long)m.rows);
   const uint8_t* p = m.row(r);
   switch (m.format) {
-    case WeightFormat::kF32: {
-      const float* f = reinterpret_cast<const float*>(p);
-      for (int64_t c = 0; c < m.cols; ++c) out[c] = f[c];
+    // Rows need not be aligned to their element (a safetensors f32 tensor may follow an odd-length
+    // bf16 one), so read them as bytes.
+    case WeightFormat::kF32:
+      std::memcpy(out, p, size_t(m.cols) * sizeof(float));
       return;
-    }
-    case WeightFormat::kBF16: {
-      const bf16* h = reinterpret_cast<const bf16*>(p);
-      for (int64_t c = 0; c < m.cols; ++c) out[c] = bf16_to_f32(h[c]);
+    case WeightFormat::kBF16:
+      for (int64_t c = 0; c < m.cols; ++c) {
+        bf16 h;
+        std::memcpy(&h, p + size_t(c) * sizeof(bf16), sizeof(bf16));
+        out[c] = bf16_to_f32(h);
+      }
       return;
-    }
     case WeightFormat::kQ8_0:
       dequantize_row_q8_0(reinterpret_cast<const BlockQ8_0*>(p), out, m.cols);
       return;
@@ -68,16 +72,15 @@ namespace {
 // Writes one f32 row in format `to`.
 void encode_row(const float* x, int64_t cols, WeightFormat to, uint8_t* dst) {
   switch (to) {
-    case WeightFormat::kF32: {
-      float* f = reinterpret_cast<float*>(dst);
-      for (int64_t c = 0; c < cols; ++c) f[c] = x[c];
+    case WeightFormat::kF32:  // dst may be unaligned (tests misalign on purpose): copy bytes
+      std::memcpy(dst, x, size_t(cols) * sizeof(float));
       return;
-    }
-    case WeightFormat::kBF16: {
-      bf16* h = reinterpret_cast<bf16*>(dst);
-      for (int64_t c = 0; c < cols; ++c) h[c] = f32_to_bf16(x[c]);
+    case WeightFormat::kBF16:
+      for (int64_t c = 0; c < cols; ++c) {
+        const bf16 h = f32_to_bf16(x[c]);
+        std::memcpy(dst + size_t(c) * sizeof(bf16), &h, sizeof(bf16));
+      }
       return;
-    }
     case WeightFormat::kQ8_0:
       quantize_row_q8_0(x, reinterpret_cast<BlockQ8_0*>(dst), cols);
       return;

@@ -57,22 +57,40 @@ struct Avx2 {
     out[2] = _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_srli_epi32(b0, 4), eight));
     out[3] = _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_srli_epi32(b1, 4), eight));
   }
-  static V halves(const uint16_t* h) {
-    return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(h)));
+  // Each lane gathers the block's first 4 bytes (its scale, then 2 weight bytes).
+  static V scales(const uint8_t* p, int stride, int n) {
+    const __m256i idx =
+        _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(stride));
+    const __m256i g = _mm256_mask_i32gather_epi32(_mm256_setzero_si256(),
+                                                  reinterpret_cast<const int*>(p), idx,
+                                                  lanes_below(n), 1);
+    // Low halves of the 8 dwords into the low 128 bits.
+    const __m256i lo = _mm256_and_si256(g, _mm256_set1_epi32(0xffff));
+    const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(lo, lo), 0x08);
+    return _mm256_cvtph_ps(_mm256_castsi256_si128(packed));
   }
   static void q8_dot(const int8_t* qs, float d, const V* xv, V* acc) {
-    const V s0 = fma(i8(qs + 8), xv[1], mul(i8(qs), xv[0]));
-    const V s1 = fma(i8(qs + 24), xv[3], mul(i8(qs + 16), xv[2]));
-    acc[0] = fma(set1(d), s0, acc[0]);
-    acc[1] = fma(set1(d), s1, acc[1]);
+    V s = fma(i8(qs + 8), xv[1], mul(i8(qs), xv[0]));
+    s = fma(i8(qs + 16), xv[2], s);
+    s = fma(i8(qs + 24), xv[3], s);
+    acc[0] = fma(set1(d), s, acc[0]);
   }
-  static void q4_dot(const uint8_t* qs, float d, const V* xv, V* acc) {
-    V q[4];
-    q4(qs, q);
-    const V s0 = fma(q[1], xv[1], mul(q[0], xv[0]));
-    const V s1 = fma(q[3], xv[3], mul(q[2], xv[2]));
-    acc[0] = fma(set1(d), s0, acc[0]);
-    acc[1] = fma(set1(d), s1, acc[1]);
+  // Q4_0 folds the -8 out of the weights: d · (sum q · x - 8 · sum x), where q4_x gives the
+  // lanes of -8 · x summed over the block's 4 vectors (shared by all rows), so the nibbles need no
+  // subtraction and each block-row is one chain of FMAs.
+  static V q4_x(const V* xv) {
+    return mul(add(add(xv[0], xv[1]), add(xv[2], xv[3])), set1(-8.0f));
+  }
+  static void q4_dot(const uint8_t* qs, float d, const V* xv, V xq4, V* acc) {
+    const __m256i b0 = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(qs)));
+    const __m256i b1 =
+        _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(qs + 8)));
+    const __m256i m = _mm256_set1_epi32(15);
+    V s = fma(_mm256_cvtepi32_ps(_mm256_and_si256(b0, m)), xv[0], xq4);
+    s = fma(_mm256_cvtepi32_ps(_mm256_and_si256(b1, m)), xv[1], s);
+    s = fma(_mm256_cvtepi32_ps(_mm256_srli_epi32(b0, 4)), xv[2], s);
+    s = fma(_mm256_cvtepi32_ps(_mm256_srli_epi32(b1, 4)), xv[3], s);
+    acc[0] = fma(set1(d), s, acc[0]);
   }
   static float reduce(V v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));

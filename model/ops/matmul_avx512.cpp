@@ -55,16 +55,23 @@ struct Avx512 {
         _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_and_si512(b, _mm512_set1_epi32(15)), eight));
     out[1] = _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_srli_epi32(b, 4), eight));
   }
-  static V halves(const uint16_t* h) {
-    return _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(h)));
+  // Each lane gathers the block's first 4 bytes (its scale, then 2 weight bytes).
+  static V scales(const uint8_t* p, int stride, int n) {
+    const __m512i idx = _mm512_mullo_epi32(
+        _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+        _mm512_set1_epi32(stride));
+    const __m512i g = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(),
+                                                  __mmask16((1u << n) - 1), idx, p, 1);
+    return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(g));
   }
   static void q8_dot(const int8_t* qs, float d, const V* xv, V* acc) {
     const V s = fma(i8(qs + 16), xv[1], mul(i8(qs), xv[0]));
     acc[0] = fma(set1(d), s, acc[0]);
   }
+  static V q4_x(const V*) { return zero(); }  // unused: the table below carries the -8
   // A 16-entry table d·(q - 8) (the reference's dequantized values) indexed by each nibble:
   // vpermps reads only the low 4 bits of an index, so neither masking nor int->float is needed.
-  static void q4_dot(const uint8_t* qs, float d, const V* xv, V* acc) {
+  static void q4_dot(const uint8_t* qs, float d, const V* xv, V, V* acc) {
     const __m512i b = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)));
     const V lut =
         mul(_mm512_setr_ps(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7), set1(d));

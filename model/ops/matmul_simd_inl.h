@@ -4,9 +4,11 @@
 // for the same reason.
 //
 // S provides: V, kW (lanes), kMT x kMR (prefill micro-tile), zero, set1, load, load_partial
-// (zero-filled), store, fma, mul, add, half (one fp16), halves (kW fp16 -> f32), bf16/bf16_partial
-// (kW bf16 -> f32), i8 (kW int8 -> f32), q4 (16 bytes -> 32 weights minus 8, in 32/kW vectors),
-// q8_dot/q4_dot (acc[0..1] += d · (q · x) for one block), reduce (one sum), reduce4 (four sums).
+// (zero-filled), store, fma, mul, add, half (one fp16), bf16/bf16_partial (kW bf16 -> f32),
+// scales (the fp16 scales of n <= kW blocks `stride` bytes apart -> f32, the rest zero), i8 (kW
+// int8 -> f32), q4 (16 bytes -> 32 weights minus 8, in 32/kW vectors), q8_dot/q4_dot (acc[0..1]
+// += d · (q · x) for one block; q4_dot also takes q4_x of the block's x, computed once for all
+// rows), reduce (one sum), reduce4 (four sums).
 
 // T = 1 (decode) reads each weight once: stream kNR rows at a time so several rows are in flight.
 constexpr int kNR = 4;
@@ -76,23 +78,19 @@ void gemv_bf16(const Matrix& w, const float* x, float* y, int64_t r) {
   for (int i = 0; i < NR; ++i) y[r + i] = S::reduce(acc[i]);
 }
 
-// Block scales of NR rows, blocks [b0, b0 + nb), as f32: gathered 16-bit halves, converted a
-// vector at a time, so the main loop reads each scale with a plain broadcast load.
+// Block scales of NR rows, blocks [b0, b0 + nb), as f32, so the main loop reads each scale with a
+// plain broadcast load. S::scales gathers kW of them straight into a register: 16-bit stores
+// reloaded as one vector would stall on store forwarding.
 constexpr int64_t kScaleChunk = 64;  // blocks per chunk: 2048 weights of each row
 
 template <class S, int NR, class Block>
 void convert_scales(const Block* const* p, int64_t b0, int64_t nb, float (*ds)[kScaleChunk]) {
-  alignas(64) uint16_t h[NR][kScaleChunk];
-  const int64_t padded = (nb + S::kW - 1) / S::kW * S::kW;
-  // Rows innermost: one loop counter per NR scales.
-  for (int64_t b = 0; b < nb; ++b) {
-    for (int i = 0; i < NR; ++i) h[i][b] = p[i][b0 + b].d;
-  }
-  for (int64_t b = nb; b < padded; ++b) {
-    for (int i = 0; i < NR; ++i) h[i][b] = 0;
-  }
   for (int i = 0; i < NR; ++i) {
-    for (int64_t b = 0; b < padded; b += S::kW) S::store(ds[i] + b, S::halves(h[i] + b));
+    for (int64_t b = 0; b < nb; b += S::kW) {
+      const int n = int(min64(S::kW, nb - b));
+      S::store(ds[i] + b, S::scales(reinterpret_cast<const uint8_t*>(p[i] + b0 + b),
+                                    int(sizeof(Block)), n));
+    }
   }
 }
 
@@ -117,6 +115,7 @@ void gemv_quant(const Matrix& w, const float* x, float* y, int64_t r) {
     for (int64_t b = 0; b < nb; ++b) {
       V xv[kNV];
       for (int v = 0; v < kNV; ++v) xv[v] = S::load(x + (b0 + b) * kQK + v * S::kW);
+      const V xq4 = S::q4_x(xv);  // per block, shared by the NR rows
       for (int i = 0; i < NR; ++i) {
         const Block* blk = p[i] + b0 + b;
         // About one prefetch per 64-byte line: every block of Q8_0 (34 B), every other of Q4_0.
@@ -126,7 +125,7 @@ void gemv_quant(const Matrix& w, const float* x, float* y, int64_t r) {
         if constexpr (sizeof(Block) == sizeof(BlockQ8_0)) {
           S::q8_dot(blk->qs, ds[i][b], xv, acc[i]);
         } else {
-          S::q4_dot(blk->qs, ds[i][b], xv, acc[i]);
+          S::q4_dot(blk->qs, ds[i][b], xv, xq4, acc[i]);
         }
       }
     }

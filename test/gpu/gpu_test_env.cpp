@@ -1,11 +1,24 @@
 // Shared GPU test contexts and the per-test validation check.
 #include "test/gpu/gpu_test_env.h"
 
+#include <dlfcn.h>
+
 #include <memory>
 #include <string>
 
 namespace infer::gpu {
 namespace {
+
+// Debian 12's loader unloads lavapipe, its LLVM and the validation layer when the instance goes;
+// LeakSanitizer then cannot name the module of what they leaked and test/sanitizers/lsan.supp
+// cannot match it. Pinning them (RTLD_NODELETE) keeps them mapped until exit. Absent libraries
+// are fine: this only helps symbolization.
+[[maybe_unused]] const bool kDriversPinned = [] {
+  for (const char* lib : {"libvulkan.so.1", "libvulkan_lvp.so", "libVkLayer_khronos_validation.so"}) {
+    dlopen(lib, RTLD_NOW | RTLD_NODELETE | RTLD_GLOBAL);
+  }
+  return true;
+}();
 
 VulkanContext* make_shared(bool force_staging, std::unique_ptr<VulkanContext>* slot,
                            std::string* saved_error, std::string* error) {

@@ -82,14 +82,15 @@ class MatmulKernelTest : public testing::TestWithParam<Case> {};
 // Tolerance: the kernel sums n = cols products in f32 (vector lanes, then a tree, then across
 // K blocks); the reference sums the same dequantized products in double. A recursive f32 sum of n
 // terms errs by at most about n·u·Σ|w·x| (u = 2^-24); the quantized kernels also round d·(q·x)
-// instead of (d·q)·x, a few u more per term. A dropped or doubled term (≈ Σ|w·x|/n) is far
-// larger for every n here (n·u < 1e-4 while 1/n > 9e-4).
+// instead of (d·q)·x (AVX2 Q4_0: d·(q·x - 8·Σx), q the raw nibbles), a few u more per term.
+// A dropped or doubled term (≈ Σ|w·x|/n) is far larger for every n here (n·u < 1.3e-4 while
+// 1/n > 4.8e-4). Quantized sizes reach 2080 columns: 65 blocks, past one 64-block scale chunk.
 TEST_P(MatmulKernelTest, MatchesReferenceOverSizeSweep) {
   const MatmulKernel& kernel = kernel_named(GetParam().kernel);
   const WeightFormat format = GetParam().format;
   const bool quantized = format == WeightFormat::kQ8_0 || format == WeightFormat::kQ4_0;
   const std::vector<int64_t> cols_sweep = quantized
-                                              ? std::vector<int64_t>{32, 64, 96, 544, 1056}
+                                              ? std::vector<int64_t>{32, 64, 96, 544, 1056, 2080}
                                               : std::vector<int64_t>{1, 7, 16, 33, 100, 515, 1030};
   std::mt19937 rng(7);
   std::normal_distribution<float> dist(0.0f, 1.0f);
