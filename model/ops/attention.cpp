@@ -11,6 +11,20 @@
 namespace infer {
 namespace {
 
+// q·k over d floats with 16 independent partial sums: a single running sum is one long add chain
+// the compiler may not reorder (it would change rounding), which made attention latency-bound.
+float dot16(const float* a, const float* b, int64_t d) {
+  float acc[16] = {};
+  int64_t j = 0;
+  for (; j + 16 <= d; j += 16) {
+    for (int k = 0; k < 16; ++k) acc[k] += a[j + k] * b[j + k];
+  }
+  float dot = 0.0f;
+  for (; j < d; ++j) dot += a[j] * b[j];
+  for (float v : acc) dot += v;
+  return dot;
+}
+
 // One query row of one head: q_h [d] -> out_h [d]. scores: [max_keys] scratch.
 void attend_one(const float* q_h, int64_t t, int64_t h, const AttentionShape& s, const KvView& kv,
                 float* scores, int64_t max_keys, float* out_h) {
@@ -43,8 +57,7 @@ void attend_one(const float* q_h, int64_t t, int64_t h, const AttentionShape& s,
   float mx = -INFINITY;
   for_each_pos([&](int64_t pos, int64_t k) {
     const float* kr = key(pos);
-    float dot = 0.0f;
-    for (int64_t j = 0; j < d; ++j) dot += q_h[j] * kr[j];
+    const float dot = dot16(q_h, kr, d);
     scores[k] = dot;
     mx = std::max(mx, dot);
   });
