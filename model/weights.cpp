@@ -2,17 +2,35 @@
 // bf16/f32 projections, owned f32 for norms and f16 tensors, owned GGML blocks when quantizing.
 #include "model/weights.h"
 
+#include <sys/mman.h>
+
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
+#include "base/check.h"
 #include "base/half.h"
 #include "model/safetensors.h"
 #include "model/tensor_table.h"
 #include "model/thread_pool.h"
 
 namespace infer {
+
+void ModelWeights::FreeBytes::operator()(uint8_t* p) const { std::free(p); }
+
 namespace {
+
+// Quantized matrices are streamed whole every token: on 2 MB pages (where the kernel grants them)
+// the stream does not stall on a page walk every 4 KB, which in a VM is a nested, costly walk.
+uint8_t* alloc_streamed(size_t n) {
+  constexpr size_t kHugePage = size_t(2) << 20;
+  const size_t bytes = (n + kHugePage - 1) / kHugePage * kHugePage;
+  void* p = std::aligned_alloc(kHugePage, bytes);
+  INFER_CHECK(p != nullptr, "out of memory: %zu bytes for a quantized matrix", bytes);
+  madvise(p, bytes, MADV_HUGEPAGE);  // advice only: failure leaves 4 KB pages
+  return static_cast<uint8_t*>(p);
+}
 
 std::string shape_str(const std::vector<int64_t>& s) {
   std::string out = "[";
@@ -76,7 +94,7 @@ class Binder {
       return m;
     }
     const size_t n = size_t(rows) * row_bytes(want, cols);
-    uint8_t* dst = w_.owned_bytes.emplace_back(new uint8_t[n]).get();
+    uint8_t* dst = w_.owned_bytes.emplace_back(alloc_streamed(n)).get();
     quantize_matrix(m, want, dst, pool_);
     return Matrix{want, rows, cols, dst};
   }

@@ -89,7 +89,10 @@ struct ModelWeights {
   // Storage for converted norms, widened f16 tensors and quantized matrices. Pointers above point
   // into these buffers, which is why ModelWeights moves but never copies.
   std::vector<std::vector<float>> owned_f32;
-  std::vector<std::unique_ptr<uint8_t[]>> owned_bytes;
+  struct FreeBytes {
+    void operator()(uint8_t* p) const;
+  };
+  std::vector<std::unique_ptr<uint8_t, FreeBytes>> owned_bytes;  // quantized matrices
 
   ModelWeights() = default;
   ModelWeights(ModelWeights&&) = default;
