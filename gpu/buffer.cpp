@@ -67,9 +67,16 @@ void record_copy(VkCommandBuffer cb, VkBuffer src, VkDeviceSize src_offset, VkBu
                  VkDeviceSize dst_offset, VkDeviceSize bytes) {
   VkBufferCopy region{src_offset, dst_offset, bytes};
   vkCmdCopyBuffer(cb, src, dst, 1, &region);
+  record_make_visible(cb, VK_PIPELINE_STAGE_2_COPY_BIT, VK_ACCESS_2_TRANSFER_WRITE_BIT);
+}
+
+}  // namespace
+
+void record_make_visible(VkCommandBuffer cb, VkPipelineStageFlags2 src_stage,
+                         VkAccessFlags2 src_access) {
   VkMemoryBarrier2 barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER_2};
-  barrier.srcStageMask = VK_PIPELINE_STAGE_2_COPY_BIT;
-  barrier.srcAccessMask = VK_ACCESS_2_TRANSFER_WRITE_BIT;
+  barrier.srcStageMask = src_stage;
+  barrier.srcAccessMask = src_access;
   barrier.dstStageMask = VK_PIPELINE_STAGE_2_ALL_COMMANDS_BIT | VK_PIPELINE_STAGE_2_HOST_BIT;
   barrier.dstAccessMask =
       VK_ACCESS_2_MEMORY_READ_BIT | VK_ACCESS_2_MEMORY_WRITE_BIT | VK_ACCESS_2_HOST_READ_BIT;
@@ -78,8 +85,6 @@ void record_copy(VkCommandBuffer cb, VkBuffer src, VkDeviceSize src_offset, VkBu
   dep.pMemoryBarriers = &barrier;
   vkCmdPipelineBarrier2(cb, &dep);
 }
-
-}  // namespace
 
 Result<Buffer> Buffer::create(const VulkanContext& ctx, VkDeviceSize bytes, BufferKind kind,
                               std::string name) {

@@ -199,16 +199,8 @@ Result<void> Recorder::submit_and_wait() {
   INFER_CHECK(recording_, "submit_and_wait without begin()");
   recording_ = false;
   // Writes of this recording become visible to later submissions and to the host.
-  VkMemoryBarrier2 barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER_2};
-  barrier.srcStageMask = VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_2_COPY_BIT;
-  barrier.srcAccessMask = VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT | VK_ACCESS_2_TRANSFER_WRITE_BIT;
-  barrier.dstStageMask = VK_PIPELINE_STAGE_2_ALL_COMMANDS_BIT | VK_PIPELINE_STAGE_2_HOST_BIT;
-  barrier.dstAccessMask =
-      VK_ACCESS_2_MEMORY_READ_BIT | VK_ACCESS_2_MEMORY_WRITE_BIT | VK_ACCESS_2_HOST_READ_BIT;
-  VkDependencyInfo dep{VK_STRUCTURE_TYPE_DEPENDENCY_INFO};
-  dep.memoryBarrierCount = 1;
-  dep.pMemoryBarriers = &barrier;
-  vkCmdPipelineBarrier2(cb_, &dep);
+  record_make_visible(cb_, VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_2_COPY_BIT,
+                      VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT | VK_ACCESS_2_TRANSFER_WRITE_BIT);
   INFER_TRY_VOID(vk_check(vkEndCommandBuffer(cb_), "vkEndCommandBuffer"));
 
   VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
