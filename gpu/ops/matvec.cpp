@@ -2,6 +2,7 @@
 #include "gpu/ops/matvec.h"
 
 #include <algorithm>
+#include <string>
 
 #include "base/check.h"
 #include "gpu/context.h"
@@ -19,19 +20,8 @@ constexpr uint32_t kTargetInvocations = 128;
 constexpr uint32_t kDefaultRows = 2;
 constexpr uint32_t kDefaultTokens = 4;
 
-const char* variant_name(WeightFormat f) {
-  switch (f) {
-    case WeightFormat::kF32:
-      return "matvec_f32";
-    case WeightFormat::kBF16:
-      return "matvec_bf16";
-    case WeightFormat::kQ8_0:
-      return "matvec_q8_0";
-    case WeightFormat::kQ4_0:
-      return "matvec_q4_0";
-  }
-  return "?";
-}
+// shaders/meson.build names the variants "matvec_" + the format's name ("matvec_q4_0").
+std::string variant_name(WeightFormat f) { return std::string("matvec_") + weight_format_name(f); }
 
 }  // namespace
 
