@@ -1,0 +1,55 @@
+// The Vulkan forward pass (DESIGN.md §7, GEMMA4_TEXT.md §4-§5): weights uploaded once, the KV
+// rings on the device, a decode step recorded once and replayed per token (the step buffer
+// carries the token and its position), prefill recorded per chunk with matrix-matrix kernels.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "base/result.h"
+#include "model/forward.h"
+#include "model/model.h"
+
+namespace infer {
+class ThreadPool;
+}
+
+namespace infer::gpu {
+
+class VulkanContext;
+
+// Where the time of the last decode step went (the host waits once per token).
+struct StepTiming {
+  double host_s = 0;    // host work before submit: step buffer, PLE rows
+  double submit_s = 0;  // vkQueueSubmit
+  double wait_s = 0;    // fence wait (GPU time, mostly)
+};
+
+class GpuForward final : public Forward {
+ public:
+  // Uploads the model's bound weights (quantized as loaded); `pool` gathers PLE rows.
+  static Result<std::unique_ptr<GpuForward>> create(VulkanContext& ctx, const Model& model,
+                                                    ThreadPool& pool, int64_t max_positions,
+                                                    int64_t max_chunk = 256);
+  ~GpuForward() override;
+
+  Result<void> prefill(std::span<const int32_t> ids, float* logits,
+                       bool all_logits = false) override;
+  Result<void> decode(int32_t id, float* logits) override;
+  // Decode with the argmax taken on the GPU: only the id comes back.
+  Result<int32_t> decode_greedy(int32_t id);
+  void reset() override;
+  int64_t position() const override;
+  int64_t vocab_size() const override;
+
+  const StepTiming& last_step_timing() const;
+  size_t device_bytes() const;  // weights, caches and activations on the device
+
+ private:
+  GpuForward();
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace infer::gpu

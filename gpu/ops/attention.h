@@ -1,0 +1,79 @@
+// Attention on the GPU (GEMMA4_TEXT.md §4.5-§4.7, §5): q/k/v norms, RoPE and the cache write in
+// one op, then causal / sliding-window attention over the cache. Positions come from the step
+// buffer (shaders/step.h), so one recording serves every decode step.
+//
+// The KV cache of a layer that computes K/V is a ring of `slots` rows [slots, n_kv, d] f32, K and
+// V in separate buffers; position p lives in slot p % slots. The forward pass sizes the ring so
+// that every key a query of the chunk needs is still there after the whole chunk is written:
+// sliding layers slots >= W - 1 + max_chunk, full layers slots >= max_positions. KV-shared
+// layers bind their donor's ring (written earlier in the same forward, §5).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "base/result.h"
+#include "gpu/buffer.h"
+#include "gpu/pipeline.h"
+#include "gpu/recorder.h"
+
+namespace infer::gpu {
+
+class VulkanContext;
+
+struct QkvShape {
+  uint32_t T = 1;      // tokens in the chunk
+  uint32_t n_q = 0;    // query heads
+  uint32_t n_kv = 0;   // KV heads
+  uint32_t d = 0;      // head dim
+  uint32_t slots = 0;  // ring rows of the layer's cache
+  float eps = 1e-6f;
+};
+
+struct AttentionDims {
+  uint32_t T = 1;       // queries in the chunk (positions step[POS0] ..)
+  uint32_t n_q = 0;     // query heads; head h reads KV head h / (n_q / n_kv)
+  uint32_t n_kv = 0;    // KV heads of the cache read
+  uint32_t d = 0;       // head dim
+  uint32_t slots = 0;   // ring rows of the cache read
+  uint32_t window = 0;  // W on sliding layers (key s allowed iff p - W < s <= p); 0: full
+};
+
+class AttentionOps {
+ public:
+  // Largest shapes the op will record: sizes its own scratch (split-K partials), allocated here
+  // once; attend() records may reuse it layer after layer (the recorder orders the reuse).
+  struct Limits {
+    uint32_t max_T = 1;
+    uint32_t max_n_q = 0;
+    uint32_t max_d = 0;
+    uint32_t max_positions = 0;
+  };
+  static Result<std::unique_ptr<AttentionOps>> create(const VulkanContext& ctx,
+                                                      const Limits& limits);
+  ~AttentionOps();
+
+  // For t < T at position p = step[POS0] + t (§4.5, §4.6):
+  //   q[t, h]  = rope(rmsnorm(q[t, h]) · q_norm)                       in place, h < n_q
+  // and when k.buffer != nullptr (the layer computes K/V):
+  //   k_cache[p % slots, h] = rope(rmsnorm(k[t, h]) · k_norm)          h < n_kv
+  //   v_cache[p % slots, h] = rmsnorm(v[t, h])  (no weight)
+  // v may be the same range as k (K=V layers: V is the raw k projection, §4.5); k and v are
+  // left as they were or overwritten, as the op likes. inv_freq: f32 [d/2] (model/config.h
+  // rope_inv_freq; proportional RoPE has zero tails). q/k/v rows: [T, heads·d] f32.
+  Result<void> qkv_prep(Recorder& rec, Binding step, const QkvShape& shape, Binding q,
+                        Binding q_norm, Binding k, Binding k_norm, Binding v, Binding inv_freq,
+                        Binding k_cache, Binding v_cache) const;
+
+  // out[t, h] = softmax_s(q[t, h] · k_s) · v_s over the keys s the query at p may see, scores
+  // unscaled (scale 1.0, §4.7), fp32 softmax. q, out: [T, n_q·d] f32.
+  Result<void> attend(Recorder& rec, Binding step, const AttentionDims& dims, Binding q,
+                      Binding k_cache, Binding v_cache, Binding out) const;
+
+ private:
+  AttentionOps() = default;
+  struct Pipelines;
+  std::unique_ptr<Pipelines> p_;
+};
+
+}  // namespace infer::gpu

@@ -1,0 +1,36 @@
+// The fused gated-GELU MLP front half on the GPU (GEMMA4_TEXT.md §4.8): both projections of x in
+// one pass over the weights, act[t, i] = gelu_tanh(gate[i] · x[t]) · (up[i] · x[t]). The down
+// projection is a MatvecOp. For T above a threshold the op switches to a tiled matrix-matrix
+// kernel (prefill).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "base/result.h"
+#include "gpu/buffer.h"
+#include "gpu/ops/matvec.h"
+#include "gpu/pipeline.h"
+#include "gpu/recorder.h"
+
+namespace infer::gpu {
+
+class VulkanContext;
+
+class GateUpOp {
+ public:
+  static Result<std::unique_ptr<GateUpOp>> create(const VulkanContext& ctx, WeightFormat format);
+  ~GateUpOp();
+
+  // gate, up: [I, H] in this op's format; x: [T, H] f32; act: [T, I] f32.
+  Result<void> record(Recorder& rec, const GpuMatrix& gate, const GpuMatrix& up, Binding x,
+                      Binding act, uint32_t T) const;
+
+ private:
+  GateUpOp() = default;
+  struct Pipelines;
+  std::unique_ptr<Pipelines> p_;
+  WeightFormat format_ = WeightFormat::kF32;
+};
+
+}  // namespace infer::gpu

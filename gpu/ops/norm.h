@@ -1,0 +1,47 @@
+// RMSNorm family on the GPU (GEMMA4_TEXT.md §4.1): x̂·w, weight as stored (no +1), ε inside the
+// root, fp32 throughout. One op object holds every pipeline of the family.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "base/result.h"
+#include "gpu/buffer.h"
+#include "gpu/pipeline.h"
+#include "gpu/recorder.h"
+
+namespace infer::gpu {
+
+class VulkanContext;
+
+class NormOps {
+ public:
+  static Result<std::unique_ptr<NormOps>> create(const VulkanContext& ctx);
+  ~NormOps();
+
+  // out[r, :] = rmsnorm(x[r, :]) · w for r < rows, rows of n floats (H for the stream, d per
+  // head, P per PLE slice). w.buffer == nullptr: no weight (v_norm, the router's input norm).
+  // out may be the same range as x.
+  Result<void> rms_norm(Recorder& rec, Binding x, Binding w, Binding out, uint32_t rows,
+                        uint32_t n, float eps) const;
+
+  // The residual step that ends a block, for t < T over rows of n = H floats:
+  //   x[t] = (x[t] + rmsnorm(o[t]) · w_post) · scale
+  // and then, when next_w.buffer != nullptr, h[t] = rmsnorm(x[t]) · next_w (the next block's
+  // input norm, fused so the stream is read once). scale is the layer scalar on the layer's last
+  // block (§4.4), else 1.
+  Result<void> add_norm(Recorder& rec, Binding x, Binding o, Binding w_post, float scale,
+                        Binding next_w, Binding h, uint32_t T, uint32_t n, float eps) const;
+
+  // MoE's two branches (§4.4): out[t] = rmsnorm(a[t]) · wa + rmsnorm(b[t]) · wb, rows of n.
+  // out may be the same range as a.
+  Result<void> norm_sum(Recorder& rec, Binding a, Binding wa, Binding b, Binding wb, Binding out,
+                        uint32_t T, uint32_t n, float eps) const;
+
+ private:
+  NormOps() = default;
+  struct Pipelines;
+  std::unique_ptr<Pipelines> p_;
+};
+
+}  // namespace infer::gpu
