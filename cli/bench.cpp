@@ -78,7 +78,7 @@ Result<void> run_bench(const Options& opts) {
   ThreadPool pool(threads);
 
   auto t0 = Clock::now();
-  INFER_TRY(std::unique_ptr<Model> model, Model::load(choice.dir, LoadOptions{opts.quant}, pool));
+  INFER_TRY(std::unique_ptr<Model> model, load_model(choice, LoadOptions{opts.quant}, pool));
   const double load_s = seconds_since(t0);
   const TextConfig& text = model->config().text;
   const int64_t V = text.vocab_size;

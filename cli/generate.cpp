@@ -119,7 +119,7 @@ Result<void> run_generate(const Options& opts) {
   ThreadPool pool(threads);
 
   const auto t_load = Clock::now();
-  INFER_TRY(std::unique_ptr<Model> model, Model::load(choice.dir, LoadOptions{opts.quant}, pool));
+  INFER_TRY(std::unique_ptr<Model> model, load_model(choice, LoadOptions{opts.quant}, pool));
   INFER_TRY(GenerationConfig gen, load_generation_config(choice.dir));
   const bool need_tokenizer =
       opts.prompt || (opts.output == OutputMode::kText && opts.max_tokens > 0);

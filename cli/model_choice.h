@@ -3,18 +3,28 @@
 #pragma once
 
 #include <filesystem>
+#include <memory>
 
 #include "base/result.h"
 #include "cli/options.h"
+#include "model/model.h"
 
 namespace infer::cli {
 
 struct ModelChoice {
-  std::filesystem::path dir;
-  bool demo = false;  // the built-in random-weight model
+  std::filesystem::path dir;  // the checkpoint; for a random model, the config's directory
+  bool demo = false;          // the built-in random-weight model
+  // --model CONFIG.json: random bf16 weights of that config's shapes (seed 1, as mkmodel's
+  // default), generated in memory; benchmarks of shapes whose checkpoint would not fit on disk.
+  std::filesystem::path random_config;
 };
 
-// An explicit --model must be an existing directory (a kNotFound error otherwise).
+// An explicit --model must be an existing directory or a config .json file (a kNotFound error
+// otherwise).
 Result<ModelChoice> choose_model(const Options& opts);
+
+// Loads the chosen checkpoint, or generates the random model; says which on stderr for the latter.
+Result<std::unique_ptr<Model>> load_model(const ModelChoice& choice, const LoadOptions& opts,
+                                          ThreadPool& pool);
 
 }  // namespace infer::cli

@@ -1,4 +1,5 @@
 // MappedFile: open + fstat + mmap(PROT_READ, MAP_PRIVATE); the descriptor is closed once mapped.
+// Anonymous blocks are the same mapping without a file.
 #include "model/mapped_file.h"
 
 #include <fcntl.h>
@@ -50,6 +51,18 @@ Result<std::unique_ptr<MappedFile>> MappedFile::open(const std::filesystem::path
   }
   ::close(fd);  // the mapping keeps the file open
   return std::unique_ptr<MappedFile>(new MappedFile(path, data, size));
+}
+
+Result<std::unique_ptr<MappedFile>> MappedFile::anonymous(size_t size, const std::string& name) {
+  if (size == 0) return std::unique_ptr<MappedFile>(new MappedFile(name, nullptr, 0, true));
+  void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) {
+    return make_error(ErrorCode::kIo, name + ": cannot allocate " + std::to_string(size) +
+                                          " bytes: " + errno_text(errno));
+  }
+  ::madvise(p, size, MADV_HUGEPAGE);  // large weights stream faster through fewer TLB entries
+  return std::unique_ptr<MappedFile>(
+      new MappedFile(name, static_cast<const uint8_t*>(p), size, true));
 }
 
 void MappedFile::will_need(size_t offset, size_t nbytes) const {

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <memory>
 #include <span>
+#include <string>
 
 #include "base/result.h"
 
@@ -16,6 +17,11 @@ class MappedFile {
  public:
   // Maps `path` (a regular file) read-only. An empty file maps to an empty span.
   static Result<std::unique_ptr<MappedFile>> open(const std::filesystem::path& path);
+  // Zero-filled anonymous memory of `size` bytes (huge pages advised), writable through
+  // writable() until the tensors in it are handed out: random-weight models generated in RAM.
+  // `name` stands in for the path in messages.
+  static Result<std::unique_ptr<MappedFile>> anonymous(size_t size, const std::string& name);
+  uint8_t* writable() { return anonymous_ ? const_cast<uint8_t*>(data_) : nullptr; }
 
   std::span<const uint8_t> bytes() const { return {data_, size_}; }
   uint64_t size() const { return size_; }
@@ -30,11 +36,12 @@ class MappedFile {
   ~MappedFile();
 
  private:
-  MappedFile(std::filesystem::path path, const uint8_t* data, size_t size)
-      : path_(std::move(path)), data_(data), size_(size) {}
+  MappedFile(std::filesystem::path path, const uint8_t* data, size_t size, bool anonymous = false)
+      : path_(std::move(path)), data_(data), size_(size), anonymous_(anonymous) {}
   std::filesystem::path path_;
   const uint8_t* data_ = nullptr;
   size_t size_ = 0;
+  bool anonymous_ = false;
 };
 
 }  // namespace infer

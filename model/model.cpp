@@ -2,6 +2,7 @@
 #include "model/model.h"
 
 #include "model/safetensors.h"
+#include "model/synth/synth_model.h"
 
 namespace infer {
 
@@ -19,6 +20,19 @@ Result<std::unique_ptr<Model>> Model::load(const std::filesystem::path& dir,
                                            const LoadOptions& opts, ThreadPool& pool) {
   INFER_TRY(ModelConfig config, load_config(dir));
   INFER_TRY(TensorStore store, TensorStore::open(dir));
+  return from_store(std::move(config), std::move(store), opts, pool);
+}
+
+Result<std::unique_ptr<Model>> Model::random(std::string_view config_text, uint64_t seed,
+                                             DType dtype, const LoadOptions& opts,
+                                             ThreadPool& pool) {
+  INFER_TRY(ModelConfig config, parse_config(config_text));
+  INFER_TRY(TensorStore store, random_tensor_store(config_text, seed, dtype, pool));
+  return from_store(std::move(config), std::move(store), opts, pool);
+}
+
+Result<std::unique_ptr<Model>> Model::from_store(ModelConfig config, TensorStore store,
+                                                 const LoadOptions& opts, ThreadPool& pool) {
   INFER_TRY(ModelWeights weights,
             bind_weights(config, store, BindOptions{opts.quant, opts.embed_scale}, pool));
   std::unique_ptr<Model> m(new Model());

@@ -246,6 +246,14 @@ Result<TensorStore> TensorStore::open_file(const std::filesystem::path& file) {
   return store;
 }
 
+TensorStore TensorStore::from_memory(std::unique_ptr<MappedFile> block,
+                                     std::vector<std::pair<std::string, TensorView>> tensors) {
+  TensorStore store;
+  for (auto& [name, view] : tensors) store.tensors_.emplace(std::move(name), std::move(view));
+  store.files_.push_back(std::move(block));
+  return store;
+}
+
 Result<TensorStore> TensorStore::open(const std::filesystem::path& dir) {
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec)) {

@@ -62,6 +62,10 @@ class TensorStore {
   static Result<TensorStore> open(const std::filesystem::path& dir);
   // A single safetensors file (tests, mkmodel round-trips).
   static Result<TensorStore> open_file(const std::filesystem::path& file);
+  // Tensors already in memory (random-weight models generated in RAM): every view points into
+  // `block`, which the store keeps. Names are canonical.
+  static TensorStore from_memory(std::unique_ptr<MappedFile> block,
+                                 std::vector<std::pair<std::string, TensorView>> tensors);
 
   const TensorView* find(std::string_view name) const;
   std::vector<std::string> names() const;

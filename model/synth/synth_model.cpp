@@ -11,6 +11,7 @@
 #include <system_error>
 #include <vector>
 
+#include "model/mapped_file.h"
 #include "model/synth/random_fill.h"
 #include "model/tensor_table.h"
 #include "model/thread_pool.h"
@@ -212,6 +213,36 @@ Result<void> write_random_checkpoint_text(std::string_view config_text,
     for (const PlannedTensor* t : shards[i]) weight_map.emplace_back(t->header.name, file);
   }
   return write_safetensors_index(out_dir, weight_map, state.bytes_total);
+}
+
+Result<TensorStore> random_tensor_store(std::string_view config_text, uint64_t seed, DType dtype,
+                                        ThreadPool& pool) {
+  INFER_TRY(ModelConfig cfg, parse_config(config_text));
+  const std::vector<PlannedTensor> tensors =
+      plan_tensors(cfg, tied_embeddings(config_text), seed, dtype);
+  constexpr uint64_t kAlign = 64;
+  std::vector<uint64_t> offsets;
+  uint64_t total = 0;
+  for (const PlannedTensor& t : tensors) {
+    offsets.push_back(total);
+    total += (t.header.nbytes() + kAlign - 1) / kAlign * kAlign;
+  }
+  INFER_TRY(std::unique_ptr<MappedFile> block,
+            MappedFile::anonymous(size_t(total), "random weights (seed " + std::to_string(seed) + ")"));
+  const size_t esize = dtype_size(dtype);
+  std::vector<std::pair<std::string, TensorView>> views;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const PlannedTensor& t = tensors[i];
+    const int64_t numel = int64_t(t.header.nbytes() / esize);
+    uint8_t* out = block->writable() + offsets[i];
+    pool.parallel_for(
+        numel,
+        [&](int64_t b, int64_t e) { fill_elements(t.key, t.rule, dtype, b, e, out + b * esize); },
+        1 << 16);
+    views.emplace_back(canonical_tensor_name(t.header.name),
+                       TensorView{dtype, t.header.shape, out, size_t(t.header.nbytes())});
+  }
+  return TensorStore::from_memory(std::move(block), std::move(views));
 }
 
 Result<void> write_random_checkpoint(const std::filesystem::path& config_json,

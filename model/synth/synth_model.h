@@ -48,6 +48,12 @@ Result<void> write_random_checkpoint_text(std::string_view config_text,
                                           DType dtype, ThreadPool& pool, size_t shard_bytes = 0,
                                           const SynthProgressFn& progress = {});
 
+// The tensors write_random_checkpoint_text would write (same names, shapes, dtype and element
+// values), generated straight into memory on all of `pool`'s threads: benchmarks of shapes whose
+// checkpoint would not fit on disk. Each tensor starts 64-byte aligned.
+Result<TensorStore> random_tensor_store(std::string_view config_text, uint64_t seed, DType dtype,
+                                        ThreadPool& pool);
+
 // generation_config.json for a synthetic checkpoint: Gemma's sampling defaults (temperature 1,
 // top_k 64, top_p 0.95) and end-of-generation ids: the config's eos_token_id list when it has
 // several, else that id plus 106 (Gemma's "<turn|>") when 106 is inside the vocabulary.

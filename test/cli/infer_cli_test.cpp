@@ -223,6 +223,33 @@ TEST(InferCli, BenchEmitsJsonWithEveryKey) {
   fs::remove_all(dir);
 }
 
+// --model CONFIG.json generates the random model in memory: the same weights mkmodel writes with
+// seed 1, so the same greedy ids.
+TEST(InferCli, AConfigFileRunsTheRandomModelMkmodelWrites) {
+  const fs::path dir = make_temp_dir("random");
+  const fs::path config = fixture("e2b-mini") / "config.json";
+  const RunResult made = run_binary(infer_binary().parent_path() / "mkmodel",
+                                    {"--config", config.string(), "--out", dir.string(), "--seed", "1"});
+  ASSERT_EQ(made.status, 0) << made.err;
+  const std::vector<std::string> args = {"--prompt-ids", "2,17,99", "-n", "8", "--output", "ids",
+                                         "--temperature", "0"};
+  std::vector<std::string> from_dir = {"--model", dir.string()};
+  std::vector<std::string> from_config = {"--model", config.string()};
+  from_dir.insert(from_dir.end(), args.begin(), args.end());
+  from_config.insert(from_config.end(), args.begin(), args.end());
+  const RunResult a = infer(from_dir);
+  const RunResult b = infer(from_config);
+  EXPECT_EQ(a.status, 0) << a.err;
+  EXPECT_EQ(b.status, 0) << b.err;
+  EXPECT_FALSE(a.out.empty());
+  EXPECT_EQ(a.out, b.out);
+  EXPECT_NE(b.err.find("random bf16 weights"), std::string::npos) << b.err;
+  const RunResult missing = infer({"--model", (dir / "nothere.json").string(), "--prompt-ids", "2"});
+  EXPECT_EQ(missing.status, 1);
+  expect_one_error_line(missing);
+  fs::remove_all(dir);
+}
+
 TEST(InferCli, TheDemoModelGeneratesTextAndSaysItIsRandom) {
   const fs::path home = make_temp_dir("home");
   const fs::path cwd = home / "work";  // no ../gemma-4-E2B beside it
