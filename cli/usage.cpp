@@ -13,7 +13,9 @@ and streams the continuation to stdout. Timings go to stderr. No chat template i
 model and input
   -m, --model DIR          checkpoint directory (config.json, *.safetensors, tokenizer.json);
                            default ../gemma-4-E2B if it exists, else a built-in demo model with
-                           random weights (generated once into the cache directory)
+                           random weights (generated once into the cache directory);
+                           a CONFIG.json file instead: random bf16 weights of its shapes
+                           generated in memory (seed 1, as mkmodel writes them), for benchmarks
       --prompt TEXT        the prompt (or give it as the one positional argument)
       --prompt-ids IDS     raw token ids instead of text, e.g. 2,17,99 (no <bos> added)
   -n, --max-tokens N       tokens to generate (default 256); stops earlier at <eos> or <turn|>
