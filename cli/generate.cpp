@@ -1,6 +1,7 @@
 // Generation from the command line: load, prefill (dumping prompt logits when asked), then the
 // decode loop, which samples, streams each token to stdout as it comes and stops at <eos>,
-// <turn|> or -n tokens. Load, prefill and decode timings go to stderr.
+// <turn|> or -n tokens, on the CPU or (--gpu) the Vulkan backend, both through Forward. Load,
+// prefill and decode timings go to stderr.
 #include "cli/generate.h"
 
 #include <unistd.h>
@@ -14,11 +15,12 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "cli/backend.h"
 #include "cli/model_choice.h"
 #include "model/config.h"
-#include "model/cpu_forward.h"
 #include "model/model.h"
 #include "model/sampling.h"
 #include "model/thread_pool.h"
@@ -78,7 +80,7 @@ class TokenPrinter {
 };
 
 // Prefills the prompt; with a dump file, in chunks whose logits [chunk, V] are appended to it.
-Result<void> prefill(CpuForward& fwd, const std::vector<int32_t>& ids, int64_t V,
+Result<void> prefill(Forward& fwd, const std::vector<int32_t>& ids, int64_t V,
                      const std::filesystem::path& dump, std::vector<float>& logits) {
   if (dump.empty()) return fwd.prefill(ids, logits.data());
   static_assert(std::endian::native == std::endian::little, "the dump is little-endian float32");
@@ -117,6 +119,7 @@ Result<void> run_generate(const Options& opts) {
   INFER_TRY(ModelChoice choice, choose_model(opts));
   const int threads = thread_count(opts);
   ThreadPool pool(threads);
+  INFER_TRY(std::unique_ptr<gpu::VulkanContext> gpu_ctx, open_gpu(opts));
 
   const auto t_load = Clock::now();
   INFER_TRY(std::unique_ptr<Model> model, load_model(choice, LoadOptions{opts.quant}, pool));
@@ -162,7 +165,12 @@ Result<void> run_generate(const Options& opts) {
 
   const SamplingParams params = resolve_sampling(opts, gen);
   Sampler sampler(V, params);
-  CpuForward fwd(*model, pool, max_positions);
+  const auto t_backend = Clock::now();
+  INFER_TRY(Backend backend, make_backend(std::move(gpu_ctx), *model, pool, max_positions));
+  const double backend_s = seconds_since(t_backend);
+  Forward& fwd = *backend.forward;
+  // Greedy on the GPU takes the argmax there: only the id comes back, not V logits.
+  gpu::GpuForward* const greedy_on_gpu = params.temperature > 0 ? nullptr : backend.gpu;
   std::vector<float> logits(static_cast<size_t>(V));
 
   const auto t_prefill = Clock::now();
@@ -187,9 +195,13 @@ Result<void> run_generate(const Options& opts) {
         stopped_by = "the model's context length";
         break;
       }
-      INFER_TRY_VOID(fwd.decode(next, logits.data()));
+      if (greedy_on_gpu != nullptr) {
+        INFER_TRY(next, greedy_on_gpu->decode_greedy(next));
+      } else {
+        INFER_TRY_VOID(fwd.decode(next, logits.data()));
+        next = sampler.sample(logits);
+      }
       ++decoded;
-      next = sampler.sample(logits);
     }
   }
   const double decode_s = seconds_since(t_decode);
@@ -200,6 +212,10 @@ Result<void> run_generate(const Options& opts) {
   std::fprintf(stderr, "load: %.3f s (%s, %s weights, %s head, %d threads)\n", load_s,
                choice.dir.string().c_str(), weight_format_name(proj.format),
                weight_format_name(w.lm_head.format), threads);
+  if (backend.gpu != nullptr) {
+    std::fprintf(stderr, "gpu: upload and recording %.3f s, %.1f MB on the device\n", backend_s,
+                 double(backend.gpu->device_bytes()) / 1e6);
+  }
   std::fprintf(stderr, "prefill: %lld tokens in %.3f s, %.1f tokens/s\n", static_cast<long long>(T),
                prefill_s, prefill_s > 0 ? double(T) / prefill_s : 0.0);
   std::fprintf(

@@ -266,7 +266,6 @@ Result<Options> parse_options(std::span<const std::string_view> args) {
 }
 
 std::string unavailable_feature(const Options& o) {
-  if (o.gpu) return "--gpu: the Vulkan backend is not built yet";
   if (o.serve) return "--serve: the serve protocol is not built yet";
   if (o.anchors || o.window || o.recall || o.evict) {
     return "--anchors/--window/--recall/--evict: the KV ring is not built yet";

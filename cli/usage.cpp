@@ -36,7 +36,8 @@ backend
       --q8                 quantize every projection and the head to Q8_0 at load
       --q4, --mixed        Q4_0 projections with a Q8_0 head
       --quant q4|q8|none   the same as a single switch (none: weights as stored, bf16)
-      --gpu, --device N    Vulkan backend (not built yet)
+      --gpu                Vulkan backend (the device report goes to stderr)
+      --device N           with --gpu: Vulkan device N (default: the first GPU)
 
 modes
       --bench [FILE]       measure load, prefill (512 tokens), decode (128 tokens), memory

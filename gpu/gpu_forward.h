@@ -34,8 +34,12 @@ class GpuForward final : public Forward {
                                                     int64_t max_chunk = 256);
   ~GpuForward() override;
 
+  // Chunks of up to max_chunk tokens, each a recording kept per (length, logits wanted) and
+  // replayed. logits == nullptr: none are computed.
   Result<void> prefill(std::span<const int32_t> ids, float* logits,
                        bool all_logits = false) override;
+  // Replays the decode recording made at create; the host waits once. logits == nullptr: none
+  // are copied back.
   Result<void> decode(int32_t id, float* logits) override;
   // Decode with the argmax taken on the GPU: only the id comes back.
   Result<int32_t> decode_greedy(int32_t id);
@@ -43,6 +47,7 @@ class GpuForward final : public Forward {
   int64_t position() const override;
   int64_t vocab_size() const override;
 
+  // Of the last decode step or prefill chunk.
   const StepTiming& last_step_timing() const;
   size_t device_bytes() const;  // weights, caches and activations on the device
 

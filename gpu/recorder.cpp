@@ -1,6 +1,8 @@
 // Recorder: command buffer, descriptor sets from a growing list of pools, dependency tracking
-// per buffer, submit and fence wait.
+// per buffer, submit and fence wait, and replays of a reusable recording.
 #include "gpu/recorder.h"
+
+#include <chrono>
 
 #include "base/check.h"
 #include "gpu/context.h"
@@ -35,14 +37,16 @@ Result<std::unique_ptr<Recorder>> Recorder::create(const VulkanContext& ctx) {
 
 Recorder::~Recorder() {
   VkDevice dev = ctx_.device();
-  // submit_and_wait() returns only after the fence, so nothing of ours is in flight here.
+  // A recording still in flight (an error between submit and wait) must finish before its
+  // command buffer and descriptor sets go.
+  if (state_ == State::kInFlight) vkWaitForFences(dev, 1, &fence_, VK_TRUE, UINT64_MAX);
   if (fence_ != VK_NULL_HANDLE) vkDestroyFence(dev, fence_, nullptr);
   for (VkDescriptorPool p : descriptor_pools_) vkDestroyDescriptorPool(dev, p, nullptr);
   if (pool_ != VK_NULL_HANDLE) vkDestroyCommandPool(dev, pool_, nullptr);  // frees cb_
 }
 
-Result<void> Recorder::begin() {
-  INFER_CHECK(!recording_, "Recorder::begin while recording");
+Result<void> Recorder::begin(bool reusable) {
+  INFER_CHECK(state_ != State::kInFlight, "Recorder::begin while the last recording is in flight");
   for (VkDescriptorPool p : descriptor_pools_) {
     INFER_TRY_VOID(vk_check(vkResetDescriptorPool(ctx_.device(), p, 0), "vkResetDescriptorPool"));
   }
@@ -52,9 +56,13 @@ Result<void> Recorder::begin() {
   barriers_ = 0;
   INFER_TRY_VOID(vk_check(vkResetCommandBuffer(cb_, 0), "vkResetCommandBuffer"));
   VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-  begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  // A replayed recording is never pending twice at once (each submit is waited on), so it
+  // needs no SIMULTANEOUS_USE.
+  begin.flags = reusable ? 0 : VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  state_ = State::kEmpty;  // a failed vkBeginCommandBuffer leaves nothing to submit
   INFER_TRY_VOID(vk_check(vkBeginCommandBuffer(cb_, &begin), "vkBeginCommandBuffer"));
-  recording_ = true;
+  state_ = State::kRecording;
+  reusable_ = reusable;
   return Ok{};
 }
 
@@ -135,7 +143,7 @@ void Recorder::order(std::span<const Use> uses, VkPipelineStageFlags2 stage,
 
 Result<void> Recorder::dispatch(const Pipeline& pipeline, std::span<const Binding> bindings,
                                 const void* push, uint32_t push_bytes, Groups groups) {
-  INFER_CHECK(recording_, "%s: dispatch outside begin()/submit_and_wait()",
+  INFER_CHECK(state_ == State::kRecording, "%s: dispatch outside begin()/end()",
               pipeline.name().c_str());
   INFER_CHECK(bindings.size() == pipeline.bindings().size(), "%s: %zu bindings, pipeline has %zu",
               pipeline.name().c_str(), bindings.size(), pipeline.bindings().size());
@@ -184,7 +192,7 @@ Result<void> Recorder::dispatch(const Pipeline& pipeline, std::span<const Bindin
 
 void Recorder::copy(const Buffer& src, VkDeviceSize src_offset, const Buffer& dst,
                     VkDeviceSize dst_offset, VkDeviceSize bytes) {
-  INFER_CHECK(recording_, "copy outside begin()/submit_and_wait()");
+  INFER_CHECK(state_ == State::kRecording, "copy outside begin()/end()");
   INFER_CHECK(src_offset + bytes <= src.size() && dst_offset + bytes <= dst.size(),
               "copy of %llu bytes from \"%s\" to \"%s\" out of range", (unsigned long long)bytes,
               src.name().c_str(), dst.name().c_str());
@@ -195,21 +203,49 @@ void Recorder::copy(const Buffer& src, VkDeviceSize src_offset, const Buffer& ds
   vkCmdCopyBuffer(cb_, src.handle(), dst.handle(), 1, &region);
 }
 
-Result<void> Recorder::submit_and_wait() {
-  INFER_CHECK(recording_, "submit_and_wait without begin()");
-  recording_ = false;
-  // Writes of this recording become visible to later submissions and to the host.
+Result<void> Recorder::end() {
+  INFER_CHECK(state_ == State::kRecording, "Recorder::end without begin()");
+  // Writes of this recording become visible to later submissions (a replay of itself included)
+  // and to the host.
   record_make_visible(cb_, VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_2_COPY_BIT,
                       VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT | VK_ACCESS_2_TRANSFER_WRITE_BIT);
+  state_ = State::kEmpty;
   INFER_TRY_VOID(vk_check(vkEndCommandBuffer(cb_), "vkEndCommandBuffer"));
+  state_ = State::kEnded;
+  return Ok{};
+}
 
+Result<void> Recorder::submit() {
+  if (state_ == State::kRecording) INFER_TRY_VOID(end());
+  INFER_CHECK(state_ == State::kEnded, "Recorder::submit: %s",
+              state_ == State::kInFlight ? "the last submit was not waited on"
+                                         : "nothing recorded (a one-time recording runs once)");
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
   VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
   submit.commandBufferCount = 1;
   submit.pCommandBuffers = &cb_;
   INFER_TRY_VOID(vk_check(vkQueueSubmit(ctx_.queue(), 1, &submit, fence_), "vkQueueSubmit"));
+  state_ = State::kInFlight;
+  timing_.submit_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  return Ok{};
+}
+
+Result<void> Recorder::wait() {
+  INFER_CHECK(state_ == State::kInFlight, "Recorder::wait without submit()");
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
   INFER_TRY_VOID(
       vk_check(vkWaitForFences(ctx_.device(), 1, &fence_, VK_TRUE, UINT64_MAX), "vkWaitForFences"));
+  timing_.wait_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  // A one-time recording is spent; a reusable one may be submitted again.
+  state_ = reusable_ ? State::kEnded : State::kEmpty;
   return vk_check(vkResetFences(ctx_.device(), 1, &fence_), "vkResetFences");
+}
+
+Result<void> Recorder::submit_and_wait() {
+  INFER_TRY_VOID(submit());
+  return wait();
 }
 
 }  // namespace infer::gpu

@@ -1,7 +1,8 @@
 // Recorder: one command buffer of dispatches and copies, submitted and waited on with a fence.
 // Dispatch is the one way ops record work; it inserts a barrier only where data depends (a
 // buffer written earlier in the recording and read or written now, or read earlier and written
-// now), and each barrier names the buffer it protects.
+// now), and each barrier names the buffer it protects. A reusable recording is submitted again
+// and again until the next begin() (decode: recorded once, replayed for every token).
 #pragma once
 
 #include <volk.h>
@@ -41,8 +42,10 @@ class Recorder {
   Recorder(const Recorder&) = delete;
   Recorder& operator=(const Recorder&) = delete;
 
-  // Starts a recording; the previous one must have been submitted.
-  Result<void> begin();
+  // Starts a recording, dropping the previous one (which must not be in flight). A reusable
+  // recording may be submitted any number of times until the next begin(); its descriptor sets
+  // and the buffers it binds must stay alive that long. Otherwise it is submitted once.
+  Result<void> begin(bool reusable = false);
   // Records `pipeline` over `groups` workgroups with one buffer per pipeline binding.
   Result<void> dispatch(const Pipeline& pipeline, std::span<const Binding> bindings,
                         const void* push, uint32_t push_bytes, Groups groups);
@@ -55,9 +58,22 @@ class Recorder {
   // Records a buffer-to-buffer copy, ordered like a dispatch.
   void copy(const Buffer& src, VkDeviceSize src_offset, const Buffer& dst, VkDeviceSize dst_offset,
             VkDeviceSize bytes);
-  // Ends the recording, makes every write visible to later work and the host, submits and
-  // waits on the fence.
+  // Ends the recording; every write becomes visible to later work and to the host.
+  Result<void> end();
+  // Submits the ended recording (ending it first when still recording) without waiting.
+  Result<void> submit();
+  // Waits for the submitted recording to finish.
+  Result<void> wait();
+  // submit() then wait(): the usual one-shot use, and one replay of a reusable recording.
   Result<void> submit_and_wait();
+
+  // Host seconds of the last submit() (vkQueueSubmit) and wait() (fence wait: mostly GPU time).
+  struct Timing {
+    double submit_s = 0;
+    double wait_s = 0;
+  };
+  const Timing& last_timing() const { return timing_; }
+  bool reusable() const { return reusable_; }
 
   // Counts of the last recording, so tests can check barriers go only where data depends.
   int dispatch_count() const { return dispatches_; }
@@ -88,7 +104,10 @@ class Recorder {
   size_t current_pool_ = 0;
   std::unordered_map<VkBuffer, Pending> pending_;
   std::vector<VkBufferMemoryBarrier2> barrier_scratch_;
-  bool recording_ = false;
+  enum class State { kEmpty, kRecording, kEnded, kInFlight };
+  State state_ = State::kEmpty;
+  bool reusable_ = false;
+  Timing timing_;
   int dispatches_ = 0;
   int barriers_ = 0;
 };

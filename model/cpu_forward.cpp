@@ -11,6 +11,7 @@
 #include "model/kv_cache.h"
 #include "model/ops/attention.h"
 #include "model/ops/matmul.h"
+#include "model/ops/matmul_kernels.h"
 #include "model/ops/rms_norm.h"
 #include "model/thread_pool.h"
 
@@ -62,11 +63,21 @@ void CpuForward::Impl::head(const float* x_rows, int64_t T, float* logits) {
   const int64_t H = tc.hidden_size, V = tc.vocab_size;
   float* xn = T == 1 ? final_row.data() : s.h.data();
   rms_norm(x_rows, w.norm, T, H, float(tc.rms_norm_eps), xn);
-  matmul(w.lm_head, xn, T, logits, pool);
-  if (tc.final_logit_softcapping) {
-    const float cap = float(*tc.final_logit_softcapping);
-    for (int64_t i = 0; i < T * V; ++i) logits[i] = std::tanh(logits[i] / cap) * cap;
-  }
+  // Each thread softcaps the logits it has just computed: V (262144 on E2B) tanh calls left to one
+  // thread after the head would serialise a few ms of every decode step.
+  const bool capped = tc.final_logit_softcapping.has_value();
+  const float cap = capped ? float(*tc.final_logit_softcapping) : 0.0f;
+  pool.parallel_for(
+      V,
+      [&](int64_t r0, int64_t r1) {
+        matmul_rows(w.lm_head, xn, T, logits, r0, r1);
+        if (!capped) return;
+        for (int64_t t = 0; t < T; ++t) {
+          float* lt = logits + t * V;
+          for (int64_t i = r0; i < r1; ++i) lt[i] = std::tanh(lt[i] / cap) * cap;
+        }
+      },
+      kMatmulRowAlign);
 }
 
 void CpuForward::Impl::forward_chunk(const int32_t* ids, int64_t T, float* logits, bool all_rows,

@@ -1,6 +1,7 @@
 // The attention half of a decoder layer (GEMMA4_TEXT.md §4.4-§4.7): projections, q/k/v norms,
 // RoPE, KV sharing (§5) and K=V layers, then o_proj and the post-attention norm into the stream.
 #include <cstring>
+#include <span>
 
 #include "base/check.h"
 #include "model/forward_blocks.h"
@@ -23,7 +24,15 @@ void attention_block(const ForwardContext& c, int layer) {
   float* q = c.s.q.data();
 
   rms_norm(x, lw.input_layernorm, T, H, eps, h);
-  matmul(lw.q_proj, h, T, q, c.pool);
+  if (plan.kv_shared) {
+    matmul(lw.q_proj, h, T, q, c.pool);
+  } else {
+    // q, k and v all read h: one parallel pass over their rows (no v_proj on K=V layers).
+    const MatmulJob jobs[] = {{&lw.q_proj, h, q},
+                              {&lw.k_proj, h, c.kv.chunk_k(layer)},
+                              {&lw.v_proj, h, c.kv.chunk_v(layer)}};
+    matmul_multi(std::span<const MatmulJob>(jobs, plan.k_eq_v ? 2 : 3), T, c.pool);
+  }
   rms_norm(q, lw.q_norm, T * n_q, d, eps, q);
   rope_apply(q, T, n_q, d, c.rope.cos(layer), c.rope.sin(layer));
 
@@ -31,12 +40,9 @@ void attention_block(const ForwardContext& c, int layer) {
     const int64_t n_kv = plan.num_key_value_heads;
     float* k = c.kv.chunk_k(layer);
     float* v = c.kv.chunk_v(layer);
-    matmul(lw.k_proj, h, T, k, c.pool);
     if (plan.k_eq_v) {
       // V is the raw k projection, taken before k_norm and RoPE (§4.5).
       std::memcpy(v, k, size_t(T * n_kv * d) * sizeof(float));
-    } else {
-      matmul(lw.v_proj, h, T, v, c.pool);
     }
     rms_norm(k, lw.k_norm, T * n_kv, d, eps, k);
     rope_apply(k, T, n_kv, d, c.rope.cos(layer), c.rope.sin(layer));

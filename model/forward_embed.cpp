@@ -5,6 +5,7 @@
 #include "model/forward_blocks.h"
 #include "model/ops/gelu.h"
 #include "model/ops/matmul.h"
+#include "model/ops/matmul_kernels.h"
 #include "model/ops/rms_norm.h"
 #include "model/thread_pool.h"
 
@@ -51,11 +52,17 @@ void ple_block(const ForwardContext& c, int layer) {
   float* x = c.s.x.data();
   float* g = c.s.ple_gate.data();
   float* o = c.s.o.data();
-  matmul(lw.per_layer_input_gate, x, T, g, c.pool);
-  for (int64_t t = 0; t < T; ++t) {
-    const float* pr = c.s.ple.data() + t * LP + int64_t(layer) * P;
-    for (int64_t j = 0; j < P; ++j) g[t * P + j] = gelu_tanh(g[t * P + j]) * pr[j];
-  }
+  // g = gelu(gate · x) ⊙ ple[:, layer], each thread on its own rows of the gate.
+  c.pool.parallel_for(
+      P,
+      [&](int64_t r0, int64_t r1) {
+        matmul_rows(lw.per_layer_input_gate, x, T, g, r0, r1);
+        for (int64_t t = 0; t < T; ++t) {
+          const float* pr = c.s.ple.data() + t * LP + int64_t(layer) * P;
+          for (int64_t j = r0; j < r1; ++j) g[t * P + j] = gelu_tanh(g[t * P + j]) * pr[j];
+        }
+      },
+      kMatmulRowAlign);
   matmul(lw.per_layer_projection, g, T, o, c.pool);
   rms_norm(o, lw.post_per_layer_input_norm, T, H, float(tc.rms_norm_eps), o);
   for (int64_t i = 0; i < T * H; ++i) x[i] += o[i];

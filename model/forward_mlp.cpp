@@ -3,7 +3,9 @@
 #include "model/forward_blocks.h"
 #include "model/ops/gelu.h"
 #include "model/ops/matmul.h"
+#include "model/ops/matmul_kernels.h"
 #include "model/ops/rms_norm.h"
+#include "model/thread_pool.h"
 
 namespace infer {
 
@@ -20,9 +22,18 @@ void mlp_block(const ForwardContext& c, int layer) {
   float* o = c.s.o.data();
 
   rms_norm(x, lw.pre_feedforward_layernorm, T, H, eps, h);
-  matmul(lw.gate_proj, h, T, gate, c.pool);
-  matmul(lw.up_proj, h, T, up, c.pool);
-  gelu_mul(gate, up, T * I, gate);
+  // gate = gelu(gate_proj · h) ⊙ (up_proj · h) in one parallel pass: each thread computes the
+  // same rows of both projections, then their product, while they are in its cache.
+  c.pool.parallel_for(
+      I,
+      [&](int64_t r0, int64_t r1) {
+        matmul_rows(lw.gate_proj, h, T, gate, r0, r1);
+        matmul_rows(lw.up_proj, h, T, up, r0, r1);
+        for (int64_t t = 0; t < T; ++t) {
+          gelu_mul(gate + t * I + r0, up + t * I + r0, r1 - r0, gate + t * I + r0);
+        }
+      },
+      kMatmulRowAlign);
   matmul(lw.down_proj, gate, T, o, c.pool);
 
   if (tc.enable_moe_block) {

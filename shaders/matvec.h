@@ -1,11 +1,14 @@
-// Push and specialization constants of shaders/matvec.comp, shared by the shader and
-// gpu/ops/matvec.cpp (which static_asserts the size). C/GLSL common subset: 32-bit scalars only.
+// Push and specialization constants of shaders/matvec.comp and shaders/matmul.comp, shared by
+// the shaders and gpu/ops/{matvec,mlp}.cpp (which static_assert the size). C/GLSL common subset:
+// 32-bit scalars only.
 #ifndef INFER_SHADERS_MATVEC_H_
 #define INFER_SHADERS_MATVEC_H_
 
 #include "common/host_shared.h"
 
 // y[t, r] = sum_c W[r, c] * x[t, c] for r < rows, t < n_tokens. Strides are in f32 elements.
+// The gate-up variants (GATE_UP) read a second matrix of the same shape and write
+// y[t, r] = gelu(gate[r] · x[t]) · (up[r] · x[t]).
 INFER_PUSH_BEGIN(MatvecPush)
 uint rows;      // output features (rows of W)
 uint cols;      // input features (cols of W); a multiple of 32 for Q8_0/Q4_0
@@ -14,10 +17,25 @@ uint x_stride;  // elements between tokens in x (>= cols)
 uint y_stride;  // elements between tokens in y (>= rows)
 INFER_PUSH_END(MatvecPush)
 
-// Specialization constant ids, chosen per device at pipeline creation (gpu/ops/matvec.cpp).
+// Bindings: 0 W (gate), 1 x, 2 y, and for GATE_UP 3 the up matrix.
+#define INFER_MATVEC_BINDING_UP 3
+
+// matvec.comp specialization constant ids, chosen per device at pipeline creation.
 #define INFER_MATVEC_SPEC_LOCAL_SIZE 0     // invocations per workgroup = subgroup size * k
 #define INFER_MATVEC_SPEC_ROWS 1           // rows of W per workgroup
 #define INFER_MATVEC_SPEC_TOKENS 2         // tokens per workgroup (1 = matrix-vector)
 #define INFER_MATVEC_SPEC_MAX_SUBGROUPS 3  // upper bound of gl_NumSubgroups (sizes shared memory)
+
+// matmul.comp (tiled, prefill) specialization constant ids. A workgroup computes a tile of
+// TILE_ROWS x TILE_TOKENS outputs, each invocation THREAD_ROWS x THREAD_TOKENS of them, so
+// LOCAL_SIZE = (TILE_ROWS / THREAD_ROWS) * (TILE_TOKENS / THREAD_TOKENS).
+#define INFER_MATMUL_SPEC_LOCAL_SIZE 0
+#define INFER_MATMUL_SPEC_TILE_ROWS 1
+#define INFER_MATMUL_SPEC_TILE_TOKENS 2
+#define INFER_MATMUL_SPEC_THREAD_ROWS 3
+#define INFER_MATMUL_SPEC_THREAD_TOKENS 4
+// Columns of W and x per shared-memory step: a multiple of 32, so quantized blocks never
+// straddle two steps.
+#define INFER_MATMUL_TILE_COLS 32
 
 #endif  // INFER_SHADERS_MATVEC_H_

@@ -70,6 +70,10 @@ class AttentionOps {
   Result<void> attend(Recorder& rec, Binding step, const AttentionDims& dims, Binding q,
                       Binding k_cache, Binding v_cache, Binding out) const;
 
+  // How many key ranges attend() splits `dims` into, fixed at record time (1: one pass that
+  // writes out; more: partials in the scratch, then a merge pass). For tests and traces.
+  uint32_t splits(const AttentionDims& dims) const;
+
  private:
   AttentionOps() = default;
   struct Pipelines;

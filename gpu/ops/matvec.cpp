@@ -1,4 +1,5 @@
-// Matrix-vector op: pipeline variants per weight format, sized from the device, and record().
+// Matrix-vector and tiled matrix-matrix ops: pipeline variants per weight format, sized from the
+// device, and the choice between them by T.
 #include "gpu/ops/matvec.h"
 
 #include <algorithm>
@@ -12,16 +13,69 @@ namespace infer::gpu {
 namespace {
 
 static_assert(sizeof(shader::MatvecPush) == 5 * sizeof(uint32_t),
-              "MatvecPush must match shaders/matvec.h in the shader (32-bit scalars only)");
+              "MatvecPush must match shaders/matvec.h in the shader (32-bit "
+              "scalars only)");
 
 // Invocations a workgroup aims for: enough columns in flight per row on every GPU we know of
 // (32-wide NVIDIA/Intel, 64-wide AMD), and a modest count on CPU drivers.
 constexpr uint32_t kTargetInvocations = 128;
 constexpr uint32_t kDefaultRows = 2;
 constexpr uint32_t kDefaultTokens = 4;
+// Tiled defaults: 64 x 64 outputs a workgroup, 4 x 4 an invocation (256 invocations, 16
+// accumulators each, 25 KB of shared memory for gate-up). Measured on an H200 (Q4_0/Q8_0/bf16,
+// 6144x1536, 1536x6144, 21504x5376): the tiled kernel wins from T = 16 when its grid has ~100+
+// workgroups, but with 24 (1536 rows) only from T = 64; the matvec kernel streams W once per 4
+// tokens and wins below.
+constexpr uint32_t kDefaultMatmulMinTokens = 16;
+constexpr uint32_t kDefaultMatmulMinGroups = 64;
+constexpr uint32_t kDefaultTile = 64;
+constexpr uint32_t kDefaultThreadTile = 4;
 
-// shaders/meson.build names the variants "matvec_" + the format's name ("matvec_q4_0").
-std::string variant_name(WeightFormat f) { return std::string("matvec_") + weight_format_name(f); }
+// shaders/meson.build names the variants family + "_" + the format's name ("matmul_q4_0").
+std::string variant_name(const char* family, WeightFormat f) {
+  return std::string(family) + "_" + weight_format_name(f);
+}
+
+uint32_t matmul_shared_bytes(const MatvecTuning& t, bool gate_up) {
+  const uint32_t mats = gate_up ? 2 : 1;
+  return 4 * INFER_MATMUL_TILE_COLS * (mats * (t.tile_rows + 1) + t.tile_tokens + 1);
+}
+
+// Fills the tiled kernel's zeros with defaults, halving the tile while the device cannot hold it
+// (workgroup invocations or shared memory), and checks the shape is one the shader can run.
+Result<void> resolve_matmul_tuning(const VulkanContext& ctx, bool gate_up, MatvecTuning& t) {
+  VkPhysicalDeviceProperties props;
+  vkGetPhysicalDeviceProperties(ctx.physical_device(), &props);
+  const uint32_t max_shared = props.limits.maxComputeSharedMemorySize;
+  const uint32_t max_invocations = ctx.info().max_workgroup_invocations;
+  const bool defaults = t.tile_rows == 0 && t.tile_tokens == 0;
+  if (t.matmul_min_tokens == 0) t.matmul_min_tokens = kDefaultMatmulMinTokens;
+  if (t.matmul_min_groups == 0) t.matmul_min_groups = kDefaultMatmulMinGroups;
+  if (t.tile_rows == 0) t.tile_rows = kDefaultTile;
+  if (t.tile_tokens == 0) t.tile_tokens = kDefaultTile;
+  if (t.thread_rows == 0) t.thread_rows = kDefaultThreadTile;
+  if (t.thread_tokens == 0) t.thread_tokens = kDefaultThreadTile;
+  auto invocations = [&] {
+    return (t.tile_rows / t.thread_rows) * (t.tile_tokens / t.thread_tokens);
+  };
+  while (defaults && t.tile_tokens > t.thread_tokens &&
+         (invocations() > max_invocations || matmul_shared_bytes(t, gate_up) > max_shared)) {
+    t.tile_tokens /= 2;
+  }
+  if (t.tile_rows % t.thread_rows != 0 || t.tile_tokens % t.thread_tokens != 0 ||
+      invocations() == 0 || invocations() > max_invocations ||
+      matmul_shared_bytes(t, gate_up) > max_shared) {
+    return make_error(ErrorCode::kUnsupported,
+                      "matmul tile " + std::to_string(t.tile_rows) + "x" +
+                          std::to_string(t.tile_tokens) + " by " + std::to_string(t.thread_rows) +
+                          "x" + std::to_string(t.thread_tokens) + " needs " +
+                          std::to_string(invocations()) + " invocations and " +
+                          std::to_string(matmul_shared_bytes(t, gate_up)) +
+                          " bytes of shared memory; the device allows " +
+                          std::to_string(max_invocations) + " and " + std::to_string(max_shared));
+  }
+  return Ok{};
+}
 
 }  // namespace
 
@@ -44,62 +98,103 @@ Result<GpuMatrix> upload_matrix(const VulkanContext& ctx, const Matrix& m, std::
   return g;
 }
 
-Result<std::unique_ptr<MatvecOp>> MatvecOp::create(const VulkanContext& ctx, WeightFormat format,
-                                                   MatvecTuning tuning) {
+ReduceShape reduce_shape(const DeviceInfo& info, uint32_t subgroups_per_group) {
+  const uint32_t subgroup = std::max(1u, info.subgroup_size);
+  ReduceShape s;
+  s.local_size = subgroup * subgroups_per_group;
+  // With the subgroup size pinned there are exactly local_size / subgroup subgroups; otherwise the
+  // driver may pick any size down to the minimum.
+  const bool pin = info.compute_required_subgroup_size && info.compute_full_subgroups &&
+                   subgroup >= info.min_subgroup_size && subgroup <= info.max_subgroup_size;
+  s.max_subgroups =
+      pin ? subgroups_per_group : std::max(1u, s.local_size / std::max(1u, info.min_subgroup_size));
+  s.required_subgroup_size = pin ? subgroup : 0;
+  return s;
+}
+
+uint32_t default_subgroups_per_group(const DeviceInfo& info) {
+  const uint32_t subgroup = std::max(1u, info.subgroup_size);
+  return std::min(std::max(1u, kTargetInvocations / subgroup),
+                  std::max(1u, info.max_workgroup_invocations / subgroup));
+}
+
+Result<MatvecKernels> create_matvec_kernels(const VulkanContext& ctx, WeightFormat format,
+                                            bool gate_up, MatvecTuning tuning) {
   const DeviceInfo& info = ctx.info();
-  std::unique_ptr<MatvecOp> op(new MatvecOp());
-  op->ctx_ = &ctx;
-  op->format_ = format;
+  MatvecKernels k;
+  k.format = format;
+  k.gate_up = gate_up;
+  k.max_workgroups_x = info.max_workgroup_count[0];
 
   const uint32_t subgroup = std::max(1u, info.subgroup_size);
-  if (tuning.subgroups_per_group == 0) {
-    tuning.subgroups_per_group = std::max(1u, kTargetInvocations / subgroup);
-  }
+  if (tuning.subgroups_per_group == 0)
+    tuning.subgroups_per_group = default_subgroups_per_group(info);
   tuning.subgroups_per_group =
       std::min(tuning.subgroups_per_group, std::max(1u, info.max_workgroup_invocations / subgroup));
   if (tuning.rows_per_group == 0) tuning.rows_per_group = kDefaultRows;
   if (tuning.tokens_per_group == 0) tuning.tokens_per_group = kDefaultTokens;
-  op->tuning_ = tuning;
+  INFER_TRY_VOID(resolve_matmul_tuning(ctx, gate_up, tuning));
+  k.tuning = tuning;
 
-  const uint32_t local_size = subgroup * tuning.subgroups_per_group;
-  // With the subgroup size pinned there are exactly local_size / subgroup subgroups; otherwise
-  // the driver may pick any size down to the minimum.
-  const bool pin = info.compute_required_subgroup_size && info.compute_full_subgroups &&
-                   subgroup >= info.min_subgroup_size && subgroup <= info.max_subgroup_size;
-  const uint32_t max_subgroups =
-      pin ? tuning.subgroups_per_group : std::max(1u, local_size / info.min_subgroup_size);
+  const ReduceShape shape = reduce_shape(info, tuning.subgroups_per_group);
+  const uint32_t bindings = gate_up ? 4 : 3;
 
   for (uint32_t tokens : {1u, tuning.tokens_per_group}) {
     PipelineDesc desc;
-    desc.variant = variant_name(format);
-    desc.bindings = {Access::kRead, Access::kRead, Access::kWrite};
+    desc.variant = variant_name(gate_up ? "gate_up" : "matvec", format);
+    desc.bindings = {Access::kRead, Access::kRead, Access::kWrite, Access::kRead};
+    desc.bindings.resize(bindings);
     desc.push_bytes = sizeof(shader::MatvecPush);
-    desc.spec = {{INFER_MATVEC_SPEC_LOCAL_SIZE, local_size},
+    desc.spec = {{INFER_MATVEC_SPEC_LOCAL_SIZE, shape.local_size},
                  {INFER_MATVEC_SPEC_ROWS, tuning.rows_per_group},
                  {INFER_MATVEC_SPEC_TOKENS, tokens},
-                 {INFER_MATVEC_SPEC_MAX_SUBGROUPS, max_subgroups}};
-    desc.required_subgroup_size = pin ? subgroup : 0;
+                 {INFER_MATVEC_SPEC_MAX_SUBGROUPS, shape.max_subgroups}};
+    desc.required_subgroup_size = shape.required_subgroup_size;
     INFER_TRY(std::unique_ptr<Pipeline> p, Pipeline::create(ctx, desc));
-    (tokens == 1 ? op->one_token_ : op->many_tokens_) = std::move(p);
+    (tokens == 1 ? k.one_token : k.many_tokens) = std::move(p);
   }
-  return op;
+
+  PipelineDesc desc;
+  desc.variant = variant_name(gate_up ? "gate_up_matmul" : "matmul", format);
+  desc.bindings = {Access::kRead, Access::kRead, Access::kWrite, Access::kRead};
+  desc.bindings.resize(bindings);
+  desc.push_bytes = sizeof(shader::MatvecPush);
+  const uint32_t tiled_invocations =
+      (tuning.tile_rows / tuning.thread_rows) * (tuning.tile_tokens / tuning.thread_tokens);
+  desc.spec = {{INFER_MATMUL_SPEC_LOCAL_SIZE, tiled_invocations},
+               {INFER_MATMUL_SPEC_TILE_ROWS, tuning.tile_rows},
+               {INFER_MATMUL_SPEC_TILE_TOKENS, tuning.tile_tokens},
+               {INFER_MATMUL_SPEC_THREAD_ROWS, tuning.thread_rows},
+               {INFER_MATMUL_SPEC_THREAD_TOKENS, tuning.thread_tokens}};
+  INFER_TRY(k.tiled, Pipeline::create(ctx, desc));
+  return k;
 }
 
-Result<void> MatvecOp::record(Recorder& rec, const GpuMatrix& w, Binding x, Binding y,
-                              uint32_t n_tokens) const {
-  INFER_CHECK(w.format == format_, "matvec: %s weights given to the %s op",
-              weight_format_name(w.format), weight_format_name(format_));
+Result<void> record_matvec_kernels(Recorder& rec, const MatvecKernels& k, const GpuMatrix& w,
+                                   const GpuMatrix* up, Binding x, Binding y, uint32_t n_tokens) {
+  INFER_CHECK(w.format == k.format, "matvec: %s weights given to the %s op",
+              weight_format_name(w.format), weight_format_name(k.format));
   INFER_CHECK(n_tokens > 0, "matvec: no tokens");
   INFER_CHECK(w.buffer.size() >= row_bytes(w.format, w.cols) * size_t(w.rows),
               "matvec: weights \"%s\" too small", w.buffer.name().c_str());
+  INFER_CHECK((up != nullptr) == k.gate_up, "matvec: up matrix %s for a %s op",
+              up ? "given" : "missing", k.gate_up ? "gate-up" : "plain");
+  if (up != nullptr) {
+    INFER_CHECK(up->format == w.format && up->rows == w.rows && up->cols == w.cols,
+                "gate-up: up \"%s\" [%lld, %lld] %s differs from gate \"%s\" [%lld, "
+                "%lld] %s",
+                up->buffer.name().c_str(), (long long)up->rows, (long long)up->cols,
+                weight_format_name(up->format), w.buffer.name().c_str(), (long long)w.rows,
+                (long long)w.cols, weight_format_name(w.format));
+    INFER_CHECK(up->buffer.size() >= row_bytes(up->format, up->cols) * size_t(up->rows),
+                "gate-up: weights \"%s\" too small", up->buffer.name().c_str());
+  }
   INFER_CHECK(x.buffer->size() - x.offset >= VkDeviceSize(n_tokens) * VkDeviceSize(w.cols) * 4,
               "matvec: x \"%s\" holds fewer than %u x %lld floats", x.buffer->name().c_str(),
               n_tokens, (long long)w.cols);
   INFER_CHECK(y.buffer->size() - y.offset >= VkDeviceSize(n_tokens) * VkDeviceSize(w.rows) * 4,
               "matvec: y \"%s\" holds fewer than %u x %lld floats", y.buffer->name().c_str(),
               n_tokens, (long long)w.rows);
-  const Pipeline& p = n_tokens == 1 ? *one_token_ : *many_tokens_;
-  const uint32_t tokens = n_tokens == 1 ? 1 : tuning_.tokens_per_group;
 
   shader::MatvecPush push{};
   push.rows = uint32_t(w.rows);
@@ -108,14 +203,36 @@ Result<void> MatvecOp::record(Recorder& rec, const GpuMatrix& w, Binding x, Bind
   push.x_stride = uint32_t(w.cols);
   push.y_stride = uint32_t(w.rows);
 
+  const MatvecTuning& t = k.tuning;
+  const uint64_t tiled_groups = uint64_t((w.rows + t.tile_rows - 1) / t.tile_rows) *
+                                ((n_tokens + t.tile_tokens - 1) / t.tile_tokens);
+  const bool tiled = n_tokens >= t.matmul_min_tokens &&
+                     (n_tokens >= t.tile_tokens || tiled_groups >= t.matmul_min_groups);
+  const Pipeline& p = tiled ? *k.tiled : n_tokens == 1 ? *k.one_token : *k.many_tokens;
+  const uint32_t rows_per_group = tiled ? t.tile_rows : t.rows_per_group;
+  const uint32_t tokens_per_group = tiled ? t.tile_tokens : n_tokens == 1 ? 1 : t.tokens_per_group;
+
   // Row groups fill x up to the device limit, then wrap into z (262144-row vocab heads).
-  const uint32_t row_groups =
-      uint32_t((w.rows + tuning_.rows_per_group - 1) / tuning_.rows_per_group);
+  const uint32_t row_groups = uint32_t((w.rows + rows_per_group - 1) / rows_per_group);
   Groups g;
-  g.x = std::min(row_groups, ctx_->info().max_workgroup_count[0]);
+  g.x = std::min(row_groups, k.max_workgroups_x);
   g.z = (row_groups + g.x - 1) / g.x;
-  g.y = (n_tokens + tokens - 1) / tokens;
+  g.y = (n_tokens + tokens_per_group - 1) / tokens_per_group;
+  if (up != nullptr)
+    return rec.dispatch(p, {Binding{&w.buffer}, x, y, Binding{&up->buffer}}, push, g);
   return rec.dispatch(p, {Binding{&w.buffer}, x, y}, push, g);
+}
+
+Result<std::unique_ptr<MatvecOp>> MatvecOp::create(const VulkanContext& ctx, WeightFormat format,
+                                                   MatvecTuning tuning) {
+  std::unique_ptr<MatvecOp> op(new MatvecOp());
+  INFER_TRY(op->k_, create_matvec_kernels(ctx, format, /*gate_up=*/false, tuning));
+  return op;
+}
+
+Result<void> MatvecOp::record(Recorder& rec, const GpuMatrix& w, Binding x, Binding y,
+                              uint32_t n_tokens) const {
+  return record_matvec_kernels(rec, k_, w, nullptr, x, y, n_tokens);
 }
 
 Result<void> run_matvec(const VulkanContext& ctx, const MatvecOp& op, const GpuMatrix& w,

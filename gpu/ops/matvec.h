@@ -1,5 +1,6 @@
-// Matrix-vector and small-T matrix-matrix products on the GPU (shaders/matvec.comp):
-// y[t, :] = W · x[t, :] with W [rows, cols] in F32/BF16/Q8_0/Q4_0, x and y f32.
+// Matrix-vector and matrix-matrix products on the GPU: y[t, :] = W · x[t, :] with W [rows, cols] in
+// F32/BF16/Q8_0/Q4_0, x and y f32. Small T runs shaders/matvec.comp (W streamed once per few
+// tokens), large T (prefill) the tiled shaders/matmul.comp.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +16,7 @@
 namespace infer::gpu {
 
 class VulkanContext;
+struct DeviceInfo;
 
 // A weight matrix in a device buffer, bytes exactly as in model/matrix.h.
 struct GpuMatrix {
@@ -26,12 +28,55 @@ struct GpuMatrix {
 
 Result<GpuMatrix> upload_matrix(const VulkanContext& ctx, const Matrix& m, std::string name);
 
-// Workgroup shape; zeros are chosen from the device (MatvecOp::create says how).
+// Workgroup shapes; zeros are chosen from the device (create_matvec_kernels says how).
 struct MatvecTuning {
   uint32_t subgroups_per_group = 0;  // workgroup = subgroup size * this
   uint32_t rows_per_group = 0;
   uint32_t tokens_per_group = 0;  // for T > 1; T = 1 uses a one-token pipeline
+  // The tiled kernel runs for T >= matmul_min_tokens when T fills a token tile or its grid has >=
+  // matmul_min_groups workgroups (few long rows, e.g. a down projection, would leave most of a big
+  // GPU idle); 1 and 1: always (tests use it).
+  uint32_t matmul_min_tokens = 0;
+  uint32_t matmul_min_groups = 0;
+  uint32_t tile_rows = 0;  // outputs per workgroup: tile_rows x tile_tokens
+  uint32_t tile_tokens = 0;
+  uint32_t thread_rows = 0;  // outputs per invocation: thread_rows x thread_tokens
+  uint32_t thread_tokens = 0;
 };
+
+// A workgroup that sums with common/reduce.glsl: subgroup size × subgroups_per_group invocations,
+// with the subgroup size pinned where the device allows, so the shader's MAX_SUBGROUPS (shared
+// memory for the partial sums) bounds gl_NumSubgroups.
+struct ReduceShape {
+  uint32_t local_size = 0;
+  uint32_t max_subgroups = 0;
+  uint32_t required_subgroup_size = 0;  // PipelineDesc::required_subgroup_size
+};
+ReduceShape reduce_shape(const DeviceInfo& info, uint32_t subgroups_per_group);
+// Subgroups a reducing workgroup gets by default: ~128 invocations, within the device limit.
+uint32_t default_subgroups_per_group(const DeviceInfo& info);
+
+// The pipelines of one product family, plain (y = W·x) or gate-up (y = gelu(G·x) ⊙ (U·x)):
+// matrix-vector for T = 1, a few tokens per workgroup for small T, tiled for T >= the threshold.
+// MatvecOp and GateUpOp (gpu/ops/mlp.h) each hold one.
+struct MatvecKernels {
+  WeightFormat format = WeightFormat::kF32;
+  bool gate_up = false;
+  uint32_t max_workgroups_x = 0;
+  MatvecTuning tuning;  // as resolved for the device
+  std::unique_ptr<Pipeline> one_token;
+  std::unique_ptr<Pipeline> many_tokens;
+  std::unique_ptr<Pipeline> tiled;
+};
+
+Result<MatvecKernels> create_matvec_kernels(const VulkanContext& ctx, WeightFormat format,
+                                            bool gate_up, MatvecTuning tuning);
+
+// Records y[t, r] = sum_c W[r, c] * x[t, c] (gate_up: gelu(G[r]·x[t]) · (U[r]·x[t])) for t <
+// n_tokens. w (and up): [rows, cols] in the kernels' format; x: [n_tokens, cols] f32; y: [n_tokens,
+// rows] f32. up is nullptr unless gate_up.
+Result<void> record_matvec_kernels(Recorder& rec, const MatvecKernels& k, const GpuMatrix& w,
+                                   const GpuMatrix* up, Binding x, Binding y, uint32_t n_tokens);
 
 class MatvecOp {
  public:
@@ -43,21 +88,17 @@ class MatvecOp {
   Result<void> record(Recorder& rec, const GpuMatrix& w, Binding x, Binding y,
                       uint32_t n_tokens) const;
 
-  WeightFormat format() const { return format_; }
-  const MatvecTuning& tuning() const { return tuning_; }  // as resolved for the device
+  WeightFormat format() const { return k_.format; }
+  const MatvecTuning& tuning() const { return k_.tuning; }  // as resolved for the device
 
  private:
   MatvecOp() = default;
 
-  const VulkanContext* ctx_ = nullptr;
-  WeightFormat format_ = WeightFormat::kF32;
-  MatvecTuning tuning_;
-  std::unique_ptr<Pipeline> one_token_;
-  std::unique_ptr<Pipeline> many_tokens_;
+  MatvecKernels k_;
 };
 
-// y = W · x for n_tokens rows of x, end to end: uploads x, records, submits, downloads y.
-// x: [n_tokens, w.cols] f32, y: [n_tokens, w.rows] f32 (host memory).
+// y = W · x for n_tokens rows of x, end to end: uploads x, records, submits, downloads y. x:
+// [n_tokens, w.cols] f32, y: [n_tokens, w.rows] f32 (host memory).
 Result<void> run_matvec(const VulkanContext& ctx, const MatvecOp& op, const GpuMatrix& w,
                         const float* x, int64_t n_tokens, float* y);
 

@@ -13,7 +13,7 @@ namespace {
 
 // q·k over d floats with 16 independent partial sums: a single running sum is one long add chain
 // the compiler may not reorder (it would change rounding), which made attention latency-bound.
-float dot16(const float* a, const float* b, int64_t d) {
+inline float dot16(const float* a, const float* b, int64_t d) {
   float acc[16] = {};
   int64_t j = 0;
   for (; j + 16 <= d; j += 16) {
@@ -25,8 +25,17 @@ float dot16(const float* a, const float* b, int64_t d) {
   return dot;
 }
 
+// This file is built for baseline x86-64 (SSE2); the per-key loops below are most of a decode
+// step at long context, so they are also compiled for AVX-512 and chosen at load by CPUID (GCC
+// function multiversioning; dot16 and the V sums inline into each clone).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define INFER_ATTENTION_CLONES __attribute__((target_clones("arch=x86-64-v4", "default")))
+#else
+#define INFER_ATTENTION_CLONES
+#endif
+
 // One query row of one head: q_h [d] -> out_h [d]. scores: [max_keys] scratch.
-void attend_one(const float* q_h, int64_t t, int64_t h, const AttentionShape& s, const KvView& kv,
+INFER_ATTENTION_CLONES void attend_one(const float* q_h, int64_t t, int64_t h, const AttentionShape& s, const KvView& kv,
                 float* scores, int64_t max_keys, float* out_h) {
   const int64_t p = s.pos0 + t;
   const int64_t g = h / (s.n_q / s.n_kv);  // contiguous GQA grouping (§4.5)

@@ -93,4 +93,26 @@ void matmul(const Matrix& w, const float* x, int64_t T, float* y, ThreadPool& po
   matmul_with(best, w, x, T, y, pool);
 }
 
+void matmul_rows(const Matrix& w, const float* x, int64_t T, float* y, int64_t r0, int64_t r1) {
+  static const MatmulKernel& best = kernels().front();
+  best.rows(w, x, T, y, r0, r1);
+}
+
+void matmul_multi(std::span<const MatmulJob> jobs, int64_t T, ThreadPool& pool) {
+  int64_t total = 0;
+  for (const MatmulJob& j : jobs) total += j.w->rows;
+  pool.parallel_for(
+      total,
+      [&](int64_t b, int64_t e) {
+        int64_t base = 0;  // first row of job j in the concatenation
+        for (const MatmulJob& j : jobs) {
+          const int64_t r0 = b > base ? b - base : 0;
+          const int64_t r1 = e - base < j.w->rows ? e - base : j.w->rows;
+          if (r0 < r1) matmul_rows(*j.w, j.x, T, j.y, r0, r1);
+          base += j.w->rows;
+        }
+      },
+      kMatmulRowAlign);
+}
+
 }  // namespace infer

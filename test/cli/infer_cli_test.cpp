@@ -80,9 +80,22 @@ TEST(InferCli, BadSwitchesExitWithStatusTwo) {
 }
 
 TEST(InferCli, LaterFeaturesSayTheyAreNotBuiltYet) {
-  const RunResult r = infer({"--gpu", "--prompt", "hi"});
+  const RunResult r = infer({"--serve"});
   EXPECT_EQ(r.status, 2);
-  EXPECT_EQ(r.err, "infer: --gpu: the Vulkan backend is not built yet\n");
+  EXPECT_EQ(r.err, "infer: --serve: the serve protocol is not built yet\n");
+}
+
+// --gpu on lavapipe in CI: the golden greedy tokens, the device report on stderr.
+TEST(InferCli, GpuGreedyIdsMatchTheGoldenTokens) {
+  const json golden = read_json(fixture("e2b-mini") / "golden.json");
+  const auto prompt = golden["prompt_ids"].get<std::vector<int>>();
+  const auto expected = golden["greedy_tokens"].get<std::vector<int>>();
+  const RunResult r = infer({"--gpu", "--model", fixture("e2b-mini").string(), "--prompt-ids",
+                             join(prompt, ","), "-n", std::to_string(expected.size()), "--output",
+                             "ids", "--temperature", "0"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, join(expected, " ") + "\n");
+  EXPECT_NE(r.err.find("device:"), std::string::npos) << r.err;
 }
 
 TEST(InferCli, HelpListsTheSwitches) {

@@ -1,5 +1,6 @@
-// GPU matvec vs the CPU reference (model/ops/matmul.h) for every weight format, on the same
-// weight bytes: shapes with ragged row groups, odd columns, T > 1, staged and UMA transfers.
+// GPU matvec and tiled matmul vs the CPU reference (model/ops/matmul.h) for every weight format, on
+// the same weight bytes: shapes with ragged row groups and tiles, odd columns, T from 1 to 256,
+// staged and UMA transfers.
 #include "gpu/ops/matvec.h"
 
 #include <algorithm>
@@ -15,8 +16,8 @@
 
 #include "model/matrix.h"
 #include "model/ops/matmul.h"
-#include "model/quant.h"
 #include "test/gpu/gpu_test_env.h"
+#include "test/gpu/host_matrix.h"
 
 namespace infer {
 // Test output names the format ("q4_0") rather than its bytes.
@@ -26,58 +27,12 @@ inline void PrintTo(WeightFormat f, std::ostream* os) { *os << weight_format_nam
 namespace infer::gpu {
 namespace {
 
-// A random matrix in `format`, owning its bytes; Q8_0/Q4_0 are quantized once, and both sides
-// read these same blocks.
-struct HostMatrix {
-  std::vector<uint8_t> bytes;
-  Matrix m;
-};
-
-HostMatrix random_matrix(WeightFormat format, int64_t rows, int64_t cols, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> f(size_t(rows * cols));
-  for (float& v : f) v = dist(rng);
-  HostMatrix h;
-  h.bytes.resize(size_t(rows) * row_bytes(format, cols));
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* src = f.data() + r * cols;
-    uint8_t* dst = h.bytes.data() + size_t(r) * row_bytes(format, cols);
-    switch (format) {
-      case WeightFormat::kF32:
-        std::memcpy(dst, src, size_t(cols) * 4);
-        break;
-      case WeightFormat::kBF16:
-        for (int64_t c = 0; c < cols; ++c) {
-          const bf16 b = f32_to_bf16(src[c]);
-          std::memcpy(dst + 2 * c, &b, 2);
-        }
-        break;
-      case WeightFormat::kQ8_0:
-        quantize_row_q8_0(src, reinterpret_cast<BlockQ8_0*>(dst), cols);
-        break;
-      case WeightFormat::kQ4_0:
-        quantize_row_q4_0(src, reinterpret_cast<BlockQ4_0*>(dst), cols);
-        break;
-    }
-  }
-  h.m = Matrix{format, rows, cols, h.bytes.data()};
-  return h;
-}
-
-std::vector<float> random_vector(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
-
-// The reference sums in double, the GPU in f32 in its own order (per-invocation partial sums,
-// then subgroupAdd, then subgroup partials). Each f32 addition errs by at most eps/2 of the running
+// The reference sums in double, the GPU in f32 in its own order (per-invocation partial sums, then
+// subgroupAdd, then subgroup partials). Each f32 addition errs by at most eps/2 of the running
 // magnitude, bounded by S = sum_c |w_rc * x_tc|; rounding errors of n terms add up like a random
-// walk, ~sqrt(n) * eps/2 * S. Weights decode exactly (bf16 shifts, d * q in f32 on both sides),
-// so this is the whole error; 8x margin.
+// walk, ~sqrt(n) * eps/2
+// * S. Weights decode exactly (bf16 shifts, d * q in f32 on both sides), so this is the whole
+// error; 8x margin.
 void expect_matches_reference(const Matrix& w, const std::vector<float>& x, int64_t T,
                               const std::vector<float>& y_gpu) {
   std::vector<float> y_ref(size_t(T * w.rows));
@@ -181,6 +136,86 @@ TEST_F(GpuMatvecOp, MatvecMatchesCpuReferenceForOtherWorkgroupShapes) {
     check_matvec(*ctx_, f, 100, 640, 7, MatvecTuning{1, 3, 3});
     check_matvec(*ctx_, f, 50, 320, 2, MatvecTuning{4, 1, 2});
   }
+}
+
+// The tiled kernel, forced for every T (matmul_min_tokens = 1): T = 1, 2, 5 leave most of a
+// 64-token tile empty, 64 fills one, 256 four; rows 1, 7, 65, 130 leave the last 64-row tile
+// partial; 96 and 160 columns end mid 64 but on a 32-column step (quantized blocks).
+class GpuMatmul : public GpuTest,
+                  public ::testing::WithParamInterface<std::tuple<WeightFormat, Shape>> {};
+
+MatvecTuning forced_tiled(MatvecTuning t = {}) {
+  t.matmul_min_tokens = 1;
+  t.matmul_min_groups = 1;
+  return t;
+}
+
+TEST_P(GpuMatmul, TiledMatchesCpuReference) {
+  const auto [format, s] = GetParam();
+  check_matvec(*ctx_, format, s.rows, s.cols, s.T, forced_tiled());
+}
+
+const Shape kTiledShapes[] = {{1, 32, 1},     {7, 64, 2},    {65, 96, 5},    {130, 160, 64},
+                              {64, 256, 256}, {67, 512, 33}, {200, 128, 256}};
+
+INSTANTIATE_TEST_SUITE_P(
+    Formats, GpuMatmul,
+    ::testing::Combine(::testing::Values(WeightFormat::kF32, WeightFormat::kBF16,
+                                         WeightFormat::kQ8_0, WeightFormat::kQ4_0),
+                       ::testing::ValuesIn(kTiledShapes)),
+    [](const auto& info) { return shape_name(std::get<0>(info.param), std::get<1>(info.param)); });
+
+// Default tuning: the tiled kernel's threshold sits between decode-sized and prompt-sized T, and
+// prompts that fill whole token tiles (T = 64, 256: the tiled kernel) match the reference.
+TEST_F(GpuMatvecOp, DefaultTuningSwitchesToTiledForLongPrompts) {
+  auto op = MatvecOp::create(*ctx_, WeightFormat::kQ4_0);
+  ASSERT_TRUE(op.ok()) << op.error().message;
+  EXPECT_LE((*op)->tuning().matmul_min_tokens, 64u);
+  EXPECT_GT((*op)->tuning().matmul_min_tokens, 5u);
+  for (WeightFormat f :
+       {WeightFormat::kF32, WeightFormat::kBF16, WeightFormat::kQ8_0, WeightFormat::kQ4_0}) {
+    check_matvec(*ctx_, f, 96, 256, 64);
+    check_matvec(*ctx_, f, 33, 128, 256);
+  }
+}
+
+// Odd column counts in the tiled kernel: bf16's last unit reaches past the row, and the last
+// 32-column step is partial for both.
+TEST_F(GpuMatvecOp, TiledTakesOddColumnsForF32AndBf16) {
+  for (WeightFormat f : {WeightFormat::kF32, WeightFormat::kBF16}) {
+    check_matvec(*ctx_, f, 5, 1, 2, forced_tiled());
+    check_matvec(*ctx_, f, 9, 33, 5, forced_tiled());
+    check_matvec(*ctx_, f, 70, 1023, 64, forced_tiled());
+    check_matvec(*ctx_, f, 17, 95, 256, forced_tiled());
+  }
+}
+
+// Other tile shapes than the default: narrow token tiles, one output per invocation, tall register
+// blocks.
+TEST_F(GpuMatvecOp, TiledMatchesCpuReferenceForOtherTileShapes) {
+  const MatvecTuning shapes[] = {forced_tiled({0, 0, 0, 0, 0, 32, 16, 2, 4}),
+                                 forced_tiled({0, 0, 0, 0, 0, 16, 16, 1, 1}),
+                                 forced_tiled({0, 0, 0, 0, 0, 128, 32, 8, 2})};
+  for (const MatvecTuning& t : shapes) {
+    for (WeightFormat f :
+         {WeightFormat::kF32, WeightFormat::kBF16, WeightFormat::kQ8_0, WeightFormat::kQ4_0}) {
+      check_matvec(*ctx_, f, 100, 320, 37, t);
+    }
+  }
+}
+
+TEST_F(GpuMatvecOp, TiledMatchesCpuReferenceThroughStagedTransfers) {
+  for (WeightFormat f :
+       {WeightFormat::kF32, WeightFormat::kBF16, WeightFormat::kQ8_0, WeightFormat::kQ4_0}) {
+    check_matvec(*staging_ctx_, f, 65, 256, 70);
+  }
+}
+
+TEST_F(GpuMatvecOp, TileShapesTheShaderCannotRunAreRejected) {
+  MatvecTuning t = forced_tiled({0, 0, 0, 0, 0, 64, 64, 3, 4});  // 64 rows not a multiple of 3
+  auto op = MatvecOp::create(*ctx_, WeightFormat::kF32, t);
+  ASSERT_FALSE(op.ok());
+  EXPECT_EQ(op.error().code, ErrorCode::kUnsupported);
 }
 
 TEST_F(GpuMatvecOp, UploadMatrixRejectsQuantizedColumnsNotAMultipleOf32) {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <iterator>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -159,6 +160,57 @@ TEST(Matmul, DefaultPathMatchesReference) {
   matmul(w.m, x.data(), 3, got.data(), pool);
   matmul_reference(w.m, x.data(), 3, want.data());
   for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-4f) << i;
+}
+
+// matmul_multi splits the concatenated rows of several matrices over the pool in one call, so a
+// thread's range can start, end or pass through any of them (ragged row counts, 1 or 3 tokens):
+// each row is computed as matmul() computes it. Decode (T = 1) gives the same bits; batched rows
+// may differ in the order of the final horizontal sums (4-row tiles vs the ragged edge).
+TEST(Matmul, MultiMatchesOneMatmulPerMatrix) {
+  for (WeightFormat format : {WeightFormat::kQ8_0, WeightFormat::kQ4_0, WeightFormat::kBF16}) {
+    const TestMatrix a(format, 45, 96, 21), b(format, 5, 96, 22), c(format, 19, 96, 23);
+    for (int64_t T : {1, 3}) {
+      std::vector<float> x(size_t(T * 96));
+      for (size_t i = 0; i < x.size(); ++i) x[i] = std::cos(float(i));
+      for (int threads : {1, 2, 3}) {
+        SCOPED_TRACE(testing::Message() << "T " << T << " threads " << threads);
+        ThreadPool pool(threads);
+        std::vector<float> ya(size_t(T * 45)), yb(size_t(T * 5)), yc(size_t(T * 19));
+        const MatmulJob jobs[] = {{&a.m, x.data(), ya.data()},
+                                  {&b.m, x.data(), yb.data()},
+                                  {&c.m, x.data(), yc.data()}};
+        matmul_multi(jobs, T, pool);
+        for (const MatmulJob& j : jobs) {
+          std::vector<float> want(size_t(T * j.w->rows));
+          matmul(*j.w, x.data(), T, want.data(), pool);
+          for (size_t i = 0; i < want.size(); ++i) {
+            ASSERT_NEAR(j.y[i], want[i], T == 1 ? 0.0f : 1e-5f * (1.0f + std::fabs(want[i]))) << i;
+          }
+        }
+      }
+    }
+  }
+}
+
+// matmul_rows computes exactly the rows asked for, as matmul() does, on any split (same bits for
+// T = 1, same sums up to the order of the final horizontal adds for batched rows).
+TEST(Matmul, RowsMatchMatmulOnAnySplit) {
+  const TestMatrix w(WeightFormat::kQ8_0, 70, 64, 24);
+  std::vector<float> x(3 * 64);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(float(i) * 0.3f);
+  ThreadPool pool(1);
+  for (int64_t T : {1, 3}) {
+    std::vector<float> want(size_t(T * 70));
+    matmul(w.m, x.data(), T, want.data(), pool);
+    std::vector<float> got(want.size(), std::numeric_limits<float>::quiet_NaN());
+    const int64_t bounds[] = {0, 7, 33, 64, 70};  // ragged ranges, none aligned to a row group
+    for (size_t k = 0; k + 1 < std::size(bounds); ++k) {
+      matmul_rows(w.m, x.data(), T, got.data(), bounds[k], bounds[k + 1]);
+    }
+    for (size_t i = 0; i < want.size(); ++i) {
+      ASSERT_NEAR(got[i], want[i], T == 1 ? 0.0f : 1e-5f * (1.0f + std::fabs(want[i]))) << i;
+    }
+  }
 }
 
 TEST(Matmul, ZeroTokensWritesNothing) {

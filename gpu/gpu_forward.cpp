@@ -1,0 +1,205 @@
+// GpuForward: create (upload, rings, ops, buffers, the two decode recordings), prefill in chunks
+// and decode by replaying a recording. The host writes the step buffer and gathers the PLE rows,
+// submits once and waits once per chunk or token.
+#include "gpu/gpu_forward.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <string>
+
+#include "base/check.h"
+#include "gpu/context.h"
+#include "gpu/gpu_forward_impl.h"
+#include "model/thread_pool.h"
+#include "shaders/step.h"
+
+namespace infer::gpu {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// Prefill recordings kept at once: full chunks, the last partial chunk and a few other lengths.
+constexpr size_t kKeptChunkRecordings = 4;
+
+}  // namespace
+
+GpuForward::GpuForward() : impl_(std::make_unique<Impl>()) {}
+GpuForward::~GpuForward() = default;
+
+Result<std::unique_ptr<GpuForward>> GpuForward::create(VulkanContext& ctx, const Model& model,
+                                                       ThreadPool& pool, int64_t max_positions,
+                                                       int64_t max_chunk) {
+  if (max_positions <= 0 || max_chunk <= 0 || max_positions > int64_t(UINT32_MAX)) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "gpu forward: max_positions " + std::to_string(max_positions) +
+                          ", max_chunk " + std::to_string(max_chunk));
+  }
+  std::unique_ptr<GpuForward> f(new GpuForward());
+  Impl& m = *f->impl_;
+  m.ctx = &ctx;
+  m.model = &model;
+  m.pool = &pool;
+  m.max_positions = max_positions;
+  m.max_chunk = std::min(max_chunk, max_positions);
+  const ModelConfig& cfg = model.config();
+  INFER_TRY(m.weights, GpuWeights::upload(ctx, cfg, model.weights()));
+  INFER_TRY(m.kv, GpuKv::create(ctx, cfg, m.max_positions, m.max_chunk));
+  INFER_TRY_VOID(create_ops(ctx, cfg, model.weights(), m.max_positions, m.max_chunk, m.ops));
+  INFER_TRY_VOID(create_activations(ctx, cfg, m.max_chunk, m.a));
+  // Decode is recorded once here and replayed for every token.
+  INFER_TRY(m.decode_logits, Recorder::create(ctx));
+  INFER_TRY(m.decode_greedy, Recorder::create(ctx));
+  INFER_TRY_VOID(m.record(*m.decode_logits, 1, Head::kLast));
+  INFER_TRY_VOID(m.record(*m.decode_greedy, 1, Head::kArgmax));
+  return f;
+}
+
+Result<void> GpuForward::Impl::check_ids(const int32_t* ids, int64_t n) const {
+  const TextConfig& tc = model->config().text;
+  const int64_t ple_vocab =
+      tc.hidden_size_per_layer_input > 0 ? tc.vocab_size_per_layer_input : tc.vocab_size;
+  const int64_t vocab = std::min(tc.vocab_size, ple_vocab);
+  for (int64_t i = 0; i < n; ++i) {
+    if (ids[i] < 0 || ids[i] >= vocab) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        "token id " + std::to_string(ids[i]) + " at index " + std::to_string(i) +
+                            " is outside the vocabulary [0, " + std::to_string(vocab) + ")");
+    }
+  }
+  if (pos + n > max_positions) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      std::to_string(n) + " tokens at position " + std::to_string(pos) +
+                          " exceed max_positions " + std::to_string(max_positions));
+  }
+  return Ok{};
+}
+
+Result<void> GpuForward::Impl::ensure_all_logits() {
+  if (a.all_logits.handle() != VK_NULL_HANDLE) return Ok{};
+  const VkDeviceSize bytes =
+      VkDeviceSize(max_chunk) * VkDeviceSize(model->config().text.vocab_size) * sizeof(float);
+  INFER_TRY(a.all_logits, Buffer::create(*ctx, bytes, BufferKind::kDevice, "forward: all logits"));
+  INFER_TRY(a.all_logits_host,
+            Buffer::create(*ctx, bytes, BufferKind::kHost, "forward: all logits (host)"));
+  return Ok{};
+}
+
+Result<Recorder*> GpuForward::Impl::chunk_recording(uint32_t T, Head head) {
+  if (T == 1 && head == Head::kLast) return decode_logits.get();
+  ++uses;
+  for (Chunk& c : chunks) {
+    if (c.T == T && c.head == head) {
+      c.last_use = uses;
+      return c.rec.get();
+    }
+  }
+  Chunk* slot = nullptr;
+  if (chunks.size() < kKeptChunkRecordings) {
+    INFER_TRY(std::unique_ptr<Recorder> rec, Recorder::create(*ctx));
+    chunks.push_back(Chunk{0, Head::kNone, 0, std::move(rec)});
+    slot = &chunks.back();
+  } else {
+    slot = &*std::min_element(chunks.begin(), chunks.end(), [](const Chunk& x, const Chunk& y) {
+      return x.last_use < y.last_use;
+    });
+  }
+  slot->T = 0;  // invalid until recorded
+  INFER_TRY_VOID(record(*slot->rec, T, head));
+  slot->T = T;
+  slot->head = head;
+  slot->last_use = uses;
+  return slot->rec.get();
+}
+
+Result<void> GpuForward::Impl::run(Recorder& rec, const int32_t* ids, int64_t T,
+                                   Clock::time_point t0) {
+  const TextConfig& tc = model->config().text;
+  uint32_t* step = static_cast<uint32_t*>(a.step.mapped());
+  step[INFER_STEP_POS0] = uint32_t(pos);
+  step[INFER_STEP_T] = uint32_t(T);
+  for (int64_t t = 0; t < T; ++t) step[INFER_STEP_IDS + t] = uint32_t(ids[t]);
+  const int64_t LP = int64_t(tc.num_hidden_layers) * tc.hidden_size_per_layer_input;
+  if (LP > 0) {
+    // The PLE table stays in host memory (DESIGN.md §7): gather the chunk's rows (§4.3.1).
+    float* rows = static_cast<float*>(a.ple_rows.mapped());
+    const Matrix& table = model->weights().embed_tokens_per_layer;
+    auto gather = [&](int64_t b, int64_t e) {
+      for (int64_t t = b; t < e; ++t) dequantize_row(table, ids[t], rows + t * LP);
+    };
+    if (T == 1) {
+      gather(0, 1);
+    } else {
+      pool->parallel_for(T, gather);
+    }
+  }
+  timing.host_s = seconds_since(t0);
+  INFER_TRY_VOID(rec.submit());
+  INFER_TRY_VOID(rec.wait());
+  timing.submit_s = rec.last_timing().submit_s;
+  timing.wait_s = rec.last_timing().wait_s;
+  pos += T;
+  return Ok{};
+}
+
+Result<void> GpuForward::prefill(std::span<const int32_t> ids, float* logits, bool all_logits) {
+  Impl& m = *impl_;
+  const int64_t n = int64_t(ids.size());
+  if (n == 0) return make_error(ErrorCode::kInvalidArgument, "prefill: no tokens");
+  INFER_TRY_VOID(m.check_ids(ids.data(), n));
+  if (all_logits) INFER_TRY_VOID(m.ensure_all_logits());
+  const int64_t V = m.model->config().text.vocab_size;
+  for (int64_t done = 0; done < n; done += m.max_chunk) {
+    const auto t0 = Clock::now();
+    const int64_t T = std::min(m.max_chunk, n - done);
+    const bool last = done + T == n;
+    const Head head = logits == nullptr ? Head::kNone
+                      : all_logits      ? Head::kAll
+                      : last            ? Head::kLast
+                                        : Head::kNone;
+    INFER_TRY(Recorder * rec, m.chunk_recording(uint32_t(T), head));
+    INFER_TRY_VOID(m.run(*rec, ids.data() + done, T, t0));
+    if (head == Head::kAll) {
+      std::memcpy(logits + done * V, m.a.all_logits_host.mapped(), size_t(T * V) * sizeof(float));
+    } else if (head == Head::kLast) {
+      std::memcpy(logits, m.a.logits_host.mapped(), size_t(V) * sizeof(float));
+    }
+  }
+  return Ok{};
+}
+
+Result<void> GpuForward::decode(int32_t id, float* logits) {
+  Impl& m = *impl_;
+  const auto t0 = Clock::now();
+  INFER_TRY_VOID(m.check_ids(&id, 1));
+  Recorder& rec = logits != nullptr ? *m.decode_logits : *m.decode_greedy;
+  INFER_TRY_VOID(m.run(rec, &id, 1, t0));
+  if (logits != nullptr) {
+    const size_t V = size_t(m.model->config().text.vocab_size);
+    std::memcpy(logits, m.a.logits_host.mapped(), V * sizeof(float));
+  }
+  return Ok{};
+}
+
+Result<int32_t> GpuForward::decode_greedy(int32_t id) {
+  Impl& m = *impl_;
+  const auto t0 = Clock::now();
+  INFER_TRY_VOID(m.check_ids(&id, 1));
+  INFER_TRY_VOID(m.run(*m.decode_greedy, &id, 1, t0));
+  return int32_t(*static_cast<const uint32_t*>(m.a.id_host.mapped()));
+}
+
+void GpuForward::reset() { impl_->pos = 0; }  // a slot is always written before it is read
+int64_t GpuForward::position() const { return impl_->pos; }
+int64_t GpuForward::vocab_size() const { return impl_->model->config().text.vocab_size; }
+const StepTiming& GpuForward::last_step_timing() const { return impl_->timing; }
+
+size_t GpuForward::device_bytes() const {
+  const Impl& m = *impl_;
+  return m.weights->bytes + m.kv->bytes() + m.a.bytes + size_t(m.a.all_logits.size());
+}
+
+}  // namespace infer::gpu

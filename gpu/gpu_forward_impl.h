@@ -1,0 +1,113 @@
+// Internal to GpuForward: the ops, the device buffers of one chunk, and the recordings (decode
+// recorded once per head kind and replayed; prefill chunks recorded per length and kept).
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "gpu/buffer.h"
+#include "gpu/gpu_forward.h"
+#include "gpu/gpu_kv.h"
+#include "gpu/gpu_weights.h"
+#include "gpu/ops/attention.h"
+#include "gpu/ops/elementwise.h"
+#include "gpu/ops/embed.h"
+#include "gpu/ops/matvec.h"
+#include "gpu/ops/mlp.h"
+#include "gpu/ops/moe.h"
+#include "gpu/ops/norm.h"
+#include "gpu/recorder.h"
+
+namespace infer::gpu {
+
+// What a recording does after the last layer.
+enum class Head {
+  kNone,    // an intermediate prefill chunk: no logits
+  kLast,    // logits [V] of the chunk's last token, copied to logits_host
+  kAll,     // logits [T, V] of every token, copied to all_logits_host
+  kArgmax,  // only the argmax of the last token's logits, into id_host
+};
+
+// Every op the forward records, one object per op family (matrix ops per weight format).
+struct GpuOps {
+  std::unique_ptr<NormOps> norm;
+  std::unique_ptr<EmbedOps> embed;
+  std::unique_ptr<ElementwiseOps> elementwise;
+  std::unique_ptr<AttentionOps> attention;
+  std::array<std::unique_ptr<MatvecOp>, 4> matvec;  // by WeightFormat, those the model uses
+  std::array<std::unique_ptr<GateUpOp>, 4> gate_up;
+  std::unique_ptr<MoeOps> moe;
+
+  const MatvecOp& matvec_for(WeightFormat f) const;
+  const GateUpOp& gate_up_for(WeightFormat f) const;
+};
+
+// Device buffers of one chunk of up to C = max_chunk tokens (f32 unless said otherwise).
+struct GpuActivations {
+  Buffer step;        // host-written uint [INFER_STEP_WORDS(C)] (shaders/step.h)
+  Buffer ple_rows;    // host-written [C, L·P]: the PLE table rows of the chunk's ids (§4.3.1)
+  Buffer x, h, o;     // [C, H]: stream, normed block input, block output
+  Buffer x2, m2;      // [C, H]: MoE expert input and output
+  Buffer q, att;      // [C, n_q·d_max]
+  Buffer k, v;        // [C, n_kv_max·d_max]
+  Buffer act;         // [C, I_max]
+  Buffer ple;         // [C, L·P]: per-layer inputs
+  Buffer g;           // [C, P]: PLE gate
+  Buffer moe_idx;     // uint [C, k]
+  Buffer moe_w;       // [C, k]
+  Buffer head_in;     // [H]: the last token's final-normed row
+  Buffer logits;      // [V]
+  Buffer logits_host; // host [V]
+  Buffer id_host;     // host uint [1]
+  Buffer all_logits, all_logits_host;  // [C, V], device and host; made on first use
+  size_t bytes = 0;   // device bytes, all_logits excluded
+};
+
+struct GpuForward::Impl {
+  VulkanContext* ctx = nullptr;
+  const Model* model = nullptr;
+  ThreadPool* pool = nullptr;
+  int64_t max_positions = 0;
+  int64_t max_chunk = 0;
+  std::unique_ptr<GpuWeights> weights;
+  std::unique_ptr<GpuKv> kv;
+  GpuOps ops;
+  GpuActivations a;
+
+  std::unique_ptr<Recorder> decode_logits;  // T = 1, Head::kLast, replayed per token
+  std::unique_ptr<Recorder> decode_greedy;  // T = 1, Head::kArgmax
+  struct Chunk {
+    uint32_t T = 0;
+    Head head = Head::kNone;
+    uint64_t last_use = 0;
+    std::unique_ptr<Recorder> rec;
+  };
+  std::vector<Chunk> chunks;  // prefill recordings, least recently used replaced
+  uint64_t uses = 0;
+
+  int64_t pos = 0;
+  StepTiming timing;
+
+  // Records the whole forward of T tokens (positions and ids from the step buffer) and `head`.
+  Result<void> record(Recorder& rec, uint32_t T, Head head);
+  // The prefill recording for (T, head), recorded now unless kept from an earlier chunk.
+  Result<Recorder*> chunk_recording(uint32_t T, Head head);
+  // Writes step and PLE rows for ids at pos, runs `rec` and waits; fills timing (host time
+  // counted from t0).
+  Result<void> run(Recorder& rec, const int32_t* ids, int64_t T,
+                   std::chrono::steady_clock::time_point t0);
+  Result<void> check_ids(const int32_t* ids, int64_t n) const;
+  Result<void> ensure_all_logits();
+};
+
+// Allocates the chunk buffers (gpu_forward_setup.cpp).
+Result<void> create_activations(const VulkanContext& ctx, const ModelConfig& cfg,
+                                int64_t max_chunk, GpuActivations& a);
+// Creates the ops the model needs (gpu_forward_setup.cpp).
+Result<void> create_ops(const VulkanContext& ctx, const ModelConfig& cfg, const ModelWeights& w,
+                        int64_t max_positions, int64_t max_chunk, GpuOps& ops);
+
+}  // namespace infer::gpu

@@ -1,0 +1,204 @@
+// The recorded forward pass of one chunk (GEMMA4_TEXT.md §4-§5), mirroring model/cpu_forward.cpp
+// and model/forward_*.cpp op for op. Positions and ids come from the step buffer, so the same
+// recording serves every chunk of its length (decode: every token). Layers run in program order,
+// so a donor's K/V are in its ring before the shared layers after it read them (§5).
+#include <cmath>
+
+#include "base/check.h"
+#include "gpu/gpu_forward_impl.h"
+
+namespace infer::gpu {
+namespace {
+
+Binding whole(const Buffer& b) { return Binding{&b}; }
+
+struct ChunkRecorder {
+  const ModelConfig& cfg;
+  const GpuWeights& w;
+  const GpuKv& kv;
+  const GpuOps& ops;
+  const GpuActivations& a;
+  Recorder& rec;
+  uint32_t T;
+
+  float eps() const { return float(cfg.text.rms_norm_eps); }
+  uint32_t H() const { return uint32_t(cfg.text.hidden_size); }
+
+  Result<void> matvec(const GpuMatrix& m, Binding x, Binding y, uint32_t n) const {
+    return ops.matvec_for(m.format).record(rec, m, x, y, n);
+  }
+
+  // x [T, H] = embed_tokens[ids] · √H; ple [T, L·P] (§4.2, §4.3).
+  Result<void> inputs() const {
+    const TextConfig& tc = cfg.text;
+    const Binding step = whole(a.step);
+    INFER_TRY_VOID(ops.embed->embed(rec, step, w.embed_tokens, embed_scale, whole(a.x), T));
+    const uint32_t P = uint32_t(tc.hidden_size_per_layer_input);
+    if (P == 0) return Ok{};
+    const uint32_t L = uint32_t(tc.num_hidden_layers);
+    INFER_TRY_VOID(matvec(w.per_layer_model_projection, whole(a.x), whole(a.ple), T));
+    const float proj_scale = float(1.0 / std::sqrt(double(tc.hidden_size)));
+    return ops.embed->ple_inputs(rec, whole(a.ple), proj_scale, w.per_layer_projection_norm,
+                                 whole(a.ple_rows), ple_scale, whole(a.ple), T, L, P, eps());
+  }
+
+  // h [T, H] = rmsnorm(x) · input_layernorm on entry; x += the attention block (§4.4, §4.5);
+  // h = rmsnorm(x) · pre_feedforward_layernorm on exit.
+  Result<void> attention(int i) const {
+    const TextConfig& tc = cfg.text;
+    const LayerPlan& plan = cfg.layers[size_t(i)];
+    const GpuLayerWeights& lw = w.layers[size_t(i)];
+    const KvRing& ring = kv.ring(i);
+    const Binding step = whole(a.step), h = whole(a.h), q = whole(a.q);
+    INFER_TRY_VOID(matvec(lw.q_proj, h, q, T));
+    QkvShape qs;
+    qs.T = T;
+    qs.n_q = uint32_t(tc.num_attention_heads);
+    qs.n_kv = ring.n_kv;
+    qs.d = uint32_t(plan.head_dim);
+    qs.slots = ring.slots;
+    qs.eps = eps();
+    Binding k, v, k_norm;  // empty on KV-shared layers: the donor filled the ring
+    if (!plan.kv_shared) {
+      k = whole(a.k);
+      k_norm = lw.k_norm;
+      INFER_TRY_VOID(matvec(lw.k_proj, h, k, T));
+      if (plan.k_eq_v) {
+        v = k;  // V is the raw k projection (§4.5); qkv_prep reads it before normalising K
+      } else {
+        v = whole(a.v);
+        INFER_TRY_VOID(matvec(lw.v_proj, h, v, T));
+      }
+    }
+    INFER_TRY_VOID(ops.attention->qkv_prep(rec, step, qs, q, lw.q_norm, k, k_norm, v, lw.inv_freq,
+                                           whole(ring.k), whole(ring.v)));
+    AttentionDims ad;
+    ad.T = T;
+    ad.n_q = qs.n_q;
+    ad.n_kv = ring.n_kv;
+    ad.d = qs.d;
+    ad.slots = ring.slots;
+    ad.window = plan.type == LayerType::kSliding ? uint32_t(tc.sliding_window) : 0;
+    INFER_TRY_VOID(ops.attention->attend(rec, step, ad, q, whole(ring.k), whole(ring.v),
+                                         whole(a.att)));
+    INFER_TRY_VOID(matvec(lw.o_proj, whole(a.att), whole(a.o), T));
+    return ops.norm->add_norm(rec, whole(a.x), whole(a.o), lw.post_attention_layernorm, 1.0f,
+                              lw.pre_feedforward_layernorm, h, T, H(), eps());
+  }
+
+  // x += rmsnorm(mlp (+ experts)) and, with PLE, the PLE block; then x *= layer_scalar, and
+  // h = rmsnorm(x) · next_w (the next layer's input norm, or the final norm) (§4.4, §4.8, §4.9).
+  Result<void> feed_forward(int i, Binding next_w) const {
+    const TextConfig& tc = cfg.text;
+    const GpuLayerWeights& lw = w.layers[size_t(i)];
+    const uint32_t I = uint32_t(cfg.layers[size_t(i)].mlp_intermediate);
+    const Binding x = whole(a.x), h = whole(a.h), o = whole(a.o), act = whole(a.act);
+    INFER_CHECK(lw.gate_proj.format == lw.up_proj.format && lw.gate_proj.rows == I,
+                "layer %d: gate %s [%lld], up %s", i, weight_format_name(lw.gate_proj.format),
+                (long long)lw.gate_proj.rows, weight_format_name(lw.up_proj.format));
+    INFER_TRY_VOID(
+        ops.gate_up_for(lw.gate_proj.format).record(rec, lw.gate_proj, lw.up_proj, h, act, T));
+    INFER_TRY_VOID(matvec(lw.down_proj, act, o, T));
+    if (tc.enable_moe_block) {
+      // The router and the experts read r = x, the stream before this block (§4.4).
+      MoeDims md;
+      md.T = T;
+      md.H = H();
+      md.E = uint32_t(tc.num_experts);
+      md.k = uint32_t(tc.top_k_experts);
+      md.I = uint32_t(tc.moe_intermediate_size);
+      md.eps = eps();
+      INFER_TRY_VOID(ops.moe->route(rec, md, x, lw.router_scale, lw.router_proj,
+                                    lw.router_per_expert_scale, whole(a.moe_idx),
+                                    whole(a.moe_w)));
+      INFER_TRY_VOID(
+          ops.norm->rms_norm(rec, x, lw.pre_feedforward_layernorm_2, whole(a.x2), T, H(), eps()));
+      INFER_TRY_VOID(ops.moe->experts(rec, md, whole(a.x2), lw.expert_gate_up, lw.expert_down,
+                                      whole(a.moe_idx), whole(a.moe_w), whole(a.m2)));
+      INFER_TRY_VOID(ops.norm->norm_sum(rec, o, lw.post_feedforward_layernorm_1, whole(a.m2),
+                                        lw.post_feedforward_layernorm_2, o, T, H(), eps()));
+    }
+    const uint32_t P = uint32_t(tc.hidden_size_per_layer_input);
+    if (P == 0) {
+      return ops.norm->add_norm(rec, x, o, lw.post_feedforward_layernorm, lw.layer_scalar, next_w,
+                                h, T, H(), eps());
+    }
+    INFER_TRY_VOID(
+        ops.norm->add_norm(rec, x, o, lw.post_feedforward_layernorm, 1.0f, {}, {}, T, H(), eps()));
+    // PLE block: x += rmsnorm(projection · (gelu(gate · x) ⊙ ple[:, i])), then the layer scalar.
+    const uint32_t LP = uint32_t(tc.num_hidden_layers) * P;
+    const Binding g = whole(a.g);
+    INFER_TRY_VOID(matvec(lw.per_layer_input_gate, x, g, T));
+    INFER_TRY_VOID(ops.elementwise->gelu_mul(rec, g, P, 0, whole(a.ple), LP, uint32_t(i) * P, g, T,
+                                             P));
+    INFER_TRY_VOID(matvec(lw.per_layer_projection, g, o, T));
+    return ops.norm->add_norm(rec, x, o, lw.post_per_layer_input_norm, lw.layer_scalar, next_w, h,
+                              T, H(), eps());
+  }
+
+  // h holds rmsnorm(x; norm) [T, H]: logits = softcap(lm_head · h) (§4.10), as `head` asks.
+  Result<void> output(Head head) const {
+    if (head == Head::kNone) return Ok{};
+    const TextConfig& tc = cfg.text;
+    const GpuMatrix& lm = w.lm_head();
+    const uint32_t V = uint32_t(tc.vocab_size);
+    const uint32_t rows = head == Head::kAll ? T : 1;
+    Binding in = whole(a.h);
+    if (head != Head::kAll && T > 1) {
+      // The last row only; a copy, since a row offset need not meet the binding alignment.
+      const VkDeviceSize row = VkDeviceSize(H()) * sizeof(float);
+      rec.copy(a.h, row * (T - 1), a.head_in, 0, row);
+      in = whole(a.head_in);
+    }
+    const Buffer& logits = head == Head::kAll ? a.all_logits : a.logits;
+    INFER_TRY_VOID(matvec(lm, in, whole(logits), rows));
+    if (tc.final_logit_softcapping) {
+      INFER_TRY_VOID(ops.elementwise->softcap(rec, whole(logits), rows * V,
+                                              float(*tc.final_logit_softcapping)));
+    }
+    const VkDeviceSize bytes = VkDeviceSize(rows) * V * sizeof(float);
+    switch (head) {
+      case Head::kLast:
+        rec.copy(a.logits, 0, a.logits_host, 0, bytes);
+        return Ok{};
+      case Head::kAll:
+        rec.copy(a.all_logits, 0, a.all_logits_host, 0, bytes);
+        return Ok{};
+      case Head::kArgmax:
+        return ops.elementwise->argmax(rec, whole(a.logits), whole(a.id_host), 1, V);
+      case Head::kNone:
+        break;
+    }
+    return Ok{};
+  }
+
+  float embed_scale = 1.0f;
+  float ple_scale = 1.0f;
+};
+
+}  // namespace
+
+Result<void> GpuForward::Impl::record(Recorder& rec, uint32_t T, Head head) {
+  const ModelConfig& cfg = model->config();
+  const ModelWeights& mw = model->weights();
+  INFER_CHECK(T >= 1 && int64_t(T) <= max_chunk, "record: T %u (max_chunk %lld)", T,
+              (long long)max_chunk);
+  ChunkRecorder c{cfg, *weights, *kv, ops, a, rec, T, mw.embed_scale, mw.ple_scale};
+  const int L = cfg.text.num_hidden_layers;
+  INFER_TRY_VOID(rec.begin(/*reusable=*/true));
+  INFER_TRY_VOID(c.inputs());
+  // h = rmsnorm(x) · the first layer's input norm; later ones come fused from add_norm.
+  const Binding first_norm = L > 0 ? weights->layers[0].input_layernorm : weights->norm;
+  INFER_TRY_VOID(ops.norm->rms_norm(rec, whole(a.x), first_norm, whole(a.h), T,
+                                    uint32_t(cfg.text.hidden_size), c.eps()));
+  for (int i = 0; i < L; ++i) {
+    INFER_TRY_VOID(c.attention(i));
+    const Binding next_w = i + 1 < L ? weights->layers[size_t(i) + 1].input_layernorm
+                                     : weights->norm;
+    INFER_TRY_VOID(c.feed_forward(i, next_w));
+  }
+  INFER_TRY_VOID(c.output(head));
+  return rec.end();
+}
+
+}  // namespace infer::gpu

@@ -1,0 +1,152 @@
+// Upload of ModelWeights: one device buffer per matrix (bytes as in model/matrix.h), one per
+// stacked expert set, and one packed buffer of f32 vectors whose ranges the layers bind.
+#include "gpu/gpu_weights.h"
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <utility>
+
+#include "gpu/context.h"
+
+namespace infer::gpu {
+namespace {
+
+// Collects f32 vectors at offsets the device can bind, then uploads them as one buffer and
+// points every requested Binding at its range.
+class VectorPacker {
+ public:
+  explicit VectorPacker(VkDeviceSize align_bytes)
+      : align_floats_(std::max<size_t>(1, size_t(align_bytes) / sizeof(float))) {}
+
+  void add(Binding* target, const float* v, size_t n) {
+    if (v == nullptr || n == 0) return;  // absent: the Binding stays empty
+    data_.resize((data_.size() + align_floats_ - 1) / align_floats_ * align_floats_);
+    fixups_.push_back({target, data_.size(), n});
+    data_.insert(data_.end(), v, v + n);
+  }
+
+  Result<void> upload(const VulkanContext& ctx, Buffer& buffer) {
+    if (data_.empty()) data_.push_back(0.0f);  // a valid (unused) buffer all the same
+    INFER_TRY(buffer, Buffer::create(ctx, data_.size() * sizeof(float), BufferKind::kDevice,
+                                     "weights: norms, scales, inv_freq"));
+    INFER_TRY_VOID(upload_bytes(ctx, buffer));
+    for (const Fixup& f : fixups_) {
+      *f.target = Binding{&buffer, f.offset * sizeof(float), f.n * sizeof(float)};
+    }
+    return Ok{};
+  }
+
+ private:
+  Result<void> upload_bytes(const VulkanContext& ctx, Buffer& buffer) {
+    return gpu::upload(ctx, buffer, 0, data_.data(), data_.size() * sizeof(float));
+  }
+  struct Fixup {
+    Binding* target;
+    size_t offset;  // floats
+    size_t n;
+  };
+  size_t align_floats_;
+  std::vector<float> data_;
+  std::vector<Fixup> fixups_;
+};
+
+// An absent matrix (rows == 0) stays an empty GpuMatrix.
+Result<void> upload_if_present(const VulkanContext& ctx, const Matrix& m, const std::string& name,
+                               GpuMatrix& out, size_t& bytes) {
+  if (m.rows == 0) return Ok{};
+  INFER_TRY(out, upload_matrix(ctx, m, name));
+  bytes += out.buffer.size();
+  return Ok{};
+}
+
+Result<void> upload_layer(const VulkanContext& ctx, const ModelConfig& cfg, const LayerWeights& lw,
+                          int i, GpuLayerWeights& g, size_t& bytes) {
+  const std::string p = "layers." + std::to_string(i) + ".";
+  INFER_TRY_VOID(upload_if_present(ctx, lw.q_proj, p + "q_proj", g.q_proj, bytes));
+  INFER_TRY_VOID(upload_if_present(ctx, lw.k_proj, p + "k_proj", g.k_proj, bytes));
+  INFER_TRY_VOID(upload_if_present(ctx, lw.v_proj, p + "v_proj", g.v_proj, bytes));
+  INFER_TRY_VOID(upload_if_present(ctx, lw.o_proj, p + "o_proj", g.o_proj, bytes));
+  INFER_TRY_VOID(upload_if_present(ctx, lw.gate_proj, p + "gate_proj", g.gate_proj, bytes));
+  INFER_TRY_VOID(upload_if_present(ctx, lw.up_proj, p + "up_proj", g.up_proj, bytes));
+  INFER_TRY_VOID(upload_if_present(ctx, lw.down_proj, p + "down_proj", g.down_proj, bytes));
+  INFER_TRY_VOID(upload_if_present(ctx, lw.per_layer_input_gate, p + "per_layer_input_gate",
+                                   g.per_layer_input_gate, bytes));
+  INFER_TRY_VOID(upload_if_present(ctx, lw.per_layer_projection, p + "per_layer_projection",
+                                   g.per_layer_projection, bytes));
+  if (cfg.text.enable_moe_block) {
+    INFER_TRY_VOID(upload_if_present(ctx, lw.router_proj, p + "router.proj", g.router_proj, bytes));
+    INFER_TRY(g.expert_gate_up, upload_experts(ctx, lw.expert_gate_up, p + "experts.gate_up"));
+    INFER_TRY(g.expert_down, upload_experts(ctx, lw.expert_down, p + "experts.down"));
+    bytes += g.expert_gate_up.buffer.size() + g.expert_down.buffer.size();
+  }
+  g.layer_scalar = lw.layer_scalar;
+  return Ok{};
+}
+
+}  // namespace
+
+Result<std::unique_ptr<GpuWeights>> GpuWeights::upload(const VulkanContext& ctx,
+                                                       const ModelConfig& cfg,
+                                                       const ModelWeights& w) {
+  const TextConfig& tc = cfg.text;
+  const size_t H = size_t(tc.hidden_size), P = size_t(tc.hidden_size_per_layer_input);
+  const size_t L = size_t(tc.num_hidden_layers);
+  if (w.layers.size() != L || cfg.layers.size() != L) {
+    return make_error(ErrorCode::kShape, "gpu weights: " + std::to_string(w.layers.size()) +
+                                             " bound layers for a config of " + std::to_string(L));
+  }
+  auto g = std::make_unique<GpuWeights>();
+  g->layers.resize(L);  // fixed size before the packer keeps pointers into it
+  size_t& bytes = g->bytes;
+
+  INFER_TRY(g->embed_tokens, upload_matrix(ctx, w.embed_tokens, "embed_tokens"));
+  bytes += g->embed_tokens.buffer.size();
+  // The tied head (the embedding as stored) is read from the embedding's buffer.
+  g->head_is_embedding = w.lm_head.data == w.embed_tokens.data &&
+                         w.lm_head.format == w.embed_tokens.format;
+  if (!g->head_is_embedding) {
+    INFER_TRY(g->own_lm_head, upload_matrix(ctx, w.lm_head, "lm_head"));
+    bytes += g->own_lm_head.buffer.size();
+  }
+  if (P > 0) {
+    INFER_TRY(g->per_layer_model_projection,
+              upload_matrix(ctx, w.per_layer_model_projection, "per_layer_model_projection"));
+    bytes += g->per_layer_model_projection.buffer.size();
+  }
+
+  VectorPacker vec(ctx.info().min_storage_buffer_offset_alignment);
+  vec.add(&g->norm, w.norm, H);
+  vec.add(&g->per_layer_projection_norm, w.per_layer_projection_norm, P);
+  // One inv_freq table per (layer type, head dim), as the CPU's RopeTables.
+  std::map<std::pair<LayerType, int>, std::vector<float>> inv_freq;
+  for (size_t i = 0; i < L; ++i) {
+    const LayerWeights& lw = w.layers[i];
+    const LayerPlan& plan = cfg.layers[i];
+    GpuLayerWeights& gl = g->layers[i];
+    INFER_TRY_VOID(upload_layer(ctx, cfg, lw, int(i), gl, bytes));
+    const size_t d = size_t(plan.head_dim);
+    vec.add(&gl.input_layernorm, lw.input_layernorm, H);
+    vec.add(&gl.post_attention_layernorm, lw.post_attention_layernorm, H);
+    vec.add(&gl.pre_feedforward_layernorm, lw.pre_feedforward_layernorm, H);
+    vec.add(&gl.post_feedforward_layernorm, lw.post_feedforward_layernorm, H);
+    vec.add(&gl.q_norm, lw.q_norm, d);
+    vec.add(&gl.k_norm, lw.k_norm, d);
+    vec.add(&gl.post_per_layer_input_norm, lw.post_per_layer_input_norm, H);
+    if (tc.enable_moe_block) {
+      vec.add(&gl.router_scale, lw.router_scale, H);
+      vec.add(&gl.router_per_expert_scale, lw.router_per_expert_scale, size_t(tc.num_experts));
+      vec.add(&gl.pre_feedforward_layernorm_2, lw.pre_feedforward_layernorm_2, H);
+      vec.add(&gl.post_feedforward_layernorm_1, lw.post_feedforward_layernorm_1, H);
+      vec.add(&gl.post_feedforward_layernorm_2, lw.post_feedforward_layernorm_2, H);
+    }
+    auto [it, fresh] = inv_freq.try_emplace({plan.type, plan.head_dim});
+    if (fresh) it->second = rope_inv_freq(cfg.rope(plan.type), plan.head_dim);
+    vec.add(&gl.inv_freq, it->second.data(), it->second.size());
+  }
+  INFER_TRY_VOID(vec.upload(ctx, g->vectors));
+  bytes += g->vectors.size();
+  return g;
+}
+
+}  // namespace infer::gpu

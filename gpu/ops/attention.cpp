@@ -1,0 +1,256 @@
+// Attention ops: q/k/v norm + RoPE + cache write (shaders/qkv_prep.comp), split-K flash
+// attention (shaders/attend.comp) and the merge of its partials (shaders/attend_combine.comp).
+#include "gpu/ops/attention.h"
+
+#include <algorithm>
+#include <string>
+
+#include "base/check.h"
+#include "gpu/context.h"
+#include "shaders/attention.h"
+#include "shaders/step.h"
+
+namespace infer::gpu {
+namespace {
+
+static_assert(sizeof(shader::QkvPrepPush) == 5 * sizeof(uint32_t), "QkvPrepPush: 32-bit scalars");
+static_assert(sizeof(shader::AttendPush) == 10 * sizeof(uint32_t), "AttendPush: 32-bit scalars");
+static_assert(sizeof(shader::AttendCombinePush) == 3 * sizeof(uint32_t),
+              "AttendCombinePush: 32-bit scalars");
+
+// As matvec: enough invocations for coalesced rows of d = 256/512 on 32- and 64-wide GPUs.
+constexpr uint32_t kTargetInvocations = 128;
+constexpr uint32_t kTile = 32;  // keys per attend tile: shared scores are ROWS x kTile floats
+// Query rows per attend workgroup: decode holds the GQA group of one KV head (8 for Gemma 4),
+// prefill also a few tokens, so each K/V row loaded serves up to 16 queries.
+constexpr uint32_t kDecodeRows = 8;
+constexpr uint32_t kPrefillRows = 16;
+// Split-K: a split gets at least this many keys (fewer would cost more in the merge than they
+// save), and at most kMaxSplits splits, enough workgroups for the largest GPUs (~100-150
+// compute units) even with one KV head. Prefill splits only to reach kTargetGroups workgroups
+// and within kPrefillSplits partials per row, which sizes the scratch for max_T.
+constexpr uint32_t kMinKeysPerSplit = 2 * kTile;
+constexpr uint32_t kMaxSplits = 64;
+constexpr uint32_t kTargetGroups = 256;
+constexpr uint32_t kPrefillSplits = 4;
+
+uint32_t div_up(uint32_t a, uint32_t b) { return (a + b - 1) / b; }
+
+uint32_t floor_pow2(uint32_t x) {
+  uint32_t p = 1;
+  while (p * 2 <= x) p *= 2;
+  return p;
+}
+
+// Bytes a binding holds from its offset on (its range, or the rest of the buffer).
+VkDeviceSize bytes_of(const Binding& b) {
+  const VkDeviceSize rest = b.buffer->size() - b.offset;
+  return b.range == VK_WHOLE_SIZE ? rest : std::min(rest, b.range);
+}
+
+void check_floats(const char* op, const char* what, const Binding& b, uint64_t floats) {
+  INFER_CHECK(b.buffer != nullptr, "%s: no %s buffer", op, what);
+  INFER_CHECK(b.offset <= b.buffer->size() && bytes_of(b) >= floats * sizeof(float),
+              "%s: %s \"%s\" holds fewer than %llu floats", op, what, b.buffer->name().c_str(),
+              (unsigned long long)floats);
+}
+
+}  // namespace
+
+struct AttentionOps::Pipelines {
+  const VulkanContext* ctx = nullptr;
+  Limits limits;
+  uint32_t decode_rows = 0;
+  uint32_t prefill_rows = 0;
+  uint64_t scratch_floats = 0;
+  std::unique_ptr<Pipeline> qkv_q, qkv_kv, attend_decode, attend_prefill, combine;
+  Buffer scratch;
+};
+
+AttentionOps::~AttentionOps() = default;
+
+Result<std::unique_ptr<AttentionOps>> AttentionOps::create(const VulkanContext& ctx,
+                                                           const Limits& limits) {
+  if (limits.max_T == 0 || limits.max_n_q == 0 || limits.max_d < 2 || limits.max_d % 2 != 0 ||
+      limits.max_positions == 0) {
+    return make_error(ErrorCode::kShape,
+                      "attention: limits max_T " + std::to_string(limits.max_T) + ", max_n_q " +
+                          std::to_string(limits.max_n_q) + ", max_d " +
+                          std::to_string(limits.max_d) + ", max_positions " +
+                          std::to_string(limits.max_positions));
+  }
+  const DeviceInfo& info = ctx.info();
+  std::unique_ptr<AttentionOps> op(new AttentionOps());
+  op->p_ = std::make_unique<Pipelines>();
+  Pipelines& p = *op->p_;
+  p.ctx = &ctx;
+  p.limits = limits;
+
+  const uint32_t subgroup = std::max(1u, info.subgroup_size);
+  const uint32_t local_size =
+      subgroup * std::max(1u, std::min(kTargetInvocations, info.max_workgroup_invocations) /
+                                  subgroup);
+  // attend's lanes stride over d by the subgroup size: its subgroups must be full, so pin the
+  // size (Vulkan 1.3 has subgroupSizeControl and computeFullSubgroups).
+  const bool pin = info.compute_required_subgroup_size && info.compute_full_subgroups &&
+                   subgroup >= info.min_subgroup_size && subgroup <= info.max_subgroup_size;
+  const uint32_t max_subgroups = pin ? local_size / subgroup
+                                     : std::max(1u, local_size / std::max(1u, info.min_subgroup_size));
+
+  // Shared q rows (ROWS x max_d floats) take at most half of the device's shared memory.
+  VkPhysicalDeviceProperties props;
+  vkGetPhysicalDeviceProperties(ctx.physical_device(), &props);
+  const uint32_t shared_bytes = props.limits.maxComputeSharedMemorySize;
+  const uint32_t rows_fit = shared_bytes / 2 / (limits.max_d * uint32_t(sizeof(float)));
+  if (rows_fit == 0) {
+    return make_error(ErrorCode::kUnsupported,
+                      "attention: head dim " + std::to_string(limits.max_d) + " needs more than " +
+                          std::to_string(shared_bytes) + " bytes of shared memory");
+  }
+  p.decode_rows = std::min(kDecodeRows, floor_pow2(rows_fit));
+  p.prefill_rows = std::min(kPrefillRows, floor_pow2(rows_fit));
+
+  auto make = [&](const char* variant, std::vector<Access> bindings, uint32_t push_bytes,
+                  std::vector<SpecConstant> spec) -> Result<std::unique_ptr<Pipeline>> {
+    PipelineDesc desc;
+    desc.variant = variant;
+    desc.bindings = std::move(bindings);
+    desc.push_bytes = push_bytes;
+    desc.spec = std::move(spec);
+    desc.spec.push_back({INFER_ATTN_SPEC_LOCAL_SIZE, local_size});
+    desc.required_subgroup_size = pin ? subgroup : 0;
+    return Pipeline::create(ctx, desc);
+  };
+  using A = Access;
+  const SpecConstant subgroups{INFER_ATTN_SPEC_MAX_SUBGROUPS, max_subgroups};
+  INFER_TRY(p.qkv_q, make("qkv_prep_q", {A::kRead, A::kReadWrite, A::kRead, A::kRead},
+                          sizeof(shader::QkvPrepPush), {subgroups}));
+  INFER_TRY(p.qkv_kv, make("qkv_prep_kv",
+                           {A::kRead, A::kRead, A::kRead, A::kRead, A::kRead, A::kWrite, A::kWrite},
+                           sizeof(shader::QkvPrepPush), {subgroups}));
+  const uint32_t dims = div_up(limits.max_d, local_size);
+  auto make_attend = [&](uint32_t rows) {
+    return make("attend", {A::kRead, A::kRead, A::kRead, A::kRead, A::kWrite, A::kWrite},
+                sizeof(shader::AttendPush),
+                {{INFER_ATTN_SPEC_ROWS, rows},
+                 {INFER_ATTN_SPEC_TILE, kTile},
+                 {INFER_ATTN_SPEC_MAX_D, limits.max_d},
+                 {INFER_ATTN_SPEC_DIMS, dims}});
+  };
+  INFER_TRY(p.attend_decode, make_attend(p.decode_rows));
+  INFER_TRY(p.attend_prefill, make_attend(p.prefill_rows));
+  INFER_TRY(p.combine, make("attend_combine", {A::kRead, A::kWrite},
+                            sizeof(shader::AttendCombinePush), {}));
+
+  // Partials (o [d], m, l) per split and query row, for the most splits any record may use.
+  const uint64_t row_floats = uint64_t(limits.max_n_q) * (limits.max_d + 2);
+  p.scratch_floats = std::max<uint64_t>(kMaxSplits * row_floats,
+                                        uint64_t(kPrefillSplits) * limits.max_T * row_floats);
+  INFER_TRY(p.scratch, Buffer::create(ctx, p.scratch_floats * sizeof(float), BufferKind::kDevice,
+                                      "attention split-K scratch"));
+  return op;
+}
+
+uint32_t AttentionOps::splits(const AttentionDims& dims) const {
+  const Pipelines& p = *p_;
+  const uint32_t group = dims.n_q / dims.n_kv;
+  const uint32_t rows = dims.T == 1 ? p.decode_rows : p.prefill_rows;
+  const uint32_t heads = std::min(group, rows);
+  const uint32_t tokens = dims.T == 1 ? 1 : rows / heads;
+  // The most keys one workgroup's queries can see: W + tokens - 1 on a sliding layer, else
+  // the whole ring.
+  const uint32_t keys =
+      dims.window > 0 ? std::min(dims.window + tokens - 1, dims.slots) : dims.slots;
+  uint32_t n = std::clamp(div_up(keys, kMinKeysPerSplit), 1u, kMaxSplits);
+  if (dims.T > 1) {
+    const uint32_t groups = div_up(dims.T, tokens) * dims.n_kv * div_up(group, heads);
+    n = std::min(n, div_up(kTargetGroups, groups));
+  }
+  const uint64_t per_split = uint64_t(dims.T) * dims.n_q * (dims.d + 2);
+  return uint32_t(std::clamp<uint64_t>(p.scratch_floats / per_split, 1, n));
+}
+
+Result<void> AttentionOps::qkv_prep(Recorder& rec, Binding step, const QkvShape& s, Binding q,
+                                    Binding q_norm, Binding k, Binding k_norm, Binding v,
+                                    Binding inv_freq, Binding k_cache, Binding v_cache) const {
+  const Pipelines& p = *p_;
+  INFER_CHECK(s.T >= 1 && s.T <= p.limits.max_T, "qkv_prep: T %u (max %u)", s.T, p.limits.max_T);
+  INFER_CHECK(s.d >= 2 && s.d % 2 == 0 && s.d <= p.limits.max_d, "qkv_prep: d %u (max %u)", s.d,
+              p.limits.max_d);
+  INFER_CHECK(s.n_q >= 1, "qkv_prep: no query heads");
+  check_floats("qkv_prep", "step", step, INFER_STEP_IDS);  // words, 4 bytes like floats
+  check_floats("qkv_prep", "q", q, uint64_t(s.T) * s.n_q * s.d);
+  check_floats("qkv_prep", "q_norm", q_norm, s.d);
+  check_floats("qkv_prep", "inv_freq", inv_freq, s.d / 2);
+
+  shader::QkvPrepPush push{};
+  push.T = s.T;
+  push.heads = s.n_q;
+  push.d = s.d;
+  push.slots = s.slots;
+  push.eps = s.eps;
+  INFER_TRY_VOID(rec.dispatch(*p.qkv_q, {step, q, q_norm, inv_freq}, push, Groups{s.n_q, s.T, 1}));
+  if (k.buffer == nullptr) return Ok{};  // KV-shared layer: the donor wrote the cache
+
+  INFER_CHECK(s.n_kv >= 1 && s.slots >= s.T, "qkv_prep: n_kv %u, slots %u for T %u", s.n_kv,
+              s.slots, s.T);
+  const uint64_t rows = uint64_t(s.T) * s.n_kv * s.d;
+  check_floats("qkv_prep", "k", k, rows);
+  check_floats("qkv_prep", "v", v, rows);
+  check_floats("qkv_prep", "k_norm", k_norm, s.d);
+  check_floats("qkv_prep", "k_cache", k_cache, uint64_t(s.slots) * s.n_kv * s.d);
+  check_floats("qkv_prep", "v_cache", v_cache, uint64_t(s.slots) * s.n_kv * s.d);
+  push.heads = s.n_kv;
+  return rec.dispatch(*p.qkv_kv, {step, k, v, k_norm, inv_freq, k_cache, v_cache}, push,
+                      Groups{2 * s.n_kv, s.T, 1});
+}
+
+Result<void> AttentionOps::attend(Recorder& rec, Binding step, const AttentionDims& dims,
+                                  Binding q, Binding k_cache, Binding v_cache,
+                                  Binding out) const {
+  const Pipelines& p = *p_;
+  INFER_CHECK(dims.T >= 1 && dims.T <= p.limits.max_T, "attend: T %u (max %u)", dims.T,
+              p.limits.max_T);
+  INFER_CHECK(dims.n_kv >= 1 && dims.n_q % dims.n_kv == 0 && dims.n_q <= p.limits.max_n_q,
+              "attend: n_q %u, n_kv %u (max n_q %u)", dims.n_q, dims.n_kv, p.limits.max_n_q);
+  INFER_CHECK(dims.d >= 1 && dims.d <= p.limits.max_d, "attend: d %u (max %u)", dims.d,
+              p.limits.max_d);
+  INFER_CHECK(dims.slots >= 1, "attend: empty ring");
+  const uint64_t rows = uint64_t(dims.T) * dims.n_q * dims.d;
+  check_floats("attend", "step", step, INFER_STEP_IDS);
+  check_floats("attend", "q", q, rows);
+  check_floats("attend", "out", out, rows);
+  check_floats("attend", "k_cache", k_cache, uint64_t(dims.slots) * dims.n_kv * dims.d);
+  check_floats("attend", "v_cache", v_cache, uint64_t(dims.slots) * dims.n_kv * dims.d);
+
+  const bool decode = dims.T == 1;
+  const uint32_t rows_per_group = decode ? p.decode_rows : p.prefill_rows;
+  const uint32_t group = dims.n_q / dims.n_kv;
+  shader::AttendPush push{};
+  push.T = dims.T;
+  push.n_q = dims.n_q;
+  push.n_kv = dims.n_kv;
+  push.d = dims.d;
+  push.slots = dims.slots;
+  push.window = dims.window;
+  push.n_splits = splits(dims);
+  push.heads_per_group = std::min(group, rows_per_group);
+  push.tokens_per_group = decode ? 1 : rows_per_group / push.heads_per_group;
+  push.direct = push.n_splits == 1 ? 1 : 0;
+  const Groups groups{push.n_splits, div_up(dims.T, push.tokens_per_group),
+                      dims.n_kv * div_up(group, push.heads_per_group)};
+  const Binding scratch{&p.scratch};
+  INFER_TRY_VOID(rec.dispatch(decode ? *p.attend_decode : *p.attend_prefill,
+                              {step, q, k_cache, v_cache, out, scratch}, push, groups));
+  if (push.direct) return Ok{};
+
+  shader::AttendCombinePush combine{};
+  combine.n_rows = dims.T * dims.n_q;
+  combine.d = dims.d;
+  combine.n_splits = push.n_splits;
+  INFER_CHECK(combine.n_rows <= p.ctx->info().max_workgroup_count[0], "attend: %u query rows",
+              combine.n_rows);
+  return rec.dispatch(*p.combine, {scratch, out}, combine, Groups{combine.n_rows, 1, 1});
+}
+
+}  // namespace infer::gpu

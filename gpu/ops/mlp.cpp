@@ -1,0 +1,29 @@
+// Gate-up op: the gate-up variants of the matvec family (shaders/matvec.comp and
+// shaders/matmul.comp built with GATE_UP), both matrices read in one pass.
+#include "gpu/ops/mlp.h"
+
+#include "base/check.h"
+#include "gpu/context.h"
+
+namespace infer::gpu {
+
+struct GateUpOp::Pipelines {
+  MatvecKernels k;
+};
+
+GateUpOp::~GateUpOp() = default;
+
+Result<std::unique_ptr<GateUpOp>> GateUpOp::create(const VulkanContext& ctx, WeightFormat format) {
+  std::unique_ptr<GateUpOp> op(new GateUpOp());
+  op->format_ = format;
+  op->p_ = std::make_unique<Pipelines>();
+  INFER_TRY(op->p_->k, create_matvec_kernels(ctx, format, /*gate_up=*/true, MatvecTuning{}));
+  return op;
+}
+
+Result<void> GateUpOp::record(Recorder& rec, const GpuMatrix& gate, const GpuMatrix& up, Binding x,
+                              Binding act, uint32_t T) const {
+  return record_matvec_kernels(rec, p_->k, gate, &up, x, act, T);
+}
+
+}  // namespace infer::gpu

@@ -1,0 +1,111 @@
+// RMSNorm family: pipelines sized from the device (all built in create()), and record().
+#include "gpu/ops/norm.h"
+
+#include <algorithm>
+#include <memory>
+#include <vector>
+
+#include "base/check.h"
+#include "gpu/context.h"
+#include "gpu/ops/op_common.h"
+#include "shaders/norm.h"
+
+namespace infer::gpu {
+namespace {
+
+static_assert(sizeof(shader::NormPush) == 4 * sizeof(uint32_t),
+              "NormPush must match shaders/norm.h in the shader (32-bit scalars only)");
+
+// A whole row (H up to 5376) in one workgroup: enough loads in flight on a big GPU with ~10 floats
+// an invocation, and a reduction of only a few subgroups.
+constexpr uint32_t kRowInvocations = 512;
+// Rows this short (head dims, PLE slices of P = 256) go to one-subgroup workgroups: a 512-wide
+// one would leave most invocations idle, and there are many such rows (T·L, T·n_q).
+constexpr uint32_t kShortRowPerInvocation = 8;
+
+Result<std::unique_ptr<Pipeline>> make(const VulkanContext& ctx, const char* variant,
+                                       std::vector<Access> bindings, WorkgroupSize s) {
+  PipelineDesc desc;
+  desc.variant = variant;
+  desc.bindings = std::move(bindings);
+  desc.push_bytes = sizeof(shader::NormPush);
+  desc.spec = {{INFER_NORM_SPEC_LOCAL_SIZE, s.local},
+               {INFER_NORM_SPEC_MAX_SUBGROUPS, s.max_subgroups}};
+  return Pipeline::create(ctx, desc);
+}
+
+}  // namespace
+
+struct NormOps::Pipelines {
+  const VulkanContext* ctx = nullptr;
+  uint32_t short_row_max = 0;  // n up to this goes to the one-subgroup rms_norm pipelines
+  std::unique_ptr<Pipeline> rms_norm, rms_norm_short, rms_norm_no_weight, rms_norm_no_weight_short,
+      add_norm, add_norm_next, norm_sum;
+
+  Groups rows_grid(uint32_t rows) const { return wrapped_groups(ctx->info(), rows); }
+};
+
+NormOps::~NormOps() = default;
+
+Result<std::unique_ptr<NormOps>> NormOps::create(const VulkanContext& ctx) {
+  std::unique_ptr<NormOps> op(new NormOps());
+  op->p_ = std::make_unique<Pipelines>();
+  Pipelines& p = *op->p_;
+  p.ctx = &ctx;
+  const WorkgroupSize row = workgroup_size(ctx.info(), kRowInvocations);
+  const WorkgroupSize one = workgroup_size(ctx.info(), ctx.info().subgroup_size);
+  p.short_row_max = one.local * kShortRowPerInvocation;
+  const Access R = Access::kRead, W = Access::kWrite;
+  INFER_TRY(p.rms_norm, make(ctx, "rms_norm", {R, R, W}, row));
+  INFER_TRY(p.rms_norm_short, make(ctx, "rms_norm", {R, R, W}, one));
+  INFER_TRY(p.rms_norm_no_weight, make(ctx, "rms_norm_no_weight", {R, W}, row));
+  INFER_TRY(p.rms_norm_no_weight_short, make(ctx, "rms_norm_no_weight", {R, W}, one));
+  INFER_TRY(p.add_norm, make(ctx, "add_norm", {Access::kReadWrite, R, R}, row));
+  INFER_TRY(p.add_norm_next, make(ctx, "add_norm_next", {Access::kReadWrite, R, R, R, W}, row));
+  INFER_TRY(p.norm_sum, make(ctx, "norm_sum", {R, R, R, R, W}, row));
+  return op;
+}
+
+Result<void> NormOps::rms_norm(Recorder& rec, Binding x, Binding w, Binding out, uint32_t rows,
+                               uint32_t n, float eps) const {
+  INFER_CHECK(rows > 0 && n > 0, "rms_norm: %u rows of %u", rows, n);
+  check_words("rms_norm", "x", x, uint64_t(rows) * n);
+  check_words("rms_norm", "out", out, uint64_t(rows) * n);
+  const shader::NormPush push{rows, n, eps, 1.0f};
+  const bool short_row = n <= p_->short_row_max;
+  const Groups g = p_->rows_grid(rows);
+  if (w.buffer == nullptr) {
+    return rec.dispatch(short_row ? *p_->rms_norm_no_weight_short : *p_->rms_norm_no_weight,
+                        {x, out}, push, g);
+  }
+  check_words("rms_norm", "w", w, n);
+  return rec.dispatch(short_row ? *p_->rms_norm_short : *p_->rms_norm, {x, w, out}, push, g);
+}
+
+Result<void> NormOps::add_norm(Recorder& rec, Binding x, Binding o, Binding w_post, float scale,
+                               Binding next_w, Binding h, uint32_t T, uint32_t n, float eps) const {
+  INFER_CHECK(T > 0 && n > 0, "add_norm: %u rows of %u", T, n);
+  check_words("add_norm", "x", x, uint64_t(T) * n);
+  check_words("add_norm", "o", o, uint64_t(T) * n);
+  check_words("add_norm", "w_post", w_post, n);
+  const shader::NormPush push{T, n, eps, scale};
+  const Groups g = p_->rows_grid(T);
+  if (next_w.buffer == nullptr) return rec.dispatch(*p_->add_norm, {x, o, w_post}, push, g);
+  check_words("add_norm", "next_w", next_w, n);
+  check_words("add_norm", "h", h, uint64_t(T) * n);
+  return rec.dispatch(*p_->add_norm_next, {x, o, w_post, next_w, h}, push, g);
+}
+
+Result<void> NormOps::norm_sum(Recorder& rec, Binding a, Binding wa, Binding b, Binding wb,
+                               Binding out, uint32_t T, uint32_t n, float eps) const {
+  INFER_CHECK(T > 0 && n > 0, "norm_sum: %u rows of %u", T, n);
+  check_words("norm_sum", "a", a, uint64_t(T) * n);
+  check_words("norm_sum", "wa", wa, n);
+  check_words("norm_sum", "b", b, uint64_t(T) * n);
+  check_words("norm_sum", "wb", wb, n);
+  check_words("norm_sum", "out", out, uint64_t(T) * n);
+  const shader::NormPush push{T, n, eps, 1.0f};
+  return rec.dispatch(*p_->norm_sum, {a, wa, b, wb, out}, push, p_->rows_grid(T));
+}
+
+}  // namespace infer::gpu

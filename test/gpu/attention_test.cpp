@@ -1,0 +1,491 @@
+// GPU attention ops vs the CPU reference (model/ops/rms_norm, rope, attention): qkv_prep's norms,
+// RoPE and ring writes; attend over full and sliding rings with GQA, d 16/256/512, decode at
+// many positions (wrapped rings too) and prefill chunks at pos0 > 0, split-K and direct paths.
+#include "gpu/ops/attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <ostream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "base/check.h"
+#include "gpu/buffer.h"
+#include "model/config.h"
+#include "model/ops/attention.h"
+#include "model/ops/rms_norm.h"
+#include "model/ops/rope.h"
+#include "model/thread_pool.h"
+#include "shaders/step.h"
+#include "test/gpu/gpu_test_env.h"
+
+namespace infer::gpu {
+namespace {
+
+constexpr uint32_t kMaxChunk = 64;
+
+std::vector<float> random_vector(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+Buffer device_buffer(const VulkanContext& ctx, const std::vector<float>& data, const char* name) {
+  auto b = Buffer::create(ctx, data.size() * sizeof(float), BufferKind::kDevice, name);
+  INFER_CHECK(b.ok(), "%s", b.error().message.c_str());
+  auto r = upload(ctx, *b, 0, data.data(), data.size() * sizeof(float));
+  INFER_CHECK(r.ok(), "%s", r.error().message.c_str());
+  return std::move(*b);
+}
+
+std::vector<float> download_floats(const VulkanContext& ctx, const Buffer& b, size_t n) {
+  std::vector<float> v(n, NAN);
+  auto r = download(ctx, b, 0, v.data(), n * sizeof(float));
+  INFER_CHECK(r.ok(), "%s", r.error().message.c_str());
+  return v;
+}
+
+// The step buffer as the forward pass keeps it: host-visible words the host rewrites per submit.
+struct StepBuffer {
+  Buffer buffer;
+  explicit StepBuffer(const VulkanContext& ctx) {
+    auto b = Buffer::create(ctx, INFER_STEP_WORDS(kMaxChunk) * sizeof(uint32_t), BufferKind::kHost,
+                            "step");
+    INFER_CHECK(b.ok(), "%s", b.error().message.c_str());
+    buffer = std::move(*b);
+  }
+  void set(uint32_t pos0, uint32_t T) {
+    uint32_t words[INFER_STEP_WORDS(kMaxChunk)] = {};
+    words[INFER_STEP_POS0] = pos0;
+    words[INFER_STEP_T] = T;
+    std::memcpy(buffer.mapped(), words, sizeof(words));
+  }
+};
+
+std::unique_ptr<AttentionOps> make_ops(const VulkanContext& ctx, uint32_t max_T, uint32_t max_n_q,
+                                       uint32_t max_d, uint32_t max_positions) {
+  auto ops = AttentionOps::create(ctx, {max_T, max_n_q, max_d, max_positions});
+  INFER_CHECK(ops.ok(), "%s", ops.error().message.c_str());
+  return std::move(*ops);
+}
+
+// inv_freq as the model builds it: sliding layers default RoPE, full layers proportional with
+// zero tails (GEMMA4_TEXT.md §4.6).
+std::vector<float> inv_freq_for(uint32_t d, bool proportional) {
+  RopeParams rope;
+  if (proportional) {
+    rope.rope_type = "proportional";
+    rope.rope_theta = 1e6;
+    rope.partial_rotary_factor = 0.25;
+  }
+  return rope_inv_freq(rope, int(d));
+}
+
+// Element-wise |got - want| <= tol * (1 + |want|), at most 5 failures reported.
+void expect_close(const std::vector<float>& got, const std::vector<float>& want, double tol,
+                  const std::string& what) {
+  ASSERT_EQ(got.size(), want.size());
+  int bad = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double err = std::fabs(double(got[i]) - want[i]);
+    if (!(err <= tol * (1.0 + std::fabs(want[i]))) && ++bad <= 5) {
+      ADD_FAILURE() << what << "[" << i << "] = " << got[i] << ", reference " << want[i];
+    }
+  }
+  EXPECT_EQ(bad, 0) << what << ": of " << got.size();
+}
+
+// ---------------------------------------------------------------------------------------------
+// qkv_prep
+
+struct QkvCase {
+  uint32_t T, pos0, n_q, n_kv, d, slots;
+  bool k_eq_v;
+  bool proportional;
+};
+
+void PrintTo(const QkvCase& c, std::ostream* os) {
+  *os << "T " << c.T << " pos0 " << c.pos0 << " n_q " << c.n_q << " n_kv " << c.n_kv << " d "
+      << c.d << " slots " << c.slots << (c.k_eq_v ? " k=v" : "")
+      << (c.proportional ? " proportional" : "");
+}
+
+// RMSNorm in f32 on the GPU vs double sums on the CPU: ~sqrt(d) eps relative; sin/cos of the
+// f32 angle within 1e-7 absolute (shaders/common/rope.glsl); values are O(1). 1e-5 leaves a wide
+// margin yet catches any wrong pair, position, slot or missing weight.
+constexpr double kQkvTol = 1e-5;
+
+void check_qkv_prep(const VulkanContext& ctx, const QkvCase& c) {
+  const size_t q_n = size_t(c.T) * c.n_q * c.d, kv_n = size_t(c.T) * c.n_kv * c.d;
+  const size_t cache_n = size_t(c.slots) * c.n_kv * c.d;
+  const uint32_t seed = c.T * 131 + c.pos0 + c.d;
+  const std::vector<float> q = random_vector(q_n, seed, -2.0f, 2.0f);
+  const std::vector<float> k = random_vector(kv_n, seed + 1, -2.0f, 2.0f);
+  const std::vector<float> v = c.k_eq_v ? k : random_vector(kv_n, seed + 2, -2.0f, 2.0f);
+  const std::vector<float> q_norm = random_vector(c.d, seed + 3, 0.5f, 1.5f);
+  const std::vector<float> k_norm = random_vector(c.d, seed + 4, 0.5f, 1.5f);
+  const std::vector<float> inv_freq = inv_freq_for(c.d, c.proportional);
+  // Old ring contents: rows the chunk does not write must keep them.
+  const std::vector<float> k_old = random_vector(cache_n, seed + 5);
+  const std::vector<float> v_old = random_vector(cache_n, seed + 6);
+
+  // CPU: as model/forward_attention.cpp does it.
+  const float eps = 1e-6f;
+  std::vector<float> cos(size_t(c.T) * c.d / 2), sin(cos.size());
+  rope_tables(inv_freq.data(), c.d / 2, c.pos0, c.T, cos.data(), sin.data());
+  std::vector<float> q_ref = q, k_ref = k, v_ref = v;
+  rms_norm(q_ref.data(), q_norm.data(), int64_t(c.T) * c.n_q, c.d, eps, q_ref.data());
+  rope_apply(q_ref.data(), c.T, c.n_q, c.d, cos.data(), sin.data());
+  rms_norm(k_ref.data(), k_norm.data(), int64_t(c.T) * c.n_kv, c.d, eps, k_ref.data());
+  rope_apply(k_ref.data(), c.T, c.n_kv, c.d, cos.data(), sin.data());
+  rms_norm(v_ref.data(), nullptr, int64_t(c.T) * c.n_kv, c.d, eps, v_ref.data());
+  std::vector<float> k_cache_ref = k_old, v_cache_ref = v_old;
+  const size_t row = size_t(c.n_kv) * c.d;
+  for (uint32_t t = 0; t < c.T; ++t) {
+    const size_t slot = (c.pos0 + t) % c.slots;
+    std::copy_n(k_ref.begin() + t * row, row, k_cache_ref.begin() + slot * row);
+    std::copy_n(v_ref.begin() + t * row, row, v_cache_ref.begin() + slot * row);
+  }
+
+  auto ops = make_ops(ctx, kMaxChunk, c.n_q, c.d, c.slots);
+  StepBuffer step(ctx);
+  step.set(c.pos0, c.T);
+  Buffer qb = device_buffer(ctx, q, "q"), kb = device_buffer(ctx, k, "k");
+  Buffer vb = device_buffer(ctx, v, "v");
+  Buffer qn = device_buffer(ctx, q_norm, "q_norm"), kn = device_buffer(ctx, k_norm, "k_norm");
+  Buffer fb = device_buffer(ctx, inv_freq, "inv_freq");
+  Buffer kc = device_buffer(ctx, k_old, "k_cache"), vc = device_buffer(ctx, v_old, "v_cache");
+  auto rec = Recorder::create(ctx);
+  ASSERT_TRUE(rec.ok()) << rec.error().message;
+  ASSERT_TRUE((*rec)->begin().ok());
+  const QkvShape shape{c.T, c.n_q, c.n_kv, c.d, c.slots, eps};
+  // K=V layers bind the one raw k projection as both k and v (§4.5).
+  const Binding v_binding{c.k_eq_v ? &kb : &vb};
+  auto r = ops->qkv_prep(**rec, {&step.buffer}, shape, {&qb}, {&qn}, {&kb}, {&kn}, v_binding,
+                         {&fb}, {&kc}, {&vc});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_TRUE((*rec)->submit_and_wait().ok());
+
+  expect_close(download_floats(ctx, qb, q_n), q_ref, kQkvTol, "q");
+  expect_close(download_floats(ctx, kc, cache_n), k_cache_ref, kQkvTol, "k_cache");
+  expect_close(download_floats(ctx, vc, cache_n), v_cache_ref, kQkvTol, "v_cache");
+}
+
+// Suites start with "Attention" so --gtest_filter='Attention*' selects them all.
+using AttentionTest = GpuTest;
+
+class GpuQkvPrep : public GpuTest, public ::testing::WithParamInterface<QkvCase> {};
+
+TEST_P(GpuQkvPrep, MatchesCpuReference) { check_qkv_prep(*ctx_, GetParam()); }
+
+// Decode (T 1) and chunks at pos0 > 0; rings smaller than the positions (the chunk wraps
+// around: 7 tokens from 60 into 16 slots); positions up to 70000 for RoPE's range reduction;
+// K=V with proportional RoPE as on full layers; GQA 8:1 and 2:1.
+const QkvCase kQkvCases[] = {
+    {1, 0, 8, 1, 256, 64, false, false},      {1, 5, 4, 2, 16, 8, false, false},
+    {1, 70001, 8, 1, 512, 4096, true, true},  {7, 60, 4, 2, 16, 16, false, false},
+    {7, 123, 2, 1, 256, 40, false, false},    {64, 300, 8, 1, 512, 100, true, true},
+    {33, 65000, 8, 2, 256, 530, false, false}, {3, 9, 2, 2, 8, 5, true, false},
+};
+
+std::string qkv_name(const QkvCase& c) {
+  return "T" + std::to_string(c.T) + "Pos" + std::to_string(c.pos0) + "Q" + std::to_string(c.n_q) +
+         "Kv" + std::to_string(c.n_kv) + "D" + std::to_string(c.d) + "Slots" +
+         std::to_string(c.slots) + (c.k_eq_v ? "KeqV" : "") + (c.proportional ? "Prop" : "");
+}
+
+INSTANTIATE_TEST_SUITE_P(Attention, GpuQkvPrep, ::testing::ValuesIn(kQkvCases),
+                         [](const auto& info) { return qkv_name(info.param); });
+
+// A KV-shared layer passes no k: only q is prepared and the caches stay as they were.
+TEST_F(AttentionTest, QkvPrepWithoutKOnlyPreparesQ) {
+  const uint32_t T = 2, n_q = 4, d = 16, slots = 8;
+  const std::vector<float> q = random_vector(T * n_q * d, 7), q_norm(d, 1.0f);
+  const std::vector<float> inv_freq = inv_freq_for(d, false);
+  auto ops = make_ops(*ctx_, 4, n_q, d, slots);
+  StepBuffer step(*ctx_);
+  step.set(3, T);
+  Buffer qb = device_buffer(*ctx_, q, "q"), qn = device_buffer(*ctx_, q_norm, "q_norm");
+  Buffer fb = device_buffer(*ctx_, inv_freq, "inv_freq");
+  auto rec = Recorder::create(*ctx_);
+  ASSERT_TRUE(rec.ok());
+  ASSERT_TRUE((*rec)->begin().ok());
+  ASSERT_TRUE(ops->qkv_prep(**rec, {&step.buffer}, {T, n_q, 1, d, slots, 1e-6f}, {&qb}, {&qn}, {},
+                            {}, {}, {&fb}, {}, {})
+                  .ok());
+  EXPECT_EQ((*rec)->dispatch_count(), 1);
+  ASSERT_TRUE((*rec)->submit_and_wait().ok());
+  std::vector<float> q_ref = q, cos(T * d / 2), sin(T * d / 2);
+  rms_norm(q_ref.data(), q_norm.data(), T * n_q, d, 1e-6f, q_ref.data());
+  rope_tables(inv_freq.data(), d / 2, 3, T, cos.data(), sin.data());
+  rope_apply(q_ref.data(), T, n_q, d, cos.data(), sin.data());
+  expect_close(download_floats(*ctx_, qb, q.size()), q_ref, kQkvTol, "q");
+}
+
+// ---------------------------------------------------------------------------------------------
+// attend
+
+struct AttendCase {
+  uint32_t n_q, n_kv, d, window, slots, T, pos0;
+  float q_scale = 1.0f;  // > 1: peaked softmax (scores of tens)
+};
+
+void PrintTo(const AttendCase& c, std::ostream* os) {
+  *os << "n_q " << c.n_q << " n_kv " << c.n_kv << " d " << c.d << " window " << c.window
+      << " slots " << c.slots << " T " << c.T << " pos0 " << c.pos0 << " q_scale " << c.q_scale;
+}
+
+// Every position's K/V for a whole stream [0, n_pos), and the reference attention over them:
+// the CPU sees all positions (no ring), so a GPU ring too small or a wrong slot shows up.
+struct Stream {
+  uint32_t n_kv, d;
+  std::vector<float> k, v;  // [n_pos, n_kv, d]
+};
+
+Stream random_stream(uint32_t n_pos, uint32_t n_kv, uint32_t d, uint32_t seed) {
+  return {n_kv, d, random_vector(size_t(n_pos) * n_kv * d, seed),
+          random_vector(size_t(n_pos) * n_kv * d, seed + 1)};
+}
+
+std::vector<float> reference_attention(const Stream& s, const std::vector<float>& q,
+                                       const AttentionDims& dims, uint32_t pos0) {
+  AttentionShape shape;
+  shape.T = dims.T;
+  shape.pos0 = pos0;
+  shape.n_q = dims.n_q;
+  shape.n_kv = dims.n_kv;
+  shape.d = dims.d;
+  shape.window = dims.window;
+  const size_t row = size_t(s.n_kv) * s.d;
+  KvView kv;
+  kv.cache_k = s.k.data();
+  kv.cache_v = s.v.data();
+  kv.slots = int64_t(pos0) + dims.T;  // never wraps: position p at row p
+  kv.cache_begin = 0;
+  kv.chunk_k = s.k.data() + pos0 * row;
+  kv.chunk_v = s.v.data() + pos0 * row;
+  std::vector<float> scores(pos0 + dims.T);
+  AttentionScratch scratch{scores.data(), int64_t(scores.size()), 1};
+  ThreadPool pool(1);
+  std::vector<float> out(size_t(dims.T) * dims.n_q * dims.d);
+  attention(q.data(), shape, kv, out.data(), scratch, pool);
+  return out;
+}
+
+// The ring after positions [0, end) were written: row p % slots holds the last p written;
+// rows never written are NaN, so reading one poisons the output.
+void fill_ring(const std::vector<float>& all, size_t row, uint32_t slots, uint32_t end,
+               std::vector<float>* ring) {
+  ring->assign(slots * row, NAN);
+  const uint32_t begin = end > slots ? end - slots : 0;
+  for (uint32_t p = begin; p < end; ++p) {
+    std::copy_n(all.begin() + p * row, row, ring->begin() + (p % slots) * row);
+  }
+}
+
+// out is a convex combination of V rows (|v| <= 1). Score errors of the f32 dot products
+// (~sqrt(d) eps |q||k|, random-walk) move the weights by as much relatively, and the device's
+// exp adds a few ulp: 2e-5 absolute on O(1) outputs for d up to 512 and scores of tens.
+constexpr double kAttendTol = 2e-5;
+
+class AttendRig {
+ public:
+  AttendRig(const VulkanContext& ctx, const AttendCase& c, uint32_t n_pos)
+      : ctx_(ctx), c_(c), step_(ctx) {
+    ops_ = make_ops(ctx, kMaxChunk, c.n_q, c.d, n_pos);
+    stream_ = random_stream(n_pos, c.n_kv, c.d, c.d * 7 + c.slots);
+    dims_ = AttentionDims{c.T, c.n_q, c.n_kv, c.d, c.slots, c.window};
+    const size_t ring_n = size_t(c.slots) * c.n_kv * c.d, q_n = size_t(c.T) * c.n_q * c.d;
+    kc_ = device_buffer(ctx, std::vector<float>(ring_n, 0.0f), "k_cache");
+    vc_ = device_buffer(ctx, std::vector<float>(ring_n, 0.0f), "v_cache");
+    qb_ = device_buffer(ctx, std::vector<float>(q_n, 0.0f), "q");
+    ob_ = device_buffer(ctx, std::vector<float>(q_n, NAN), "out");
+  }
+
+  // Attends the chunk at pos0 with the ring as after writing [0, pos0 + T); compares with the
+  // CPU over the whole stream.
+  void check(uint32_t pos0, uint32_t seed) {
+    SCOPED_TRACE("pos0 " + std::to_string(pos0));
+    const size_t row = size_t(c_.n_kv) * c_.d, q_n = size_t(c_.T) * c_.n_q * c_.d;
+    // q scaled so scores q·k have a spread of a few units (x q_scale).
+    const float qs = c_.q_scale * 3.0f / std::sqrt(float(c_.d));
+    const std::vector<float> q = random_vector(q_n, seed, -qs, qs);
+    std::vector<float> ring;
+    fill_ring(stream_.k, row, c_.slots, pos0 + c_.T, &ring);
+    ASSERT_TRUE(upload(ctx_, kc_, 0, ring.data(), ring.size() * sizeof(float)).ok());
+    fill_ring(stream_.v, row, c_.slots, pos0 + c_.T, &ring);
+    ASSERT_TRUE(upload(ctx_, vc_, 0, ring.data(), ring.size() * sizeof(float)).ok());
+    ASSERT_TRUE(upload(ctx_, qb_, 0, q.data(), q_n * sizeof(float)).ok());
+    step_.set(pos0, c_.T);
+
+    auto rec = Recorder::create(ctx_);
+    ASSERT_TRUE(rec.ok()) << rec.error().message;
+    ASSERT_TRUE((*rec)->begin().ok());
+    auto r = ops_->attend(**rec, {&step_.buffer}, dims_, {&qb_}, {&kc_}, {&vc_}, {&ob_});
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    EXPECT_EQ((*rec)->dispatch_count(), ops_->splits(dims_) == 1 ? 1 : 2);
+    ASSERT_TRUE((*rec)->submit_and_wait().ok());
+    expect_close(download_floats(ctx_, ob_, q_n), reference_attention(stream_, q, dims_, pos0),
+                 kAttendTol, "out");
+  }
+
+  const AttentionOps& ops() const { return *ops_; }
+  const AttentionDims& dims() const { return dims_; }
+
+ private:
+  const VulkanContext& ctx_;
+  AttendCase c_;
+  StepBuffer step_;
+  std::unique_ptr<AttentionOps> ops_;
+  Stream stream_;
+  AttentionDims dims_;
+  Buffer kc_, vc_, qb_, ob_;
+};
+
+class GpuAttend : public GpuTest, public ::testing::WithParamInterface<AttendCase> {};
+
+// Each case at a few positions: the first chunk, positions inside and past the ring (sliding
+// rings wrap), and pos0 given.
+TEST_P(GpuAttend, MatchesCpuReference) {
+  const AttendCase c = GetParam();
+  AttendRig rig(*ctx_, c, c.pos0 + c.T);
+  for (uint32_t pos0 : {0u, c.pos0 / 3, c.pos0}) rig.check(pos0, pos0 + 11);
+}
+
+// Slots: full layers hold every position (>= pos0 + T); sliding ones W - 1 + T (the minimum
+// the forward pass may size, GEMMA4_TEXT.md §5), smaller than pos0 so the ring has wrapped.
+// Splits: rings of <= 64 keys take the direct path, longer ones split and merge.
+const AttendCase kAttendCases[] = {
+    // decode, full
+    {4, 2, 16, 0, 200, 1, 150},
+    {8, 2, 256, 0, 700, 1, 650},
+    {8, 1, 512, 0, 1100, 1, 1000},
+    {4, 4, 8, 0, 40, 1, 39},    // no GQA, direct
+    {16, 1, 16, 0, 300, 1, 250},  // 16 heads a KV head: more than one head group
+    // decode, sliding (wrapped rings)
+    {8, 1, 256, 32, 32, 1, 500},
+    {8, 4, 16, 5, 6, 1, 77},
+    {8, 2, 512, 100, 100, 1, 333},
+    // prefill chunks at pos0 > 0
+    {4, 1, 16, 16, 22, 7, 45},
+    {8, 2, 256, 0, 256, 64, 130},
+    {8, 1, 512, 48, 111, 64, 200},
+    {2, 1, 512, 0, 16, 7, 3},  // direct path for T > 1
+    {16, 2, 16, 0, 64, 7, 50},
+    {4, 1, 256, 20, 26, 7, 90},
+    // peaked softmax: max subtraction and the merge of splits with very different maxima
+    {8, 2, 256, 0, 600, 1, 580, 12.0f},
+    {8, 1, 256, 40, 103, 64, 300, 12.0f},
+};
+
+std::string attend_name(const AttendCase& c) {
+  return "Q" + std::to_string(c.n_q) + "Kv" + std::to_string(c.n_kv) + "D" +
+         std::to_string(c.d) + (c.window ? "W" + std::to_string(c.window) : "Full") + "Slots" +
+         std::to_string(c.slots) + "T" + std::to_string(c.T) + "Pos" + std::to_string(c.pos0) +
+         (c.q_scale > 1.0f ? "Peaked" : "");
+}
+
+INSTANTIATE_TEST_SUITE_P(Attention, GpuAttend, ::testing::ValuesIn(kAttendCases),
+                         [](const auto& info) { return attend_name(info.param); });
+
+// The cases above exercise both paths of attend(): one pass, and split-K plus merge.
+TEST_F(AttentionTest, AttendCasesCoverDirectAndSplitPaths) {
+  bool direct = false, split = false, split_prefill = false;
+  for (const AttendCase& c : kAttendCases) {
+    auto ops = make_ops(*ctx_, kMaxChunk, c.n_q, c.d, c.pos0 + c.T);
+    const uint32_t n = ops->splits({c.T, c.n_q, c.n_kv, c.d, c.slots, c.window});
+    direct = direct || n == 1;
+    split = split || (n > 1 && c.T == 1);
+    split_prefill = split_prefill || (n > 1 && c.T > 1);
+  }
+  EXPECT_TRUE(direct);
+  EXPECT_TRUE(split);
+  EXPECT_TRUE(split_prefill);
+}
+
+
+// ---------------------------------------------------------------------------------------------
+// decode: qkv_prep + attend, the same commands for every token, only the step buffer changes
+
+struct DecodeCase {
+  uint32_t n_q, n_kv, d, window, slots, n_pos;
+};
+
+// Tokens 0 .. n_pos-1 one at a time: raw q/k/v in, the ring written by qkv_prep, attend over
+// it, against the CPU layer (norms, RoPE, attention over every position). Recorder has no
+// re-submit of a finished recording yet, so each token records the same two ops again; the
+// recording depends on nothing but the step buffer, which is rewritten before each submit.
+void check_decode(const VulkanContext& ctx, const DecodeCase& c) {
+  SCOPED_TRACE("n_q " + std::to_string(c.n_q) + " n_kv " + std::to_string(c.n_kv) + " d " +
+               std::to_string(c.d) + " window " + std::to_string(c.window) + " slots " +
+               std::to_string(c.slots));
+  const size_t q_n = size_t(c.n_q) * c.d, kv_n = size_t(c.n_kv) * c.d;
+  const float eps = 1e-6f;
+  const bool full = c.window == 0;
+  // q_norm weights of ~3/sqrt(d): normed q and k give scores of a few units.
+  std::vector<float> q_norm = random_vector(c.d, 1, 0.5f, 1.5f);
+  for (float& w : q_norm) w *= 3.0f / std::sqrt(float(c.d));
+  const std::vector<float> k_norm = random_vector(c.d, 2, 0.5f, 1.5f);
+  const std::vector<float> inv_freq = inv_freq_for(c.d, full);
+  auto ops = make_ops(ctx, 1, c.n_q, c.d, c.n_pos);
+  StepBuffer step(ctx);
+  Buffer qb = device_buffer(ctx, std::vector<float>(q_n), "q");
+  Buffer kb = device_buffer(ctx, std::vector<float>(kv_n), "k");
+  Buffer vb = device_buffer(ctx, std::vector<float>(kv_n), "v");
+  Buffer qn = device_buffer(ctx, q_norm, "q_norm"), kn = device_buffer(ctx, k_norm, "k_norm");
+  Buffer fb = device_buffer(ctx, inv_freq, "inv_freq");
+  const std::vector<float> nan_ring(size_t(c.slots) * kv_n, NAN);
+  Buffer kc = device_buffer(ctx, nan_ring, "k_cache"), vc = device_buffer(ctx, nan_ring, "v_cache");
+  Buffer ob = device_buffer(ctx, std::vector<float>(q_n, NAN), "out");
+  auto rec = Recorder::create(ctx);
+  ASSERT_TRUE(rec.ok()) << rec.error().message;
+  const QkvShape qkv{1, c.n_q, c.n_kv, c.d, c.slots, eps};
+  const AttentionDims dims{1, c.n_q, c.n_kv, c.d, c.slots, c.window};
+
+  Stream stream{c.n_kv, c.d, {}, {}};
+  std::vector<float> cos(c.d / 2), sin(c.d / 2);
+  for (uint32_t pos = 0; pos < c.n_pos; ++pos) {
+    SCOPED_TRACE("pos " + std::to_string(pos));
+    std::vector<float> q = random_vector(q_n, 3 * pos + 100, -1.0f, 1.0f);
+    const std::vector<float> k = random_vector(kv_n, 3 * pos + 101);
+    const std::vector<float> v = random_vector(kv_n, 3 * pos + 102);
+    ASSERT_TRUE(upload(ctx, qb, 0, q.data(), q_n * 4).ok());
+    ASSERT_TRUE(upload(ctx, kb, 0, k.data(), kv_n * 4).ok());
+    ASSERT_TRUE(upload(ctx, vb, 0, v.data(), kv_n * 4).ok());
+    step.set(pos, 1);
+    ASSERT_TRUE((*rec)->begin().ok());
+    ASSERT_TRUE(ops->qkv_prep(**rec, {&step.buffer}, qkv, {&qb}, {&qn}, {&kb}, {&kn}, {&vb},
+                              {&fb}, {&kc}, {&vc})
+                    .ok());
+    ASSERT_TRUE(ops->attend(**rec, {&step.buffer}, dims, {&qb}, {&kc}, {&vc}, {&ob}).ok());
+    ASSERT_TRUE((*rec)->submit_and_wait().ok());
+
+    rope_tables(inv_freq.data(), c.d / 2, pos, 1, cos.data(), sin.data());
+    rms_norm(q.data(), q_norm.data(), c.n_q, c.d, eps, q.data());
+    rope_apply(q.data(), 1, c.n_q, c.d, cos.data(), sin.data());
+    std::vector<float> kr = k, vr = v;
+    rms_norm(kr.data(), k_norm.data(), c.n_kv, c.d, eps, kr.data());
+    rope_apply(kr.data(), 1, c.n_kv, c.d, cos.data(), sin.data());
+    rms_norm(vr.data(), nullptr, c.n_kv, c.d, eps, vr.data());
+    stream.k.insert(stream.k.end(), kr.begin(), kr.end());
+    stream.v.insert(stream.v.end(), vr.begin(), vr.end());
+    const std::vector<float> want = reference_attention(stream, q, dims, pos);
+    expect_close(download_floats(ctx, ob, q_n), want, kAttendTol, "out");
+    if (::testing::Test::HasFailure()) return;
+  }
+}
+
+// Sliding: a ring of W slots (W - 1 + one decode token) wrapped several times; full: every
+// position kept, proportional RoPE, splits appearing as the context grows past 64 keys.
+TEST_F(AttentionTest, DecodeStepsMatchCpuAtEveryPosition) {
+  check_decode(*ctx_, {8, 1, 256, 24, 24, 90});
+  check_decode(*ctx_, {4, 2, 16, 0, 150, 150});
+  check_decode(*ctx_, {8, 1, 512, 0, 80, 80});
+}
+
+}  // namespace
+}  // namespace infer::gpu
