@@ -197,6 +197,11 @@ int64_t GpuForward::position() const { return impl_->pos; }
 int64_t GpuForward::vocab_size() const { return impl_->model->config().text.vocab_size; }
 const StepTiming& GpuForward::last_step_timing() const { return impl_->timing; }
 
+RecordingCounts GpuForward::decode_counts() const {
+  const Recorder& r = *impl_->decode_greedy;
+  return RecordingCounts{r.dispatch_count(), r.barrier_command_count(), r.barrier_count()};
+}
+
 size_t GpuForward::device_bytes() const {
   const Impl& m = *impl_;
   return m.weights->bytes + m.kv->bytes() + m.a.bytes + size_t(m.a.all_logits.size());

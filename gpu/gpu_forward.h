@@ -19,6 +19,14 @@ namespace infer::gpu {
 
 class VulkanContext;
 
+// What one recording holds: each dispatch waits on the one before it only across a pipeline
+// barrier, so barrier commands count the dependent steps of a token.
+struct RecordingCounts {
+  int dispatches = 0;
+  int barrier_commands = 0;  // vkCmdPipelineBarrier2 calls
+  int buffer_barriers = 0;   // buffer memory barriers in them
+};
+
 // Where the time of the last decode step went (the host waits once per token).
 struct StepTiming {
   double host_s = 0;    // host work before submit: step buffer, PLE rows
@@ -50,6 +58,8 @@ class GpuForward final : public Forward {
   // Of the last decode step or prefill chunk.
   const StepTiming& last_step_timing() const;
   size_t device_bytes() const;  // weights, caches and activations on the device
+  // The decode recording decode_greedy replays, as recorded at create.
+  RecordingCounts decode_counts() const;
 
  private:
   GpuForward();

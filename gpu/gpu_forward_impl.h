@@ -51,8 +51,8 @@ struct GpuActivations {
   Buffer ple_rows;    // host-written [C, L·P]: the PLE table rows of the chunk's ids (§4.3.1)
   Buffer x, h, o;     // [C, H]: stream, normed block input, block output
   Buffer x2, m2;      // [C, H]: MoE expert input and output
-  Buffer q, att;      // [C, n_q·d_max]
-  Buffer k, v;        // [C, n_kv_max·d_max]
+  Buffer qkv;         // [C, rows of the widest stacked q|k|v projection]: raw projections
+  Buffer q, att;      // [C, n_q·d_max]: q normed and rotated, attention output
   Buffer act;         // [C, I_max]
   Buffer ple;         // [C, L·P]: per-layer inputs
   Buffer g;           // [C, P]: PLE gate

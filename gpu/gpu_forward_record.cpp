@@ -50,28 +50,25 @@ struct ChunkRecorder {
     const GpuLayerWeights& lw = w.layers[size_t(i)];
     const KvRing& ring = kv.ring(i);
     const Binding step = whole(a.step), h = whole(a.h), q = whole(a.q);
-    INFER_TRY_VOID(matvec(lw.q_proj, h, q, T));
+    // One matvec: qkv[t] = [q | k | v] (gpu/gpu_weights.h), then one qkv_prep.
+    INFER_TRY_VOID(matvec(lw.qkv_proj, h, whole(a.qkv), T));
     QkvShape qs;
     qs.T = T;
     qs.n_q = uint32_t(tc.num_attention_heads);
-    qs.n_kv = ring.n_kv;
+    qs.n_kv = plan.kv_shared ? 0 : ring.n_kv;  // KV-shared: the donor filled the ring
     qs.d = uint32_t(plan.head_dim);
     qs.slots = ring.slots;
     qs.eps = eps();
-    Binding k, v, k_norm;  // empty on KV-shared layers: the donor filled the ring
+    qs.stride = uint32_t(lw.qkv_proj.rows);
+    qs.k_offset = lw.qkv_k_offset;
+    qs.v_offset = lw.qkv_v_offset;  // == k_offset on K=V layers: V is the raw k projection
+    Binding k_cache, v_cache;  // empty on KV-shared layers: nothing written there
     if (!plan.kv_shared) {
-      k = whole(a.k);
-      k_norm = lw.k_norm;
-      INFER_TRY_VOID(matvec(lw.k_proj, h, k, T));
-      if (plan.k_eq_v) {
-        v = k;  // V is the raw k projection (§4.5); qkv_prep reads it before normalising K
-      } else {
-        v = whole(a.v);
-        INFER_TRY_VOID(matvec(lw.v_proj, h, v, T));
-      }
+      k_cache = whole(ring.k);
+      v_cache = whole(ring.v);
     }
-    INFER_TRY_VOID(ops.attention->qkv_prep(rec, step, qs, q, lw.q_norm, k, k_norm, v, lw.inv_freq,
-                                           whole(ring.k), whole(ring.v)));
+    INFER_TRY_VOID(ops.attention->qkv_prep(rec, step, qs, whole(a.qkv), lw.q_norm, lw.k_norm,
+                                           lw.inv_freq, q, k_cache, v_cache));
     AttentionDims ad;
     ad.T = T;
     ad.n_q = qs.n_q;

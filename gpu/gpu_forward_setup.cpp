@@ -46,8 +46,8 @@ Result<void> create_ops(const VulkanContext& ctx, const ModelConfig& cfg, const 
   note_format(mv, w.lm_head);
   note_format(mv, w.per_layer_model_projection);
   for (const LayerWeights& lw : w.layers) {
-    for (const Matrix* m : {&lw.q_proj, &lw.k_proj, &lw.v_proj, &lw.o_proj, &lw.down_proj,
-                            &lw.per_layer_input_gate, &lw.per_layer_projection}) {
+    for (const Matrix* m : {&lw.q_proj, &lw.o_proj, &lw.down_proj, &lw.per_layer_input_gate,
+                            &lw.per_layer_projection}) {  // k/v are stacked under q_proj
       note_format(mv, *m);
     }
     note_format(gu, lw.gate_proj);
@@ -79,10 +79,12 @@ Result<void> create_activations(const VulkanContext& ctx, const ModelConfig& cfg
   const uint64_t C = uint64_t(max_chunk), H = uint64_t(tc.hidden_size);
   const uint64_t P = uint64_t(tc.hidden_size_per_layer_input);
   const uint64_t LP = uint64_t(tc.num_hidden_layers) * P;
-  uint64_t qd = 0, kvd = 0, I = 0;
+  uint64_t qd = 0, qkvd = 0, I = 0;
   for (const LayerPlan& p : cfg.layers) {
-    qd = std::max(qd, uint64_t(tc.num_attention_heads) * uint64_t(p.head_dim));
-    kvd = std::max(kvd, uint64_t(p.num_key_value_heads) * uint64_t(p.head_dim));
+    const uint64_t q_rows = uint64_t(tc.num_attention_heads) * uint64_t(p.head_dim);
+    qd = std::max(qd, q_rows);
+    // q, k and v rows (at most: K=V and KV-shared layers have fewer).
+    qkvd = std::max(qkvd, q_rows + 2 * uint64_t(p.num_key_value_heads) * uint64_t(p.head_dim));
     I = std::max(I, uint64_t(p.mlp_intermediate));
   }
   const uint64_t V = uint64_t(tc.vocab_size);
@@ -103,10 +105,9 @@ Result<void> create_activations(const VulkanContext& ctx, const ModelConfig& cfg
   INFER_TRY_VOID(make(a.o, C * H, BufferKind::kDevice, "o"));
   INFER_TRY_VOID(make(a.x2, moe ? C * H : 1, BufferKind::kDevice, "moe x2"));
   INFER_TRY_VOID(make(a.m2, moe ? C * H : 1, BufferKind::kDevice, "moe m2"));
+  INFER_TRY_VOID(make(a.qkv, C * qkvd, BufferKind::kDevice, "qkv"));
   INFER_TRY_VOID(make(a.q, C * qd, BufferKind::kDevice, "q"));
   INFER_TRY_VOID(make(a.att, C * qd, BufferKind::kDevice, "att"));
-  INFER_TRY_VOID(make(a.k, C * kvd, BufferKind::kDevice, "k"));
-  INFER_TRY_VOID(make(a.v, C * kvd, BufferKind::kDevice, "v"));
   INFER_TRY_VOID(make(a.act, C * I, BufferKind::kDevice, "mlp act"));
   INFER_TRY_VOID(make(a.ple, C * LP, BufferKind::kDevice, "ple"));
   INFER_TRY_VOID(make(a.g, C * P, BufferKind::kDevice, "ple gate"));

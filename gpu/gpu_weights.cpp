@@ -1,11 +1,12 @@
-// Upload of ModelWeights: one device buffer per matrix (bytes as in model/matrix.h), one per
-// stacked expert set, and one packed buffer of f32 vectors whose ranges the layers bind.
+// Upload of ModelWeights: one device buffer per matrix (bytes as in model/matrix.h; a layer's
+// q/k/v rows stacked into one), one per stacked expert set, and one packed buffer of f32 vectors whose ranges the layers bind.
 #include "gpu/gpu_weights.h"
 
 #include <algorithm>
 #include <map>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "gpu/context.h"
 
@@ -60,12 +61,41 @@ Result<void> upload_if_present(const VulkanContext& ctx, const Matrix& m, const 
   return Ok{};
 }
 
+// q_proj, k_proj and v_proj (those present) as one matrix of their rows in that order: the
+// formats and widths must agree, as they do for every projection loaded as stored or quantised.
+Result<void> upload_qkv(const VulkanContext& ctx, const LayerWeights& lw, const std::string& p,
+                        GpuLayerWeights& g, size_t& bytes) {
+  const Matrix* parts[3] = {&lw.q_proj, &lw.k_proj, &lw.v_proj};
+  std::vector<uint8_t> data;
+  Matrix stacked{lw.q_proj.format, 0, lw.q_proj.cols, nullptr};
+  for (int i = 0; i < 3; ++i) {
+    const Matrix& m = *parts[i];
+    if (m.rows == 0) {
+      if (i == 2) g.qkv_v_offset = g.qkv_k_offset;  // K=V or KV-shared: no v rows
+      continue;
+    }
+    if (m.format != stacked.format || m.cols != stacked.cols) {
+      return make_error(ErrorCode::kUnsupported,
+                        p + "q/k/v_proj: " + weight_format_name(m.format) + " [" +
+                            std::to_string(m.rows) + ", " + std::to_string(m.cols) +
+                            "] cannot be stacked under q_proj's " +
+                            weight_format_name(stacked.format) + " [.., " +
+                            std::to_string(stacked.cols) + "]");
+    }
+    if (i == 1) g.qkv_k_offset = uint32_t(stacked.rows);
+    if (i == 2) g.qkv_v_offset = uint32_t(stacked.rows);
+    data.insert(data.end(), m.data, m.data + m.nbytes());
+    stacked.rows += m.rows;
+  }
+  if (lw.k_proj.rows == 0) g.qkv_k_offset = g.qkv_v_offset = uint32_t(stacked.rows);
+  stacked.data = data.data();
+  return upload_if_present(ctx, stacked, p + "qkv_proj", g.qkv_proj, bytes);
+}
+
 Result<void> upload_layer(const VulkanContext& ctx, const ModelConfig& cfg, const LayerWeights& lw,
                           int i, GpuLayerWeights& g, size_t& bytes) {
   const std::string p = "layers." + std::to_string(i) + ".";
-  INFER_TRY_VOID(upload_if_present(ctx, lw.q_proj, p + "q_proj", g.q_proj, bytes));
-  INFER_TRY_VOID(upload_if_present(ctx, lw.k_proj, p + "k_proj", g.k_proj, bytes));
-  INFER_TRY_VOID(upload_if_present(ctx, lw.v_proj, p + "v_proj", g.v_proj, bytes));
+  INFER_TRY_VOID(upload_qkv(ctx, lw, p, g, bytes));
   INFER_TRY_VOID(upload_if_present(ctx, lw.o_proj, p + "o_proj", g.o_proj, bytes));
   INFER_TRY_VOID(upload_if_present(ctx, lw.gate_proj, p + "gate_proj", g.gate_proj, bytes));
   INFER_TRY_VOID(upload_if_present(ctx, lw.up_proj, p + "up_proj", g.up_proj, bytes));

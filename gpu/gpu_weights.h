@@ -1,5 +1,5 @@
 // The model's weights on the device (DESIGN.md §7): every projection exactly as loaded (bf16/f32
-// as stored, or the Q8_0/Q4_0 copies), all f32 vectors (norms, router scales, RoPE inverse
+// as stored, or the Q8_0/Q4_0 copies; a layer's q/k/v stacked into one), all f32 vectors (norms, router scales, RoPE inverse
 // frequencies) packed into one buffer. The PLE token table stays in host memory (§4.3): the host
 // gathers a chunk's rows before each submit.
 #pragma once
@@ -25,7 +25,12 @@ class VulkanContext;
 struct GpuLayerWeights {
   Binding input_layernorm, post_attention_layernorm;    // [H]
   Binding pre_feedforward_layernorm, post_feedforward_layernorm;  // [H]
-  GpuMatrix q_proj, k_proj, v_proj, o_proj;
+  // q_proj, k_proj and v_proj stacked by rows, so one matvec of h writes a token's
+  // [q | k | v] row: [n_q·d + n_kv·d + n_kv·d, H]. KV-shared layers have q alone; K=V layers
+  // no v rows (V is the raw k projection, §4.5). Rows as loaded, bytes as model/matrix.h.
+  GpuMatrix qkv_proj;
+  uint32_t qkv_k_offset = 0, qkv_v_offset = 0;  // row of the first k / v output (v == k: K=V)
+  GpuMatrix o_proj;
   Binding q_norm, k_norm;  // [d]; k_norm absent on KV-shared layers
   Binding inv_freq;        // [d/2] of the layer's RoPE type (§4.6)
   GpuMatrix gate_proj, up_proj, down_proj;

@@ -2,6 +2,7 @@
 // per buffer, submit and fence wait, and replays of a reusable recording.
 #include "gpu/recorder.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "base/check.h"
@@ -12,13 +13,17 @@ namespace infer::gpu {
 namespace {
 
 constexpr uint32_t kSetsPerPool = 256;
-constexpr uint32_t kBuffersPerPool = 4 * kSetsPerPool;
+constexpr uint32_t kBuffersPerPool = 8 * kSetsPerPool;
 
 }  // namespace
 
 Result<std::unique_ptr<Recorder>> Recorder::create(const VulkanContext& ctx) {
   std::unique_ptr<Recorder> r(new Recorder(ctx));
   VkDevice dev = ctx.device();
+  VkPhysicalDeviceProperties props;
+  vkGetPhysicalDeviceProperties(ctx.physical_device(), &props);
+  r->max_bindings_ = std::min<uint32_t>(kMaxBindings,
+                                        props.limits.maxPerStageDescriptorStorageBuffers);
   VkCommandPoolCreateInfo pool_info{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
   pool_info.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
   pool_info.queueFamilyIndex = ctx.queue_family();
@@ -54,6 +59,7 @@ Result<void> Recorder::begin(bool reusable) {
   pending_.clear();
   dispatches_ = 0;
   barriers_ = 0;
+  barrier_commands_ = 0;
   INFER_TRY_VOID(vk_check(vkResetCommandBuffer(cb_, 0), "vkResetCommandBuffer"));
   VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
   // A replayed recording is never pending twice at once (each submit is waited on), so it
@@ -128,6 +134,7 @@ void Recorder::order(std::span<const Use> uses, VkPipelineStageFlags2 stage,
     dep.pBufferMemoryBarriers = barrier_scratch_.data();
     vkCmdPipelineBarrier2(cb_, &dep);
     barriers_ += int(barrier_scratch_.size());
+    ++barrier_commands_;
     for (const VkBufferMemoryBarrier2& b : barrier_scratch_) pending_.erase(b.buffer);
   }
   for (const Use& u : uses) {
@@ -155,10 +162,13 @@ Result<void> Recorder::dispatch(const Pipeline& pipeline, std::span<const Bindin
               "%s: %u x %u x %u workgroups", pipeline.name().c_str(), groups.x, groups.y, groups.z);
 
   INFER_TRY(VkDescriptorSet set, allocate_set(pipeline.set_layout()));
-  VkDescriptorBufferInfo infos[8];
-  VkWriteDescriptorSet writes[8];
-  Use uses[8];
-  INFER_CHECK(bindings.size() <= 8, "%s: more than 8 bindings", pipeline.name().c_str());
+  VkDescriptorBufferInfo infos[kMaxBindings];
+  VkWriteDescriptorSet writes[kMaxBindings];
+  Use uses[kMaxBindings];
+  INFER_CHECK(bindings.size() <= max_bindings_,
+              "%s: %zu bindings, more than %u (the device's maxPerStageDescriptorStorageBuffers "
+              "or the Recorder's own limit)",
+              pipeline.name().c_str(), bindings.size(), max_bindings_);
   for (size_t i = 0; i < bindings.size(); ++i) {
     const Binding& b = bindings[i];
     INFER_CHECK(b.buffer != nullptr && b.buffer->handle() != VK_NULL_HANDLE,

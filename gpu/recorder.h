@@ -75,9 +75,17 @@ class Recorder {
   const Timing& last_timing() const { return timing_; }
   bool reusable() const { return reusable_; }
 
-  // Counts of the last recording, so tests can check barriers go only where data depends.
+  // Bindings one dispatch may have: kMaxBindings, or fewer where the device's
+  // maxPerStageDescriptorStorageBuffers is lower.
+  static constexpr uint32_t kMaxBindings = 16;
+  uint32_t max_bindings() const { return max_bindings_; }
+
+  // Counts of the last recording, so tests can check barriers go only where data depends:
+  // dispatches, buffer barriers, and pipeline-barrier commands (each a point where later work
+  // waits for earlier work; one command holds every buffer barrier a dispatch needs).
   int dispatch_count() const { return dispatches_; }
   int barrier_count() const { return barriers_; }
+  int barrier_command_count() const { return barrier_commands_; }
 
  private:
   struct Use {
@@ -108,8 +116,10 @@ class Recorder {
   State state_ = State::kEmpty;
   bool reusable_ = false;
   Timing timing_;
+  uint32_t max_bindings_ = 0;
   int dispatches_ = 0;
   int barriers_ = 0;
+  int barrier_commands_ = 0;
 };
 
 }  // namespace infer::gpu

@@ -61,7 +61,7 @@ void attention_block(const ForwardContext& c, int layer) {
   shape.n_kv = src_plan.num_key_value_heads;
   shape.d = d;
   shape.window = plan.type == LayerType::kSliding ? tc.sliding_window : 0;
-  AttentionScratch scratch{c.s.scores.data(), c.s.max_keys, c.s.n_workers};
+  const AttentionScratch scratch{c.s.att_partial.data(), c.s.att_partial_row, c.s.n_workers};
   float* att = c.s.att.data();
   attention(q, shape, c.kv.view(src, c.pos0), att, scratch, c.pool);
   if (!plan.kv_shared && !plan.is_donor) c.kv.commit(layer, c.pos0, T);

@@ -34,8 +34,10 @@ struct ForwardScratch {
   std::vector<int32_t> expert_count;  // [E]
   std::vector<int32_t> top_idx;       // [k]
   std::vector<float> top_w;           // [k]
-  // Attention: scores [n_workers, max_keys].
-  std::vector<float> scores;
+  // Attention: one token's keys split over workers, each with a partial softmax state
+  // [n_workers, attention_partial_floats(n_q, d_max)]. max_keys: the most keys a query sees.
+  std::vector<float> att_partial;
+  int64_t att_partial_row = 0;
   int64_t max_keys = 0;
   int n_workers = 0;
 };

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "model/forward_blocks.h"
+#include "model/ops/attention.h"
 #include "model/ops/rope.h"
 
 namespace infer {
@@ -40,7 +41,10 @@ ForwardScratch::ForwardScratch(const ModelConfig& cfg, int64_t C, int64_t max_ke
     top_idx.assign(size_t(tc.top_k_experts), 0);
     top_w.assign(size_t(tc.top_k_experts), 0.0f);
   }
-  scores.assign(size_t(int64_t(n_workers) * max_keys), 0.0f);
+  int64_t d_max = 0;
+  for (const LayerPlan& p : cfg.layers) d_max = std::max<int64_t>(d_max, p.head_dim);
+  att_partial_row = attention_partial_floats(tc.num_attention_heads, d_max);
+  att_partial.assign(size_t(n_workers * att_partial_row), 0.0f);
 }
 
 RopeTables::RopeTables(const ModelConfig& cfg, int64_t max_chunk) {

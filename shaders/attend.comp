@@ -2,14 +2,19 @@
 //   step:    binding 0, uint words (step.h): position of token 0 at INFER_STEP_POS0
 //   q:       binding 1, [T, n_q, d] f32 (normed and rotated)
 //   k_cache: binding 2, v_cache: binding 3, [slots, n_kv, d] f32, position s at row s % slots
-//   out:     binding 4, [T, n_q, d] f32, written when pc.direct
-//   scratch: binding 5, partials when !pc.direct (layout in attention.h)
+//   out:     binding 4, [T, n_q, d] f32
+//   scratch: binding 5, split partials (layout in attention.h)
+//   counters: binding 6, uint per (token group, head group): splits done, 0 between dispatches
 //   push: AttendPush (attention.h). spec: LOCAL_SIZE, ROWS query rows, TILE keys per tile,
 //   MAX_D >= d, DIMS = ceil(MAX_D / LOCAL_SIZE).
 // A workgroup's ROWS rows (query heads of one KV head, for one or a few tokens) share every
-// K/V row it loads. Keys [lo, p_last] the rows may see are cut into n_splits ranges (split-K,
-// "flash-decoding"), one per workgroup x, so a single decode token still fills a large GPU;
-// the key count is computed here from the step buffer, so the grid is fixed at record time.
+// K/V row it loads. Keys [lo, p_last] the rows may see are cut into up to n_splits ranges of
+// at least min_keys keys (split-K, "flash-decoding"), one per workgroup x, so a single decode
+// token still fills a large GPU; the key count is computed here from the step buffer, so the
+// grid is fixed at record time and only the splits the keys need do work. The last split to
+// finish merges the partials (no second dispatch): partials go out through `coherent` writes
+// and memoryBarrierBuffer before the split counts itself with an atomic, and the merging
+// workgroup reads them after seeing the count complete.
 // Per tile: one subgroup per key computes all rows' scores (lanes over d, subgroupAdd), one
 // subgroup per row updates the running max and sum, then each invocation adds p · V into the
 // output dims it owns. Scores are unscaled, softmax in f32.
@@ -33,7 +38,8 @@ layout(binding = 1, std430) readonly buffer Q { float q[]; };
 layout(binding = 2, std430) readonly buffer KCache { float k_cache[]; };
 layout(binding = 3, std430) readonly buffer VCache { float v_cache[]; };
 layout(binding = 4, std430) writeonly buffer Out { float out_rows[]; };
-layout(binding = 5, std430) writeonly buffer Scratch { float scratch[]; };
+layout(binding = 5, std430) coherent buffer Scratch { float scratch[]; };
+layout(binding = 6, std430) coherent buffer Counters { uint counters[]; };
 
 // A masked score, and the running max before any key: finite, so no inf - inf. Real scores
 // are dot products of normed rows, nowhere near it.
@@ -44,6 +50,8 @@ shared float p_sh[kRows * kTile];  // scores, then probabilities, of the current
 shared float m_sh[kRows];          // running max
 shared float l_sh[kRows];          // running sum of exp(score - max)
 shared float alpha_sh[kRows];      // rescale of the output for the current tile
+shared float w_sh[INFER_ATTN_MAX_SPLITS];  // merge: weight of each split's partial
+shared bool last_sh;                       // this workgroup merges
 
 void main() {
   const uint lid = gl_LocalInvocationID.x;
@@ -62,7 +70,11 @@ void main() {
   const uint p_first = pos0 + t0;
   const uint lo = (pc.window > 0 && p_first + 1 > pc.window) ? p_first + 1 - pc.window : 0;
   const uint n_keys = p_last + 1 - lo;
-  const uint per_split = ((n_keys + pc.n_splits - 1) / pc.n_splits + kTile - 1) / kTile * kTile;
+  const uint per_split =
+      (max((n_keys + pc.n_splits - 1) / pc.n_splits, pc.min_keys) + kTile - 1) / kTile * kTile;
+  const uint n_active = (n_keys + per_split - 1) / per_split;  // splits with keys, <= n_splits
+  if (gl_WorkGroupID.x >= n_active) return;  // uniform: the whole workgroup leaves
+  const bool direct = n_active == 1;
   const uint k_begin = lo + gl_WorkGroupID.x * per_split;
   const uint k_end = min(k_begin + per_split, p_last + 1);
 
@@ -146,6 +158,7 @@ void main() {
 
   const uint n_rows = pc.T * pc.n_q;
   const uint split_row0 = gl_WorkGroupID.x * n_rows;
+  const uint ml0 = pc.n_splits * n_rows * d;  // (m, l) pairs after the o rows
   for (uint r = 0; r < kRows; ++r) {
     const uint t = t0 + r / pc.heads_per_group, h = h0 + r % pc.heads_per_group;
     if (r >= pc.heads_per_group * pc.tokens_per_group || t >= t_end || h >= h_end) continue;
@@ -153,16 +166,52 @@ void main() {
     for (uint c = 0; c < kDims; ++c) {
       const uint j = lid + c * gl_WorkGroupSize.x;
       if (j >= d) continue;
-      if (pc.direct != 0) {
+      if (direct) {
         out_rows[row * d + j] = acc[r * kDims + c] / l_sh[r];
       } else {
         scratch[(split_row0 + row) * d + j] = acc[r * kDims + c];
       }
     }
-    if (pc.direct == 0 && lid == 0) {
-      const uint ml = pc.n_splits * n_rows * d + (split_row0 + row) * 2;
-      scratch[ml] = m_sh[r];
-      scratch[ml + 1] = l_sh[r];
+    if (!direct && lid == 0) {
+      scratch[ml0 + (split_row0 + row) * 2] = m_sh[r];
+      scratch[ml0 + (split_row0 + row) * 2 + 1] = l_sh[r];
+    }
+  }
+  if (direct) return;
+
+  // Count this split in; the last of the `n_active` splits merges (threadfence-reduction).
+  memoryBarrierBuffer();
+  barrier();
+  if (lid == 0) {
+    const uint counter = gl_WorkGroupID.y * gl_NumWorkGroups.z + gl_WorkGroupID.z;
+    last_sh = atomicAdd(counters[counter], 1u) == n_active - 1;
+    if (last_sh) atomicExchange(counters[counter], 0u);  // every split has counted: reset
+  }
+  barrier();
+  if (!last_sh) return;
+  memoryBarrierBuffer();
+
+  // out = sum_s e^(m_s - M) o_s / sum_s e^(m_s - M) l_s, M = max_s m_s (§4.7: one softmax).
+  for (uint r = 0; r < kRows; ++r) {
+    const uint t = t0 + r / pc.heads_per_group, h = h0 + r % pc.heads_per_group;
+    if (r >= pc.heads_per_group * pc.tokens_per_group || t >= t_end || h >= h_end) continue;
+    const uint row = t * pc.n_q + h;
+    float m = kMasked;
+    for (uint s = 0; s < n_active; ++s) m = max(m, scratch[ml0 + (s * n_rows + row) * 2]);
+    float l = 0.0;
+    for (uint s = 0; s < n_active; ++s) {
+      const uint i = ml0 + (s * n_rows + row) * 2;
+      l += exp(scratch[i] - m) * scratch[i + 1];
+    }
+    barrier();  // w_sh of the previous row is read
+    for (uint s = lid; s < n_active; s += gl_WorkGroupSize.x) {
+      w_sh[s] = exp(scratch[ml0 + (s * n_rows + row) * 2] - m) / l;
+    }
+    barrier();
+    for (uint j = lid; j < d; j += gl_WorkGroupSize.x) {
+      float o = 0.0;
+      for (uint s = 0; s < n_active; ++s) o += w_sh[s] * scratch[(s * n_rows + row) * d + j];
+      out_rows[row * d + j] = o;
     }
   }
 }

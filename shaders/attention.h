@@ -1,31 +1,41 @@
-// Push and specialization constants of the attention shaders (qkv_prep.comp, attend.comp,
-// attend_combine.comp), shared with gpu/ops/attention.cpp, which static_asserts the sizes.
+// Push and specialization constants of the attention shaders (qkv_prep.comp, attend.comp),
+// shared with gpu/ops/attention.cpp, which static_asserts the sizes.
 // C/GLSL common subset: 32-bit scalars only. Positions are not here: they come from the step
 // buffer (step.h), so one decode recording serves every position. GLSL has one push block per
-// shader: each .comp defines which it wants (INFER_ATTN_QKV_PREP, _ATTEND, _COMBINE).
+// shader: each .comp defines which it wants (INFER_ATTN_QKV_PREP, _ATTEND).
 #ifndef INFER_SHADERS_ATTENTION_H_
 #define INFER_SHADERS_ATTENTION_H_
 
 #include "common/host_shared.h"
 
-// For t < T at p = step[POS0] + t: each of the `heads` rows [d] of token t is RMS-normed
-// (eps inside the root), times its weight, rotated (rotate-half RoPE, angle p·inv_freq[j]).
-// The kv variant's workgroups x < heads do K that way into k_cache[p % slots]; workgroups
-// heads .. 2·heads - 1 write the no-weight, unrotated norm of V into v_cache[p % slots].
+// For t < T at p = step[POS0] + t, the raw projections of token t sit in one row of `stride`
+// floats: q heads at 0, K heads at k_offset, V heads at v_offset (the stacked q|k|v matvec
+// output; v_offset == k_offset on K=V layers). Each head row [d] is RMS-normed (eps inside the
+// root) and, for q and K, weighted and rotated (rotate-half RoPE, angle p·inv_freq[j]).
+// Workgroups x < n_q write q_out[t, x]; n_q .. n_q + n_kv - 1 K into k_cache[p % slots]; the
+// next n_kv the no-weight, unrotated norm of V into v_cache[p % slots]. n_kv = 0: q only (a
+// KV-shared layer).
 #if defined(__cplusplus) || defined(INFER_ATTN_QKV_PREP)
 INFER_PUSH_BEGIN(QkvPrepPush)
 uint T;
-uint heads;  // n_q for the q variant, n_kv for the kv variant
+uint n_q;
+uint n_kv;
 uint d;
-uint slots;  // ring rows (kv variant)
+uint slots;     // ring rows
+uint stride;    // floats per token row of qkv
+uint k_offset;  // floats into a token row
+uint v_offset;
 float eps;
 INFER_PUSH_END(QkvPrepPush)
 #endif
 
 // Workgroup (x = split, y = token group, z = kv_head · head_groups + head group) holds ROWS
-// query rows: tokens_per_group tokens times heads_per_group heads of one KV head, and the keys of
-// its split of the range the rows see. direct = 1 (one split): it writes out normalised;
-// else its partial (unnormalised o, running max m and sum l per row) goes to the scratch.
+// query rows: tokens_per_group tokens times heads_per_group heads of one KV head. The keys its
+// rows see are cut at run time into splits of at least min_keys keys (at most n_splits, the
+// grid's x); workgroups past the last split return at once. One split: workgroup 0 writes out
+// normalised. More: each writes its partial (unnormalised o, running max m and sum l per row)
+// to the scratch and counts itself in counters[y · groups_z + z]; the last one to arrive
+// merges the partials into out and resets the counter for the next dispatch.
 #if defined(__cplusplus) || defined(INFER_ATTN_ATTEND)
 INFER_PUSH_BEGIN(AttendPush)
 uint T;
@@ -37,20 +47,13 @@ uint window;  // 0: full
 uint n_splits;
 uint heads_per_group;   // <= ROWS and <= n_q / n_kv
 uint tokens_per_group;  // ROWS / heads_per_group (1 for decode)
-uint direct;
+uint min_keys;          // keys per split at least (a multiple of TILE)
 INFER_PUSH_END(AttendPush)
 #endif
 
-// Workgroup x merges the n_splits partials of query row x (t · n_q + h) into out.
-#if defined(__cplusplus) || defined(INFER_ATTN_COMBINE)
-INFER_PUSH_BEGIN(AttendCombinePush)
-uint n_rows;  // T · n_q
-uint d;
-uint n_splits;
-INFER_PUSH_END(AttendCombinePush)
-#endif
-
-// Scratch layout (f32): o [n_splits, n_rows, d], then (m, l) [n_splits, n_rows, 2].
+// Scratch layout (f32): o [n_splits, n_rows, d], then (m, l) [n_splits, n_rows, 2], n_rows =
+// T · n_q. Counters: uint [T · n_q], zero between dispatches.
+#define INFER_ATTN_MAX_SPLITS 64  // n_splits at most (sizes the merge's shared weights)
 
 // Specialization constant ids, chosen per device at pipeline creation (gpu/ops/attention.cpp).
 #define INFER_ATTN_SPEC_LOCAL_SIZE 0     // invocations per workgroup = subgroup size * k

@@ -1,5 +1,5 @@
 // Tiled matrix-matrix product for prefill, f32 activations and accumulation:
-//   W: binding 0, [rows, cols] in the format chosen by W_* (common/weights.glsl)
+//   W: binding 0, [rows, cols] in the device layout of W_* (common/weights.glsl)
 //   x: binding 1, [n_tokens, x_stride] f32        y: binding 2, [n_tokens, y_stride] f32
 //   GATE_UP only: binding 3, the up matrix, like W (which is then the gate); y = gelu(g) · u
 //   push: MatvecPush (matvec.h). spec: TILE_ROWS x TILE_TOKENS outputs per workgroup,
@@ -10,7 +10,6 @@
 // every activation is reused by TILE_ROWS rows.
 #version 450
 #extension GL_GOOGLE_include_directive : require
-#extension GL_EXT_shader_16bit_storage : require
 
 #include "matvec.h"
 
@@ -41,19 +40,14 @@ const uint kXStride = kTileTokens + 1;
 shared float w_tile[kMats * kTileCols * kWStride];
 shared float x_tile[kTileCols * kXStride];
 
-// Decodes unit u of tile row r of matrix m into w_tile. m is a literal at each call, so the
-// matrix choice folds away (a runtime m costs NVIDIA's compiler a 10x slower gate-up). Rows past
-// the end repeat the last row and units past it decode as 0: their outputs are never stored, and
-// 0 weights meet the 0 activations staged past the end.
-void stage_weights(uint m, uint r, uint u, uint row0, uint c0) {
+// Decodes the quad of columns c..c+3 of tile row r of matrix m into w_tile. m is a literal at each
+// call, so the matrix choice folds away (a runtime m costs NVIDIA's compiler a 10x slower
+// gate-up). Rows past the end repeat the last row and quads past cols decode as 0: their outputs
+// are never stored, and 0 weights meet the 0 activations staged past the end.
+void stage_quad(uint m, uint r, uint c, uint row0, uint c0) {
   const uint row = min(row0 + r, pc.rows - 1);
-  float w[UNIT];
-  if (u < units_per_row()) {
-    decode_unit_of(m, row, u, w);
-  } else {
-    for (uint k = 0; k < UNIT; ++k) w[k] = 0.0;
-  }
-  for (uint k = 0; k < UNIT; ++k) w_tile[(m * kTileCols + unit_pos(u, k) - c0) * kWStride + r] = w[k];
+  const vec4 w = c < pc.cols ? decode_quad_of(m, row, c) : vec4(0.0);
+  for (uint k = 0; k < 4; ++k) w_tile[(m * kTileCols + c - c0 + k) * kWStride + r] = w[k];
 }
 
 void main() {
@@ -70,16 +64,18 @@ void main() {
   float acc[kMats * kThreadRows * kThreadTokens];
   for (uint i = 0; i < kMats * kThreadRows * kThreadTokens; ++i) acc[i] = 0.0;
 
-  const uint kUnits = kTileCols / UNIT;  // units of one row in a step
+  const uint kQuads = kTileCols / 4;  // quads of one row in a step
   for (uint c0 = 0; c0 < pc.cols; c0 += kTileCols) {
-    // W: consecutive invocations take consecutive units of a row (coalesced global reads).
-    for (uint i = tid; i < kTileRows * kUnits; i += gl_WorkGroupSize.x) {
-      const uint r = i / kUnits, u = c0 / UNIT + i % kUnits;
-      stage_weights(0u, r, u, row0, c0);
-#ifdef GATE_UP
-      stage_weights(1u, r, u, row0, c0);
-#endif
+    // W: consecutive invocations take consecutive quads of a row (neighbouring 16-byte vectors of
+    // the layout). Each matrix in its own loop: one decode live at a time.
+    for (uint i = tid; i < kTileRows * kQuads; i += gl_WorkGroupSize.x) {
+      stage_quad(0u, i / kQuads, c0 + 4 * (i % kQuads), row0, c0);
     }
+#ifdef GATE_UP
+    for (uint i = tid; i < kTileRows * kQuads; i += gl_WorkGroupSize.x) {
+      stage_quad(1u, i / kQuads, c0 + 4 * (i % kQuads), row0, c0);
+    }
+#endif
     // x: consecutive invocations take consecutive columns of a token.
     for (uint i = tid; i < kTileTokens * kTileCols; i += gl_WorkGroupSize.x) {
       const uint c = i % kTileCols, t = i / kTileCols;

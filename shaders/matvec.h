@@ -21,10 +21,10 @@ INFER_PUSH_END(MatvecPush)
 #define INFER_MATVEC_BINDING_UP 3
 
 // matvec.comp specialization constant ids, chosen per device at pipeline creation.
-#define INFER_MATVEC_SPEC_LOCAL_SIZE 0     // invocations per workgroup = subgroup size * k
-#define INFER_MATVEC_SPEC_ROWS 1           // rows of W per workgroup
-#define INFER_MATVEC_SPEC_TOKENS 2         // tokens per workgroup (1 = matrix-vector)
-#define INFER_MATVEC_SPEC_MAX_SUBGROUPS 3  // upper bound of gl_NumSubgroups (sizes shared memory)
+#define INFER_MATVEC_SPEC_LOCAL_SIZE 0  // invocations per workgroup = subgroup size * SUBGROUPS
+#define INFER_MATVEC_SPEC_ROWS 1        // rows of W per subgroup
+#define INFER_MATVEC_SPEC_TOKENS 2      // tokens per workgroup (1 = matrix-vector)
+#define INFER_MATVEC_SPEC_SUBGROUPS 3   // subgroups per workgroup at the device's subgroup size
 
 // matmul.comp (tiled, prefill) specialization constant ids. A workgroup computes a tile of
 // TILE_ROWS x TILE_TOKENS outputs, each invocation THREAD_ROWS x THREAD_TOKENS of them, so

@@ -1,6 +1,6 @@
 // MoE expert back half and combine (GEMMA4_TEXT.md §4.9), f32 accumulation:
 //   out[t, r] = Σ_j w[t, j] · (down_e[r] · act[t·k + j]),  e = idx[t·k + j]
-//   W: binding 0, E stacked [H, I] matrices in the format of W_* (common/weights.glsl;
+//   W: binding 0, E stacked [H, I] matrices in the device layout of W_* (common/weights.glsl;
 //      rows = H, cols = I)
 //   act: binding 1, [T·k, I] f32   out: binding 2, [T, H] f32   idx: binding 3, [T·k] uint
 //   w: binding 4, [T·k] f32
@@ -11,7 +11,6 @@
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
-#extension GL_EXT_shader_16bit_storage : require
 
 #include "moe.h"
 
@@ -25,6 +24,13 @@ layout(binding = 3, std430) readonly buffer Idx { uint idx[]; };
 layout(binding = 4, std430) readonly buffer W { float route_w[]; };
 
 #include "common/weights.glsl"
+
+// act[b + c .. c + 3]; a quad past cols (zero weights) reads the last one instead.
+vec4 load_act_quad(uint b, uint c) {
+  const uint last = pc.cols - 1;
+  return vec4(act[b + min(c, last)], act[b + min(c + 1, last)], act[b + min(c + 2, last)],
+              act[b + min(c + 3, last)]);
+}
 
 shared float red_partial[kMaxSubgroups * kRows];
 #include "common/reduce.glsl"
@@ -42,15 +48,12 @@ void main() {
     const uint e = min(idx[pair], pc.E - 1);  // a corrupt id must not read past the stack
     const float wt = route_w[pair];
     const uint ab = pair * pc.cols;
-    for (uint u = gl_LocalInvocationID.x; u < units_per_row(); u += gl_WorkGroupSize.x) {
-      float av[UNIT];
-      for (uint k = 0; k < UNIT; ++k) av[k] = act[ab + unit_col(u, k)];
+    for (uint v = gl_LocalInvocationID.x; v < w_vecs(); v += gl_WorkGroupSize.x) {
+      vec4 aq[VEC_QUADS];
+      for (uint q = 0; q < VEC_QUADS; ++q) aq[q] = load_act_quad(ab, vec_quad_col(v, q));
       for (uint r = 0; r < n_rows; ++r) {
-        float d[UNIT];
-        decode_unit(e * pc.rows + row0 + r, u, d);
-        float s = 0.0;
-        for (uint k = 0; k < UNIT; ++k) s += d[k] * av[k];
-        acc[r] += wt * s;
+        const uint row = e * pc.rows + row0 + r;
+        acc[r] += wt * vec_dot(load_vec_of(0u, row, v), load_scales_of(0u, row, v), v, aq);
       }
     }
   }

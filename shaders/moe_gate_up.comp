@@ -1,7 +1,7 @@
 // MoE expert front half (GEMMA4_TEXT.md §4.9), f32 accumulation: for pair p = t·k + j routed to
 // expert e = idx[p], act[p, i] = gelu(gate_e[i] · x2[t]) · (up_e[i] · x2[t]).
-//   W: binding 0, E stacked [2I, H] matrices (rows [0, I) gate, [I, 2I) up) in the format of
-//      W_* (common/weights.glsl; rows = I, cols = H)
+//   W: binding 0, E stacked [2I, H] matrices (rows [0, I) gate, [I, 2I) up) in the device
+//      layout of W_* (common/weights.glsl; rows = I, cols = H)
 //   x2: binding 1, [T, H] f32   act: binding 2, [T·k, I] f32   idx: binding 3, [T·k] uint
 //   push: MoePush (moe.h). spec: LOCAL_SIZE, ROWS rows of I per workgroup, MAX_SUBGROUPS.
 //   Workgroup (x, y) owns rows [ROWS * x, ROWS * (x + 1)) of pair y. The expert id is read here,
@@ -10,7 +10,6 @@
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
-#extension GL_EXT_shader_16bit_storage : require
 
 #include "moe.h"
 
@@ -24,6 +23,13 @@ layout(binding = 3, std430) readonly buffer Idx { uint idx[]; };
 
 #include "common/gelu.glsl"
 #include "common/weights.glsl"
+
+// x[b + c .. c + 3]; a quad past cols (zero weights) reads the last one instead.
+vec4 load_x_quad(uint b, uint c) {
+  const uint last = pc.cols - 1;
+  return vec4(x[b + min(c, last)], x[b + min(c + 1, last)], x[b + min(c + 2, last)],
+              x[b + min(c + 3, last)]);
+}
 
 shared float red_partial[kMaxSubgroups * 2 * kRows];
 #include "common/reduce.glsl"
@@ -40,17 +46,13 @@ void main() {
   float acc[2 * kRows];  // gate sums, then up sums
   for (uint i = 0; i < 2 * kRows; ++i) acc[i] = 0.0;
   const uint xb = t * pc.cols;
-  for (uint u = gl_LocalInvocationID.x; u < units_per_row(); u += gl_WorkGroupSize.x) {
-    float xv[UNIT];
-    for (uint k = 0; k < UNIT; ++k) xv[k] = x[xb + unit_col(u, k)];
+  const uint n_vecs = w_vecs();
+  for (uint j = gl_LocalInvocationID.x; j < n_vecs; j += gl_WorkGroupSize.x) {
+    vec4 xq[VEC_QUADS];
+    for (uint q = 0; q < VEC_QUADS; ++q) xq[q] = load_x_quad(xb, vec_quad_col(j, q));
     for (uint r = 0; r < n_rows; ++r) {
-      float g[UNIT], v[UNIT];
-      decode_unit(gate0 + r, u, g);
-      decode_unit(up0 + r, u, v);
-      for (uint k = 0; k < UNIT; ++k) {
-        acc[r] += g[k] * xv[k];
-        acc[kRows + r] += v[k] * xv[k];
-      }
+      acc[r] += vec_dot(load_vec_of(0u, gate0 + r, j), load_scales_of(0u, gate0 + r, j), j, xq);
+      acc[kRows + r] += vec_dot(load_vec_of(0u, up0 + r, j), load_scales_of(0u, up0 + r, j), j, xq);
     }
   }
 

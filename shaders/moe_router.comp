@@ -2,7 +2,8 @@
 //   logits[t, e] = router[e] · (rmsnorm(x[t]) ⊙ scale) · H^(-1/2)
 // computed as (router[e] · (x[t] ⊙ scale)) · inv_rms(x[t]) · H^(-1/2), the per-token norm
 // factored out of the sum so no normalised copy of x is stored.
-//   router: binding 0, [E, H] F32 or BF16 (common/weights.glsl; rows = E, cols = H)
+//   router: binding 0, [E, H] F32 or BF16 in the device layout (common/weights.glsl; rows = E,
+//   cols = H)
 //   x: binding 1, [T, H] f32   scale: binding 2, [H] f32   logits: binding 3, [T, E] f32
 //   push: MoePush (moe.h). spec: LOCAL_SIZE, ROWS experts per workgroup, MAX_SUBGROUPS.
 //   Workgroup (x, y) owns experts [ROWS * x, ROWS * (x + 1)) of token y; each workgroup also sums
@@ -11,7 +12,6 @@
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
-#extension GL_EXT_shader_16bit_storage : require
 
 #include "moe.h"
 
@@ -38,19 +38,11 @@ void main() {
   float acc[kRows + 1];
   for (uint i = 0; i < n_sums; ++i) acc[i] = 0.0;
   const uint xb = t * pc.cols;
-  for (uint u = gl_LocalInvocationID.x; u < units_per_row(); u += gl_WorkGroupSize.x) {
-    float xs[UNIT];
-    for (uint k = 0; k < UNIT; ++k) {
-      const uint c = unit_col(u, k);
-      const float v = x[xb + c];
-      xs[k] = v * scale[c];
-      if (unit_pos(u, k) < pc.cols) acc[kRows] += v * v;  // not the clamped repeat of odd rows
-    }
-    for (uint r = 0; r < n_rows; ++r) {
-      float w[UNIT];
-      decode_unit(row0 + r, u, w);
-      for (uint k = 0; k < UNIT; ++k) acc[r] += w[k] * xs[k];
-    }
+  for (uint c = gl_LocalInvocationID.x; c < pc.cols; c += gl_WorkGroupSize.x) {
+    const float v = x[xb + c];
+    const float xs = v * scale[c];
+    acc[kRows] += v * v;
+    for (uint r = 0; r < n_rows; ++r) acc[r] += weight_at(row0 + r, c) * xs;
   }
 
   for (uint i = 0; i < n_sums; ++i) red_add(acc[i], i, n_sums);

@@ -1,9 +1,10 @@
-// Attention ops: q/k/v norm + RoPE + cache write (shaders/qkv_prep.comp), split-K flash
-// attention (shaders/attend.comp) and the merge of its partials (shaders/attend_combine.comp).
+// Attention ops: q/k/v norm + RoPE + cache write in one dispatch (shaders/qkv_prep.comp), and
+// split-K flash attention whose last split merges the partials (shaders/attend.comp).
 #include "gpu/ops/attention.h"
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "base/check.h"
 #include "gpu/context.h"
@@ -13,10 +14,8 @@
 namespace infer::gpu {
 namespace {
 
-static_assert(sizeof(shader::QkvPrepPush) == 5 * sizeof(uint32_t), "QkvPrepPush: 32-bit scalars");
+static_assert(sizeof(shader::QkvPrepPush) == 9 * sizeof(uint32_t), "QkvPrepPush: 32-bit scalars");
 static_assert(sizeof(shader::AttendPush) == 10 * sizeof(uint32_t), "AttendPush: 32-bit scalars");
-static_assert(sizeof(shader::AttendCombinePush) == 3 * sizeof(uint32_t),
-              "AttendCombinePush: 32-bit scalars");
 
 // As matvec: enough invocations for coalesced rows of d = 256/512 on 32- and 64-wide GPUs.
 constexpr uint32_t kTargetInvocations = 128;
@@ -26,11 +25,14 @@ constexpr uint32_t kTile = 32;  // keys per attend tile: shared scores are ROWS 
 constexpr uint32_t kDecodeRows = 8;
 constexpr uint32_t kPrefillRows = 16;
 // Split-K: a split gets at least this many keys (fewer would cost more in the merge than they
-// save), and at most kMaxSplits splits, enough workgroups for the largest GPUs (~100-150
-// compute units) even with one KV head. Prefill splits only to reach kTargetGroups workgroups
-// and within kPrefillSplits partials per row, which sizes the scratch for max_T.
+// save: the merging workgroup reads splits x rows x d partials), and at most kMaxSplits
+// splits, enough workgroups for the largest GPUs (~100-150 compute units) even with one KV
+// head. The grid is sized for the ring at record time; at run time only the splits the keys
+// need work (E2B decode at 640 positions: 10 of a full layer's, 8 of a sliding layer's).
+// Prefill splits only to reach kTargetGroups workgroups and within kPrefillSplits partials
+// per row, which sizes the scratch for max_T.
 constexpr uint32_t kMinKeysPerSplit = 2 * kTile;
-constexpr uint32_t kMaxSplits = 64;
+constexpr uint32_t kMaxSplits = INFER_ATTN_MAX_SPLITS;
 constexpr uint32_t kTargetGroups = 256;
 constexpr uint32_t kPrefillSplits = 4;
 
@@ -63,8 +65,9 @@ struct AttentionOps::Pipelines {
   uint32_t decode_rows = 0;
   uint32_t prefill_rows = 0;
   uint64_t scratch_floats = 0;
-  std::unique_ptr<Pipeline> qkv_q, qkv_kv, attend_decode, attend_prefill, combine;
+  std::unique_ptr<Pipeline> qkv, attend_decode, attend_prefill;
   Buffer scratch;
+  Buffer counters;  // uint per (token group, head group) of an attend dispatch, zero between
 };
 
 AttentionOps::~AttentionOps() = default;
@@ -123,14 +126,14 @@ Result<std::unique_ptr<AttentionOps>> AttentionOps::create(const VulkanContext& 
   };
   using A = Access;
   const SpecConstant subgroups{INFER_ATTN_SPEC_MAX_SUBGROUPS, max_subgroups};
-  INFER_TRY(p.qkv_q, make("qkv_prep_q", {A::kRead, A::kReadWrite, A::kRead, A::kRead},
-                          sizeof(shader::QkvPrepPush), {subgroups}));
-  INFER_TRY(p.qkv_kv, make("qkv_prep_kv",
-                           {A::kRead, A::kRead, A::kRead, A::kRead, A::kRead, A::kWrite, A::kWrite},
-                           sizeof(shader::QkvPrepPush), {subgroups}));
+  INFER_TRY(p.qkv, make("qkv_prep",
+                        {A::kRead, A::kRead, A::kRead, A::kRead, A::kRead, A::kWrite, A::kWrite,
+                         A::kWrite},
+                        sizeof(shader::QkvPrepPush), {subgroups}));
   const uint32_t dims = div_up(limits.max_d, local_size);
   auto make_attend = [&](uint32_t rows) {
-    return make("attend", {A::kRead, A::kRead, A::kRead, A::kRead, A::kWrite, A::kWrite},
+    return make("attend",
+                {A::kRead, A::kRead, A::kRead, A::kRead, A::kWrite, A::kReadWrite, A::kReadWrite},
                 sizeof(shader::AttendPush),
                 {{INFER_ATTN_SPEC_ROWS, rows},
                  {INFER_ATTN_SPEC_TILE, kTile},
@@ -139,8 +142,6 @@ Result<std::unique_ptr<AttentionOps>> AttentionOps::create(const VulkanContext& 
   };
   INFER_TRY(p.attend_decode, make_attend(p.decode_rows));
   INFER_TRY(p.attend_prefill, make_attend(p.prefill_rows));
-  INFER_TRY(p.combine, make("attend_combine", {A::kRead, A::kWrite},
-                            sizeof(shader::AttendCombinePush), {}));
 
   // Partials (o [d], m, l) per split and query row, for the most splits any record may use.
   const uint64_t row_floats = uint64_t(limits.max_n_q) * (limits.max_d + 2);
@@ -148,6 +149,12 @@ Result<std::unique_ptr<AttentionOps>> AttentionOps::create(const VulkanContext& 
                                         uint64_t(kPrefillSplits) * limits.max_T * row_floats);
   INFER_TRY(p.scratch, Buffer::create(ctx, p.scratch_floats * sizeof(float), BufferKind::kDevice,
                                       "attention split-K scratch"));
+  // At most one counter per query row; zero at the start, and the merging split of each
+  // dispatch sets its counter back to zero.
+  const std::vector<uint32_t> zeros(size_t(limits.max_T) * limits.max_n_q, 0u);
+  INFER_TRY(p.counters, Buffer::create(ctx, zeros.size() * sizeof(uint32_t), BufferKind::kDevice,
+                                       "attention split counters"));
+  INFER_TRY_VOID(upload(ctx, p.counters, 0, zeros.data(), zeros.size() * sizeof(uint32_t)));
   return op;
 }
 
@@ -170,39 +177,53 @@ uint32_t AttentionOps::splits(const AttentionDims& dims) const {
   return uint32_t(std::clamp<uint64_t>(p.scratch_floats / per_split, 1, n));
 }
 
-Result<void> AttentionOps::qkv_prep(Recorder& rec, Binding step, const QkvShape& s, Binding q,
-                                    Binding q_norm, Binding k, Binding k_norm, Binding v,
-                                    Binding inv_freq, Binding k_cache, Binding v_cache) const {
+uint32_t AttentionOps::min_keys_per_split() const { return kMinKeysPerSplit; }
+
+Result<void> AttentionOps::qkv_prep(Recorder& rec, Binding step, const QkvShape& s, Binding qkv,
+                                    Binding q_norm, Binding k_norm, Binding inv_freq,
+                                    Binding q_out, Binding k_cache, Binding v_cache) const {
   const Pipelines& p = *p_;
   INFER_CHECK(s.T >= 1 && s.T <= p.limits.max_T, "qkv_prep: T %u (max %u)", s.T, p.limits.max_T);
   INFER_CHECK(s.d >= 2 && s.d % 2 == 0 && s.d <= p.limits.max_d, "qkv_prep: d %u (max %u)", s.d,
               p.limits.max_d);
   INFER_CHECK(s.n_q >= 1, "qkv_prep: no query heads");
+  const uint64_t q_row = uint64_t(s.n_q) * s.d, kv_row = uint64_t(s.n_kv) * s.d;
+  INFER_CHECK(s.stride >= q_row && (s.n_kv == 0 || (s.k_offset >= q_row &&
+                                                    s.k_offset + kv_row <= s.stride &&
+                                                    s.v_offset >= q_row &&
+                                                    s.v_offset + kv_row <= s.stride)),
+              "qkv_prep: token row of %u floats, k at %u, v at %u for %u q and %u kv heads of %u",
+              s.stride, s.k_offset, s.v_offset, s.n_q, s.n_kv, s.d);
   check_floats("qkv_prep", "step", step, INFER_STEP_IDS);  // words, 4 bytes like floats
-  check_floats("qkv_prep", "q", q, uint64_t(s.T) * s.n_q * s.d);
+  check_floats("qkv_prep", "qkv", qkv, uint64_t(s.T) * s.stride);
   check_floats("qkv_prep", "q_norm", q_norm, s.d);
   check_floats("qkv_prep", "inv_freq", inv_freq, s.d / 2);
+  check_floats("qkv_prep", "q_out", q_out, uint64_t(s.T) * q_row);
+  if (s.n_kv > 0) {
+    INFER_CHECK(s.slots >= s.T, "qkv_prep: slots %u for T %u", s.slots, s.T);
+    check_floats("qkv_prep", "k_norm", k_norm, s.d);
+    check_floats("qkv_prep", "k_cache", k_cache, uint64_t(s.slots) * kv_row);
+    check_floats("qkv_prep", "v_cache", v_cache, uint64_t(s.slots) * kv_row);
+  } else {
+    // A KV-shared layer writes no K/V: unused bindings still need a buffer, and these add no
+    // dependency the dispatch does not have anyway.
+    k_norm = q_norm;
+    if (k_cache.buffer == nullptr) k_cache = q_out;
+    if (v_cache.buffer == nullptr) v_cache = q_out;
+  }
 
   shader::QkvPrepPush push{};
   push.T = s.T;
-  push.heads = s.n_q;
+  push.n_q = s.n_q;
+  push.n_kv = s.n_kv;
   push.d = s.d;
-  push.slots = s.slots;
+  push.slots = std::max(1u, s.slots);
+  push.stride = s.stride;
+  push.k_offset = s.k_offset;
+  push.v_offset = s.v_offset;
   push.eps = s.eps;
-  INFER_TRY_VOID(rec.dispatch(*p.qkv_q, {step, q, q_norm, inv_freq}, push, Groups{s.n_q, s.T, 1}));
-  if (k.buffer == nullptr) return Ok{};  // KV-shared layer: the donor wrote the cache
-
-  INFER_CHECK(s.n_kv >= 1 && s.slots >= s.T, "qkv_prep: n_kv %u, slots %u for T %u", s.n_kv,
-              s.slots, s.T);
-  const uint64_t rows = uint64_t(s.T) * s.n_kv * s.d;
-  check_floats("qkv_prep", "k", k, rows);
-  check_floats("qkv_prep", "v", v, rows);
-  check_floats("qkv_prep", "k_norm", k_norm, s.d);
-  check_floats("qkv_prep", "k_cache", k_cache, uint64_t(s.slots) * s.n_kv * s.d);
-  check_floats("qkv_prep", "v_cache", v_cache, uint64_t(s.slots) * s.n_kv * s.d);
-  push.heads = s.n_kv;
-  return rec.dispatch(*p.qkv_kv, {step, k, v, k_norm, inv_freq, k_cache, v_cache}, push,
-                      Groups{2 * s.n_kv, s.T, 1});
+  return rec.dispatch(*p.qkv, {step, qkv, q_norm, k_norm, inv_freq, q_out, k_cache, v_cache},
+                      push, Groups{s.n_q + 2 * s.n_kv, s.T, 1});
 }
 
 Result<void> AttentionOps::attend(Recorder& rec, Binding step, const AttentionDims& dims,
@@ -236,21 +257,15 @@ Result<void> AttentionOps::attend(Recorder& rec, Binding step, const AttentionDi
   push.n_splits = splits(dims);
   push.heads_per_group = std::min(group, rows_per_group);
   push.tokens_per_group = decode ? 1 : rows_per_group / push.heads_per_group;
-  push.direct = push.n_splits == 1 ? 1 : 0;
+  push.min_keys = kMinKeysPerSplit;
   const Groups groups{push.n_splits, div_up(dims.T, push.tokens_per_group),
                       dims.n_kv * div_up(group, push.heads_per_group)};
-  const Binding scratch{&p.scratch};
-  INFER_TRY_VOID(rec.dispatch(decode ? *p.attend_decode : *p.attend_prefill,
-                              {step, q, k_cache, v_cache, out, scratch}, push, groups));
-  if (push.direct) return Ok{};
-
-  shader::AttendCombinePush combine{};
-  combine.n_rows = dims.T * dims.n_q;
-  combine.d = dims.d;
-  combine.n_splits = push.n_splits;
-  INFER_CHECK(combine.n_rows <= p.ctx->info().max_workgroup_count[0], "attend: %u query rows",
-              combine.n_rows);
-  return rec.dispatch(*p.combine, {scratch, out}, combine, Groups{combine.n_rows, 1, 1});
+  // One counter per (y, z) workgroup column; each holds at least one query row.
+  INFER_CHECK(uint64_t(groups.y) * groups.z <= uint64_t(p.limits.max_T) * p.limits.max_n_q,
+              "attend: %u x %u counters", groups.y, groups.z);
+  return rec.dispatch(decode ? *p.attend_decode : *p.attend_prefill,
+                      {step, q, k_cache, v_cache, out, Binding{&p.scratch}, Binding{&p.counters}},
+                      push, groups);
 }
 
 }  // namespace infer::gpu

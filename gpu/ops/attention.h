@@ -21,13 +21,19 @@ namespace infer::gpu {
 
 class VulkanContext;
 
+// Token t's raw projections are one row of qkv [T, stride] f32 (the stacked q|k|v matvec output,
+// gpu/gpu_weights.h): q heads [n_q, d] at 0, K heads [n_kv, d] at k_offset, V heads at v_offset
+// (== k_offset on K=V layers: V is the raw k projection, §4.5).
 struct QkvShape {
   uint32_t T = 1;      // tokens in the chunk
   uint32_t n_q = 0;    // query heads
-  uint32_t n_kv = 0;   // KV heads
+  uint32_t n_kv = 0;   // KV heads; 0: a KV-shared layer, q only
   uint32_t d = 0;      // head dim
   uint32_t slots = 0;  // ring rows of the layer's cache
   float eps = 1e-6f;
+  uint32_t stride = 0;    // floats per token row of qkv
+  uint32_t k_offset = 0;  // floats into a token row
+  uint32_t v_offset = 0;
 };
 
 struct AttentionDims {
@@ -53,16 +59,16 @@ class AttentionOps {
                                                       const Limits& limits);
   ~AttentionOps();
 
-  // For t < T at position p = step[POS0] + t (§4.5, §4.6):
-  //   q[t, h]  = rope(rmsnorm(q[t, h]) · q_norm)                       in place, h < n_q
-  // and when k.buffer != nullptr (the layer computes K/V):
+  // One dispatch, for t < T at position p = step[POS0] + t (§4.5, §4.6):
+  //   q_out[t, h] = rope(rmsnorm(q[t, h]) · q_norm)                    h < n_q
+  // and when n_kv > 0 (the layer computes K/V):
   //   k_cache[p % slots, h] = rope(rmsnorm(k[t, h]) · k_norm)          h < n_kv
   //   v_cache[p % slots, h] = rmsnorm(v[t, h])  (no weight)
-  // v may be the same range as k (K=V layers: V is the raw k projection, §4.5); k and v are
-  // left as they were or overwritten, as the op likes. inv_freq: f32 [d/2] (model/config.h
-  // rope_inv_freq; proportional RoPE has zero tails). q/k/v rows: [T, heads·d] f32.
-  Result<void> qkv_prep(Recorder& rec, Binding step, const QkvShape& shape, Binding q,
-                        Binding q_norm, Binding k, Binding k_norm, Binding v, Binding inv_freq,
+  // q, k, v read from qkv as QkvShape says (left as they were). inv_freq: f32 [d/2]
+  // (model/config.h rope_inv_freq; proportional RoPE has zero tails); q_out: [T, n_q·d] f32.
+  // With n_kv = 0, k_norm, k_cache and v_cache may be empty (nothing is written there).
+  Result<void> qkv_prep(Recorder& rec, Binding step, const QkvShape& shape, Binding qkv,
+                        Binding q_norm, Binding k_norm, Binding inv_freq, Binding q_out,
                         Binding k_cache, Binding v_cache) const;
 
   // out[t, h] = softmax_s(q[t, h] · k_s) · v_s over the keys s the query at p may see, scores
@@ -70,9 +76,11 @@ class AttentionOps {
   Result<void> attend(Recorder& rec, Binding step, const AttentionDims& dims, Binding q,
                       Binding k_cache, Binding v_cache, Binding out) const;
 
-  // How many key ranges attend() splits `dims` into, fixed at record time (1: one pass that
-  // writes out; more: partials in the scratch, then a merge pass). For tests and traces.
+  // One dispatch either way. The most key ranges attend() splits `dims` into (its grid's x,
+  // fixed at record time); at run time only ranges of >= min_keys_per_split() keys are used: one
+  // writes out directly, more write partials that the last of them merges. For tests and traces.
   uint32_t splits(const AttentionDims& dims) const;
+  uint32_t min_keys_per_split() const;
 
  private:
   AttentionOps() = default;

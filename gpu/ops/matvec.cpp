@@ -3,10 +3,13 @@
 #include "gpu/ops/matvec.h"
 
 #include <algorithm>
+#include <cstring>
 #include <string>
+#include <vector>
 
 #include "base/check.h"
 #include "gpu/context.h"
+#include "model/quant.h"
 #include "shaders/matvec.h"
 
 namespace infer::gpu {
@@ -16,11 +19,28 @@ static_assert(sizeof(shader::MatvecPush) == 5 * sizeof(uint32_t),
               "MatvecPush must match shaders/matvec.h in the shader (32-bit "
               "scalars only)");
 
-// Invocations a workgroup aims for: enough columns in flight per row on every GPU we know of
-// (32-wide NVIDIA/Intel, 64-wide AMD), and a modest count on CPU drivers.
+// Invocations a reducing workgroup (reduce_shape users) aims for: enough columns in flight per
+// row on every GPU we know of (32-wide NVIDIA/Intel, 64-wide AMD), and a modest count on CPU
+// drivers.
 constexpr uint32_t kTargetInvocations = 128;
-constexpr uint32_t kDefaultRows = 2;
+// matvec.comp: two subgroups a workgroup (small grids still spread over every SM), each summing
+// its own rows. Rows per subgroup set how often a lane's activations are reused: a Q4_0 vector
+// carries 32 weights against 128 bytes of x, so quantized rows go 4 to a subgroup (2 for
+// gate-up, which reuses x across its two matrices). Each lane keeps rows × VEC_UNROLL (×2 for
+// gate-up) 16-byte loads in flight: 64-128 bytes, 2-4 KB per 32-wide subgroup.
+constexpr uint32_t kDefaultSubgroups = 2;
 constexpr uint32_t kDefaultTokens = 4;
+
+uint32_t default_rows_per_subgroup(WeightFormat f, bool gate_up) {
+  const bool quantized = f == WeightFormat::kQ8_0 || f == WeightFormat::kQ4_0;
+  if (gate_up) return quantized ? 2 : 1;
+  return quantized ? 4 : 2;
+}
+
+constexpr int64_t kGroupCols = 256;  // Q8_0/Q4_0 columns a layout group holds (8 blocks)
+constexpr int64_t kBf16GroupCols = 64;
+
+int64_t div_up(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // Tiled defaults: 64 x 64 outputs a workgroup, 4 x 4 an invocation (256 invocations, 16
 // accumulators each, 25 KB of shared memory for gate-up). Measured on an H200 (Q4_0/Q8_0/bf16,
 // 6144x1536, 1536x6144, 21504x5376): the tiled kernel wins from T = 16 when its grid has ~100+
@@ -77,7 +97,129 @@ Result<void> resolve_matmul_tuning(const VulkanContext& ctx, bool gate_up, Matve
   return Ok{};
 }
 
+// Where column c of a row lives (common/weights.glsl): byte offsets in the row. Q4_0 also gives
+// the nibble's shift.
+size_t bf16_offset(int64_t c) {
+  const int64_t j = 8 * (c / 64) + (c % 32) / 4, q = (c % 64) / 32;
+  return size_t(16 * j + 8 * q + 2 * (c % 4));
+}
+size_t q8_offset(int64_t c) {
+  const int64_t j = 16 * (c / 256) + (c % 64) / 4, q = (c % 256) / 64;
+  return size_t(16 * j + 4 * q + c % 4);
+}
+size_t q4_offset(int64_t c, int* shift) {
+  const int64_t j = 8 * (c / 256) + (c % 32) / 4, q = (c % 256) / 32, e = c % 4;
+  *shift = int(4 * (e % 2));
+  return size_t(16 * j + 2 * q + e / 2);
+}
+// Scale of block b (global in the row) after the row's quant vectors.
+size_t scale_offset(WeightFormat f, int64_t cols, int64_t b) {
+  const int64_t groups = div_up(cols, kGroupCols);
+  const int64_t quant_vecs = groups * (f == WeightFormat::kQ8_0 ? 16 : 8);
+  return size_t(16 * (quant_vecs + b / 8) + 2 * (b % 8));
+}
+
 }  // namespace
+
+size_t device_row_bytes(WeightFormat f, int64_t cols) {
+  switch (f) {
+    case WeightFormat::kF32:
+      return size_t(div_up(cols, 4)) * 16;
+    case WeightFormat::kBF16:
+      return size_t(div_up(cols, kBf16GroupCols)) * 8 * 16;
+    case WeightFormat::kQ8_0:
+      return size_t(div_up(cols, kGroupCols)) * 17 * 16;  // 16 quant vectors, 1 scale vector
+    case WeightFormat::kQ4_0:
+      return size_t(div_up(cols, kGroupCols)) * 9 * 16;  // 8 quant vectors, 1 scale vector
+  }
+  return 0;
+}
+
+void repack_rows(const Matrix& m, int64_t r0, int64_t n, uint8_t* dst) {
+  const size_t out_bytes = device_row_bytes(m.format, m.cols);
+  std::memset(dst, 0, out_bytes * size_t(n));  // padding: zero weights (zero scales)
+  for (int64_t i = 0; i < n; ++i) {
+    const uint8_t* src = m.row(r0 + i);
+    uint8_t* out = dst + out_bytes * size_t(i);
+    switch (m.format) {
+      case WeightFormat::kF32:
+        std::memcpy(out, src, size_t(m.cols) * 4);
+        break;
+      case WeightFormat::kBF16:
+        for (int64_t c = 0; c < m.cols; ++c) std::memcpy(out + bf16_offset(c), src + 2 * c, 2);
+        break;
+      case WeightFormat::kQ8_0: {
+        const auto* blocks = reinterpret_cast<const BlockQ8_0*>(src);
+        for (int64_t b = 0; b < m.cols / kQK; ++b) {
+          std::memcpy(out + scale_offset(m.format, m.cols, b), &blocks[b].d, 2);
+          for (int k = 0; k < kQK; ++k) {
+            std::memcpy(out + q8_offset(kQK * b + k), &blocks[b].qs[k], 1);
+          }
+        }
+        break;
+      }
+      case WeightFormat::kQ4_0: {
+        const auto* blocks = reinterpret_cast<const BlockQ4_0*>(src);
+        for (int64_t b = 0; b < m.cols / kQK; ++b) {
+          std::memcpy(out + scale_offset(m.format, m.cols, b), &blocks[b].d, 2);
+          for (int k = 0; k < kQK; ++k) {
+            const uint8_t byte = blocks[b].qs[k % 16];
+            const uint8_t nibble = k < 16 ? byte & 0xf : byte >> 4;
+            int shift = 0;
+            out[q4_offset(kQK * b + k, &shift)] |= uint8_t(nibble << shift);
+          }
+        }
+        break;
+      }
+    }
+  }
+}
+
+void dequantize_device_row(WeightFormat f, int64_t cols, const uint8_t* row, float* out) {
+  for (int64_t c = 0; c < cols; ++c) {
+    switch (f) {
+      case WeightFormat::kF32:
+        std::memcpy(&out[c], row + 4 * c, 4);
+        break;
+      case WeightFormat::kBF16: {
+        bf16 h;
+        std::memcpy(&h, row + bf16_offset(c), 2);
+        out[c] = bf16_to_f32(h);
+        break;
+      }
+      case WeightFormat::kQ8_0: {
+        fp16 d;
+        std::memcpy(&d, row + scale_offset(f, cols, c / kQK), 2);
+        out[c] = fp16_to_f32(d) * float(int8_t(row[q8_offset(c)]));
+        break;
+      }
+      case WeightFormat::kQ4_0: {
+        fp16 d;
+        std::memcpy(&d, row + scale_offset(f, cols, c / kQK), 2);
+        int shift = 0;
+        const int nibble = (row[q4_offset(c, &shift)] >> shift) & 0xf;
+        out[c] = fp16_to_f32(d) * float(nibble - 8);
+        break;
+      }
+    }
+  }
+}
+
+Result<void> upload_rows(const VulkanContext& ctx, const Matrix& m, Buffer& dst,
+                         VkDeviceSize offset) {
+  // Chunks of ~16 MiB keep the host copy small next to multi-GB tables.
+  const size_t out_bytes = device_row_bytes(m.format, m.cols);
+  const int64_t chunk_rows = std::max<int64_t>(1, int64_t((size_t(16) << 20) / out_bytes));
+  std::vector<uint8_t> chunk;
+  for (int64_t r0 = 0; r0 < m.rows; r0 += chunk_rows) {
+    const int64_t n = std::min(chunk_rows, m.rows - r0);
+    chunk.resize(out_bytes * size_t(n));
+    repack_rows(m, r0, n, chunk.data());
+    INFER_TRY_VOID(upload(ctx, dst, offset + VkDeviceSize(out_bytes) * VkDeviceSize(r0),
+                          chunk.data(), chunk.size()));
+  }
+  return Ok{};
+}
 
 Result<GpuMatrix> upload_matrix(const VulkanContext& ctx, const Matrix& m, std::string name) {
   if (m.rows <= 0 || m.cols <= 0 || m.data == nullptr) {
@@ -91,10 +233,9 @@ Result<GpuMatrix> upload_matrix(const VulkanContext& ctx, const Matrix& m, std::
   g.format = m.format;
   g.rows = m.rows;
   g.cols = m.cols;
-  // Whole 4-byte words: the bf16 shader reads 32-bit words of even rows.
-  const VkDeviceSize bytes = (VkDeviceSize(m.nbytes()) + 3) & ~VkDeviceSize(3);
+  const VkDeviceSize bytes = VkDeviceSize(device_row_bytes(m.format, m.cols)) * VkDeviceSize(m.rows);
   INFER_TRY(g.buffer, Buffer::create(ctx, bytes, BufferKind::kDevice, std::move(name)));
-  INFER_TRY_VOID(upload(ctx, g.buffer, 0, m.data, m.nbytes()));
+  INFER_TRY_VOID(upload_rows(ctx, m, g.buffer, 0));
   return g;
 }
 
@@ -127,11 +268,11 @@ Result<MatvecKernels> create_matvec_kernels(const VulkanContext& ctx, WeightForm
   k.max_workgroups_x = info.max_workgroup_count[0];
 
   const uint32_t subgroup = std::max(1u, info.subgroup_size);
-  if (tuning.subgroups_per_group == 0)
-    tuning.subgroups_per_group = default_subgroups_per_group(info);
+  if (tuning.subgroups_per_group == 0) tuning.subgroups_per_group = kDefaultSubgroups;
   tuning.subgroups_per_group =
       std::min(tuning.subgroups_per_group, std::max(1u, info.max_workgroup_invocations / subgroup));
-  if (tuning.rows_per_group == 0) tuning.rows_per_group = kDefaultRows;
+  if (tuning.rows_per_subgroup == 0)
+    tuning.rows_per_subgroup = default_rows_per_subgroup(format, gate_up);
   if (tuning.tokens_per_group == 0) tuning.tokens_per_group = kDefaultTokens;
   INFER_TRY_VOID(resolve_matmul_tuning(ctx, gate_up, tuning));
   k.tuning = tuning;
@@ -146,9 +287,9 @@ Result<MatvecKernels> create_matvec_kernels(const VulkanContext& ctx, WeightForm
     desc.bindings.resize(bindings);
     desc.push_bytes = sizeof(shader::MatvecPush);
     desc.spec = {{INFER_MATVEC_SPEC_LOCAL_SIZE, shape.local_size},
-                 {INFER_MATVEC_SPEC_ROWS, tuning.rows_per_group},
+                 {INFER_MATVEC_SPEC_ROWS, tuning.rows_per_subgroup},
                  {INFER_MATVEC_SPEC_TOKENS, tokens},
-                 {INFER_MATVEC_SPEC_MAX_SUBGROUPS, shape.max_subgroups}};
+                 {INFER_MATVEC_SPEC_SUBGROUPS, tuning.subgroups_per_group}};
     desc.required_subgroup_size = shape.required_subgroup_size;
     INFER_TRY(std::unique_ptr<Pipeline> p, Pipeline::create(ctx, desc));
     (tokens == 1 ? k.one_token : k.many_tokens) = std::move(p);
@@ -175,7 +316,7 @@ Result<void> record_matvec_kernels(Recorder& rec, const MatvecKernels& k, const 
   INFER_CHECK(w.format == k.format, "matvec: %s weights given to the %s op",
               weight_format_name(w.format), weight_format_name(k.format));
   INFER_CHECK(n_tokens > 0, "matvec: no tokens");
-  INFER_CHECK(w.buffer.size() >= row_bytes(w.format, w.cols) * size_t(w.rows),
+  INFER_CHECK(w.buffer.size() >= device_row_bytes(w.format, w.cols) * size_t(w.rows),
               "matvec: weights \"%s\" too small", w.buffer.name().c_str());
   INFER_CHECK((up != nullptr) == k.gate_up, "matvec: up matrix %s for a %s op",
               up ? "given" : "missing", k.gate_up ? "gate-up" : "plain");
@@ -186,7 +327,7 @@ Result<void> record_matvec_kernels(Recorder& rec, const MatvecKernels& k, const 
                 up->buffer.name().c_str(), (long long)up->rows, (long long)up->cols,
                 weight_format_name(up->format), w.buffer.name().c_str(), (long long)w.rows,
                 (long long)w.cols, weight_format_name(w.format));
-    INFER_CHECK(up->buffer.size() >= row_bytes(up->format, up->cols) * size_t(up->rows),
+    INFER_CHECK(up->buffer.size() >= device_row_bytes(up->format, up->cols) * size_t(up->rows),
                 "gate-up: weights \"%s\" too small", up->buffer.name().c_str());
   }
   INFER_CHECK(x.buffer->size() - x.offset >= VkDeviceSize(n_tokens) * VkDeviceSize(w.cols) * 4,
@@ -209,7 +350,8 @@ Result<void> record_matvec_kernels(Recorder& rec, const MatvecKernels& k, const 
   const bool tiled = n_tokens >= t.matmul_min_tokens &&
                      (n_tokens >= t.tile_tokens || tiled_groups >= t.matmul_min_groups);
   const Pipeline& p = tiled ? *k.tiled : n_tokens == 1 ? *k.one_token : *k.many_tokens;
-  const uint32_t rows_per_group = tiled ? t.tile_rows : t.rows_per_group;
+  const uint32_t rows_per_group =
+      tiled ? t.tile_rows : t.subgroups_per_group * t.rows_per_subgroup;
   const uint32_t tokens_per_group = tiled ? t.tile_tokens : n_tokens == 1 ? 1 : t.tokens_per_group;
 
   // Row groups fill x up to the device limit, then wrap into z (262144-row vocab heads).

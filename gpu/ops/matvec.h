@@ -18,7 +18,23 @@ namespace infer::gpu {
 class VulkanContext;
 struct DeviceInfo;
 
-// A weight matrix in a device buffer, bytes exactly as in model/matrix.h.
+// The device layout of weight rows (shaders/common/weights.glsl says it in full): each row a whole
+// number of 16-byte vectors so that shaders read weights with 128-bit loads. F32 rows pad to 4
+// columns; BF16 rows interleave groups of 64 columns; Q8_0/Q4_0 rows hold groups of 8 GGML blocks
+// (256 columns) as 16-byte-aligned quants, interleaved, then one vector of 8 f16 scales a group.
+// Padding columns have zero weights. The CPU keeps model/matrix.h's bytes; only the device copy
+// is repacked.
+size_t device_row_bytes(WeightFormat f, int64_t cols);
+// Writes rows [r0, r0 + n) of m in the device layout to dst (n * device_row_bytes bytes).
+void repack_rows(const Matrix& m, int64_t r0, int64_t n, uint8_t* dst);
+// out: [cols] f32 <- one row in the device layout (what the shaders decode; tests).
+void dequantize_device_row(WeightFormat f, int64_t cols, const uint8_t* row, float* out);
+// Repacks m's rows in bounded chunks and uploads them to dst at `offset`
+// (m.rows * device_row_bytes bytes).
+Result<void> upload_rows(const VulkanContext& ctx, const Matrix& m, Buffer& dst,
+                         VkDeviceSize offset);
+
+// A weight matrix in a device buffer, rows in the device layout.
 struct GpuMatrix {
   WeightFormat format = WeightFormat::kF32;
   int64_t rows = 0;
@@ -31,8 +47,8 @@ Result<GpuMatrix> upload_matrix(const VulkanContext& ctx, const Matrix& m, std::
 // Workgroup shapes; zeros are chosen from the device (create_matvec_kernels says how).
 struct MatvecTuning {
   uint32_t subgroups_per_group = 0;  // workgroup = subgroup size * this
-  uint32_t rows_per_group = 0;
-  uint32_t tokens_per_group = 0;  // for T > 1; T = 1 uses a one-token pipeline
+  uint32_t rows_per_subgroup = 0;    // each subgroup sums its own rows (subgroupAdd)
+  uint32_t tokens_per_group = 0;     // for T > 1; T = 1 uses a one-token pipeline
   // The tiled kernel runs for T >= matmul_min_tokens when T fills a token tile or its grid has >=
   // matmul_min_groups workgroups (few long rows, e.g. a down projection, would leave most of a big
   // GPU idle); 1 and 1: always (tests use it).

@@ -69,12 +69,12 @@ Result<GpuExperts> upload_experts(const VulkanContext& ctx, std::span<const Matr
   g.experts = int64_t(experts.size());
   g.rows = m0.rows;
   g.cols = m0.cols;
-  const size_t each = m0.nbytes();
-  // Whole 4-byte words: the bf16 shader reads 32-bit words of even rows.
-  const VkDeviceSize bytes = (VkDeviceSize(each) * experts.size() + 3) & ~VkDeviceSize(3);
-  INFER_TRY(g.buffer, Buffer::create(ctx, bytes, BufferKind::kDevice, std::move(name)));
+  // Rows in the device layout (gpu/ops/matvec.h), expert e from row e · rows on.
+  const VkDeviceSize each = VkDeviceSize(device_row_bytes(m0.format, m0.cols)) * VkDeviceSize(m0.rows);
+  INFER_TRY(g.buffer,
+            Buffer::create(ctx, each * experts.size(), BufferKind::kDevice, std::move(name)));
   for (size_t e = 0; e < experts.size(); ++e) {
-    INFER_TRY_VOID(upload(ctx, g.buffer, VkDeviceSize(e * each), experts[e].data, each));
+    INFER_TRY_VOID(upload_rows(ctx, experts[e], g.buffer, each * e));
   }
   return g;
 }

@@ -19,7 +19,8 @@ namespace infer::gpu {
 
 class VulkanContext;
 
-// E expert matrices of one shape and format, stacked in one buffer (expert e at e·rows·stride).
+// E expert matrices of one shape and format, stacked in one buffer, rows in the device layout
+// (gpu/ops/matvec.h): expert e from byte e · rows · device_row_bytes(format, cols).
 struct GpuExperts {
   WeightFormat format = WeightFormat::kF32;
   int64_t experts = 0;

@@ -29,17 +29,26 @@ struct AttentionShape {
   int64_t window = 0;  // W for sliding layers (key s allowed iff p - W < s <= p); 0 = full
 };
 
-// Scratch for attention: `n_workers` rows of `max_keys` scores.
+// Scratch for splitting one token's keys over workers: `n_workers` rows of `row_floats` floats,
+// each holding one worker's partial softmax state. A row shorter than
+// attention_partial_floats(n_q, d) (or one worker) disables the split; nothing else needs it.
 struct AttentionScratch {
-  float* scores = nullptr;
-  int64_t max_keys = 0;
+  float* partial = nullptr;
+  int64_t row_floats = 0;
   int n_workers = 0;
 };
 
+// Floats of one worker's partial state: o [n_q, d], max [n_q], sum [n_q].
+int64_t attention_partial_floats(int64_t n_q, int64_t d);
+
 // q: [T, n_q, d] f32 (normed and rotated) -> out: [T, n_q, d] f32. Runs on `pool` when the work is
-// large enough to pay for it; allocates nothing.
+// large enough to pay for it (a single token splits its keys over the workers); allocates nothing.
 void attention(const float* q, const AttentionShape& s, const KvView& kv, float* out,
                const AttentionScratch& scratch, ThreadPool& pool);
+
+// The plain reference: per (token, head) a scores row, max-subtracted softmax with a double sum,
+// weighted sum of V. Allocates; for tests.
+void attention_reference(const float* q, const AttentionShape& s, const KvView& kv, float* out);
 
 // The most keys one query can see: W on a sliding layer, every position on a full one.
 int64_t attention_max_keys(int64_t window, int64_t max_positions);

@@ -1,10 +1,12 @@
 // matmul: the plain reference, the portable kernel, and the startup choice of the fast path.
 #include "model/ops/matmul.h"
 
+#include <atomic>
 #include <vector>
 
 #include "base/check.h"
 #include "model/ops/matmul_kernels.h"
+#include "model/quant.h"
 #include "model/thread_pool.h"
 
 namespace infer {
@@ -17,6 +19,38 @@ void matmul_reference(const Matrix& w, const float* x, int64_t T, float* y) {
       const float* xt = x + t * w.cols;
       double sum = 0.0;
       for (int64_t c = 0; c < w.cols; ++c) sum += double(row[size_t(c)]) * double(xt[c]);
+      y[t * w.rows + r] = float(sum);
+    }
+  }
+}
+
+void matmul_reference_q8_x(const Matrix& w, const float* x, int64_t T, float* y) {
+  INFER_CHECK(w.format == WeightFormat::kQ8_0 || w.format == WeightFormat::kQ4_0,
+              "matmul_reference_q8_x on a weight format that is not Q8_0 or Q4_0");
+  const int64_t nb = w.cols / kQK;
+  std::vector<BlockQ8_0> xq(size_t(T * nb));
+  for (int64_t t = 0; t < T; ++t) quantize_row_q8_0(x + t * w.cols, xq.data() + t * nb, w.cols);
+  for (int64_t r = 0; r < w.rows; ++r) {
+    for (int64_t t = 0; t < T; ++t) {
+      double sum = 0.0;
+      for (int64_t b = 0; b < nb; ++b) {
+        const BlockQ8_0& xb = xq[size_t(t * nb + b)];
+        int32_t dot = 0;  // exact: at most 32 · 128 · 127 in magnitude
+        float dw = 0.0f;
+        if (w.format == WeightFormat::kQ8_0) {
+          const BlockQ8_0& wb = reinterpret_cast<const BlockQ8_0*>(w.row(r))[b];
+          for (int j = 0; j < kQK; ++j) dot += int32_t(wb.qs[j]) * xb.qs[j];
+          dw = fp16_to_f32(wb.d);
+        } else {
+          const BlockQ4_0& wb = reinterpret_cast<const BlockQ4_0*>(w.row(r))[b];
+          for (int j = 0; j < kQK / 2; ++j) {
+            dot += (int32_t(wb.qs[j] & 15) - 8) * xb.qs[j];
+            dot += (int32_t(wb.qs[j] >> 4) - 8) * xb.qs[j + kQK / 2];
+          }
+          dw = fp16_to_f32(wb.d);
+        }
+        sum += double(dot) * double(dw) * double(fp16_to_f32(xb.d));
+      }
       y[t * w.rows + r] = float(sum);
     }
   }
@@ -56,11 +90,13 @@ std::vector<MatmulKernel> supported_kernels() {
   std::vector<MatmulKernel> k;
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("fma") &&
-      __builtin_cpu_supports("f16c")) {
-    k.push_back({"avx512", matmul_rows_avx512});
+  const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                     __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("fma") &&
+                     __builtin_cpu_supports("f16c");
+  if (avx512 && __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vbmi")) {
+    k.push_back({"avx512vnni", matmul_rows_avx512_vnni, true});
   }
+  if (avx512) k.push_back({"avx512", matmul_rows_avx512});
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
       __builtin_cpu_supports("f16c")) {
     k.push_back({"avx2", matmul_rows_avx2});
@@ -79,7 +115,32 @@ const std::vector<MatmulKernel>& kernels() {
 
 std::span<const MatmulKernel> matmul_kernels() { return kernels(); }
 
-const char* matmul_isa() { return kernels().front().name; }
+namespace {
+
+// The kernel matmul() runs: the fastest, or the fastest with f32 activations when asked.
+std::atomic<const MatmulKernel*> g_active{nullptr};
+
+const MatmulKernel& active_kernel() {
+  const MatmulKernel* k = g_active.load(std::memory_order_relaxed);
+  return k != nullptr ? *k : kernels().front();
+}
+
+}  // namespace
+
+const char* matmul_isa() { return active_kernel().name; }
+
+void set_matmul_f32_activations(bool on) {
+  const MatmulKernel* chosen = &kernels().front();
+  if (on) {
+    for (const MatmulKernel& k : kernels()) {
+      if (!k.quantizes_x) {
+        chosen = &k;
+        break;
+      }
+    }
+  }
+  g_active.store(chosen, std::memory_order_relaxed);
+}
 
 void matmul_with(const MatmulKernel& k, const Matrix& w, const float* x, int64_t T, float* y,
                  ThreadPool& pool) {
@@ -89,13 +150,11 @@ void matmul_with(const MatmulKernel& k, const Matrix& w, const float* x, int64_t
 }
 
 void matmul(const Matrix& w, const float* x, int64_t T, float* y, ThreadPool& pool) {
-  static const MatmulKernel& best = kernels().front();
-  matmul_with(best, w, x, T, y, pool);
+  matmul_with(active_kernel(), w, x, T, y, pool);
 }
 
 void matmul_rows(const Matrix& w, const float* x, int64_t T, float* y, int64_t r0, int64_t r1) {
-  static const MatmulKernel& best = kernels().front();
-  best.rows(w, x, T, y, r0, r1);
+  active_kernel().rows(w, x, T, y, r0, r1);
 }
 
 void matmul_multi(std::span<const MatmulJob> jobs, int64_t T, ThreadPool& pool) {

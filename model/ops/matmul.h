@@ -13,8 +13,9 @@ class ThreadPool;
 
 // x: [T, cols] f32 row-major, w: [rows, cols] (any format) -> y: [T, rows] f32:
 //   y[t][r] = sum_c w[r][c] · x[t][c]
-// Weights are dequantized on the fly; activations stay f32 and sums are f32. Rows are split over
-// the pool's threads. Allocates nothing.
+// Weights are dequantized on the fly and activations stay f32, sums f32; except that on CPUs with
+// AVX512-VNNI, Q8_0/Q4_0 weights meet x quantized to Q8_0 per token row (matmul_reference_q8_x).
+// Rows are split over the pool's threads. Allocates nothing.
 void matmul(const Matrix& w, const float* x, int64_t T, float* y, ThreadPool& pool);
 
 // The rows [r0, r1) of matmul()'s y on the calling thread, with the same kernel: for ops that
@@ -38,7 +39,17 @@ void matmul_multi(std::span<const MatmulJob> jobs, int64_t T, ThreadPool& pool);
 // paths are tested against.
 void matmul_reference(const Matrix& w, const float* x, int64_t T, float* y);
 
-// The path matmul() uses on this CPU: "avx512", "avx2" or "generic".
+// For Q8_0/Q4_0 weights, the contract of the integer kernels (GGML's vec_dot): each token row of
+// x is quantized with quantize_row_q8_0 (model/quant.h), each block's dot product is an exact
+// integer, and y sums dot · d_w · d_x (both scales as fp16 -> f32) in double.
+void matmul_reference_q8_x(const Matrix& w, const float* x, int64_t T, float* y);
+
+// The path matmul() uses on this CPU: "avx512vnni", "avx512", "avx2" or "generic".
 const char* matmul_isa();
+
+// On: Q8_0/Q4_0 weights meet f32 activations (matmul_reference's contract) even where an integer
+// kernel exists, the semantics the GPU backend computes, so it can be compared with the CPU on the
+// same quantized weights. Off (the default): the fastest kernel, which may quantize activations.
+void set_matmul_f32_activations(bool on);
 
 }  // namespace infer

@@ -18,6 +18,9 @@ using MatmulRowsFn = void (*)(const Matrix& w, const float* x, int64_t T, float*
 struct MatmulKernel {
   const char* name;
   MatmulRowsFn rows;
+  // Q8_0/Q4_0 weights meet x quantized to Q8_0 (integer dots, matmul_reference_q8_x's contract)
+  // rather than f32 x (matmul_reference's).
+  bool quantizes_x = false;
 };
 
 // Row blocks handed to threads are multiples of this (whole 64-byte lines of y per thread).
@@ -28,6 +31,10 @@ void matmul_rows_generic(const Matrix& w, const float* x, int64_t T, float* y, i
 void matmul_rows_avx2(const Matrix& w, const float* x, int64_t T, float* y, int64_t r0, int64_t r1);
 void matmul_rows_avx512(const Matrix& w, const float* x, int64_t T, float* y, int64_t r0,
                         int64_t r1);
+// Q8_0/Q4_0 with Q8_0 activations and VPDPBUSD (matmul_avx512_vnni.cpp); other formats as
+// matmul_rows_avx512.
+void matmul_rows_avx512_vnni(const Matrix& w, const float* x, int64_t T, float* y, int64_t r0,
+                             int64_t r1);
 
 // The kernels this CPU can run, best first; matmul() uses the first.
 std::span<const MatmulKernel> matmul_kernels();

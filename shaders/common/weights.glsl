@@ -1,17 +1,23 @@
-// Weight decode for the matrix-vector family: binding 0 holds W [rows, cols] in one format, read
-// in "units" of UNIT weights. A unit is what one invocation decodes per step; unit_col() says
-// which columns its weights belong to. Formats (one #define each, set in shaders/meson.build):
-//   W_F32   f32, unit = 1 column
-//   W_BF16  bf16 (upper half of an f32), unit = 2 columns; 32-bit loads when cols is even
-//   W_Q8_0  GGML blocks {fp16 d; int8 qs[32]} (34 bytes), unit = a quarter block, 8 weights
-//   W_Q4_0  GGML blocks {fp16 d; uint8 qs[16]} (18 bytes), unit = a quarter block, 8 weights:
-//           4 low nibbles (weights 4p..4p+3) and 4 high ones (weights 16+4p..16+4p+3)
-// Blocks of 34/18 bytes are only 2-byte aligned, so quantized weights are read as uint16 words.
-// The 32 columns of a block are covered by its 4 units, so a 32-aligned column range is covered
-// by whole units (the tiled matmul relies on it).
+// Weight decode for the matrix families: binding 0 holds W [rows, cols] in the device layout that
+// gpu/ops/matvec.cpp (repack_rows) writes at upload, one #define per format (shaders/meson.build).
+// Every row is a whole number of 16-byte vectors (uvec4), W_STRIDE of them, so a lane reads its
+// weights with 128-bit loads. A row's quant vectors come first; vector j holds VEC_QUADS "quads"
+// (4 consecutive columns each), quad q at column vec_quad_col(j, q). Quads interleave so that
+// lane j of a subgroup reading quad q of vector j reads x at 16-byte steps: a subgroup's x loads
+// of one quad cover whole 128-byte lines.
+//   W_F32   vector = 4 f32, columns 4j..4j+3; row padded with zeros to 4 columns
+//   W_BF16  vector = 8 bf16 (low half of each word first); groups of 64 columns, 8 vectors:
+//           vector g of group G holds columns 64G + 32q + 4g + e (q < 2, word 2q + e/2)
+//   W_Q8_0  groups of 256 columns (8 GGML blocks), 16 vectors: vector g holds int8 quants of
+//           columns 256G + 64q + 4g + e (q < 4, byte e of word q), block 2q + g/8
+//   W_Q4_0  groups of 256 columns, 8 vectors: vector g holds 4-bit quants (q + 8 as stored by
+//           GGML) of columns 256G + 32q + 4g + e (q < 8, bits 16(q%2) + 4e of word q/2), block q
+// Q8_0/Q4_0 rows end with one vector per group holding its 8 block scales (f16, block b in half
+// b). Columns past cols (the last group's padding) have zero weights (scale 0), so a reader may
+// multiply them with any finite activation.
 //
 // W_PAIR: a second matrix of the same shape and format at binding W_PAIR_BINDING (the gate-up
-// fusion); decode_unit_of(m, ...) reads matrix m (0 or 1). Callers pass literal m, so after
+// fusion); the *_of(m, ...) functions read matrix m (0 or 1). Callers pass literal m, so after
 // inlining the choice folds away. Without W_PAIR, m must be 0.
 
 #ifdef W_PAIR
@@ -20,104 +26,134 @@
 #define W_PICK(m, a, b) (a)
 #endif
 
-#if defined(W_F32)
-#define UNIT 1
-layout(binding = 0, std430) readonly buffer WeightsF32 { float w_f32[]; };
+layout(binding = 0, std430) readonly buffer WeightsV4 { uvec4 w_v4[]; };
+layout(binding = 0, std430) readonly buffer WeightsU32 { uint w_u32[]; };
 #ifdef W_PAIR
-layout(binding = W_PAIR_BINDING, std430) readonly buffer WeightsF32Pair { float w1_f32[]; };
+layout(binding = W_PAIR_BINDING, std430) readonly buffer WeightsPairV4 { uvec4 w1_v4[]; };
+layout(binding = W_PAIR_BINDING, std430) readonly buffer WeightsPairU32 { uint w1_u32[]; };
 #endif
 
-uint units_per_row() { return pc.cols; }
-uint unit_pos(uint u, uint k) { return u; }
-uint unit_col(uint u, uint k) { return u; }
-void decode_unit_of(uint m, uint row, uint u, out float w[UNIT]) {
-  const uint i = row * pc.cols + u;
-  w[0] = W_PICK(m, w_f32[i], w1_f32[i]);
-}
+// (M + n) as f32 bits is exact for n < 2^23; subtracting M + bias gives n - bias exactly, without
+// an integer-to-float conversion (a quarter-rate instruction on NVIDIA).
+const float kMagic = 8388608.0;  // 2^23
+float magic_int(uint bits, float bias) { return uintBitsToFloat(0x4B000000u | bits) - (kMagic + bias); }
+
+#if defined(W_F32)
+#define UNIT 1       // columns per invocation of element-wise readers (embed.comp)
+#define VEC_QUADS 1  // quads of 4 columns per vector
+#define VEC_UNROLL 4  // vectors a lane loads before using any (matvec.comp)
+uint w_vecs() { return (pc.cols + 3) / 4; }
+uint w_stride() { return w_vecs(); }
+uint vec_quad_col(uint j, uint q) { return 4 * j; }
 
 #elif defined(W_BF16)
 #define UNIT 2
-layout(binding = 0, std430) readonly buffer WeightsBf16 { uint16_t w_u16[]; };
-layout(binding = 0, std430) readonly buffer WeightsBf16Words { uint w_u32[]; };
-#ifdef W_PAIR
-layout(binding = W_PAIR_BINDING, std430) readonly buffer WeightsBf16Pair { uint16_t w1_u16[]; };
-layout(binding = W_PAIR_BINDING, std430) readonly buffer WeightsBf16PairWords { uint w1_u32[]; };
-#endif
-
-uint units_per_row() { return (pc.cols + 1) / 2; }
-// Column of weight k of unit u; the last unit of an odd row reaches one past the row (pc.cols),
-// where it decodes a 0 weight.
-uint unit_pos(uint u, uint k) { return 2 * u + k; }
-// unit_pos clamped into the row, so the activation read stays in bounds.
-uint unit_col(uint u, uint k) { return min(2 * u + k, pc.cols - 1); }
-void decode_unit_of(uint m, uint row, uint u, out float w[UNIT]) {
-  if ((pc.cols & 1u) == 0u) {
-    const uint i = (row * pc.cols) / 2 + u;
-    uint v = W_PICK(m, w_u32[i], w1_u32[i]);
-    w[0] = uintBitsToFloat(v << 16);
-    w[1] = uintBitsToFloat(v & 0xffff0000u);
-  } else {
-    uint e = row * pc.cols + 2 * u;
-    w[0] = uintBitsToFloat(uint(W_PICK(m, w_u16[e], w1_u16[e])) << 16);
-    w[1] = 2 * u + 1 < pc.cols ? uintBitsToFloat(uint(W_PICK(m, w_u16[e + 1], w1_u16[e + 1])) << 16)
-                               : 0.0;
-  }
-}
+#define VEC_QUADS 2
+#define VEC_UNROLL 4
+uint w_vecs() { return (pc.cols + 63) / 64 * 8; }
+uint w_stride() { return w_vecs(); }
+uint vec_quad_col(uint j, uint q) { return 64 * (j / 8) + 32 * q + 4 * (j % 8); }
 
 #elif defined(W_Q8_0)
 #define UNIT 8
-layout(binding = 0, std430) readonly buffer WeightsQ8 { uint16_t w_u16[]; };
-#ifdef W_PAIR
-layout(binding = W_PAIR_BINDING, std430) readonly buffer WeightsQ8Pair { uint16_t w1_u16[]; };
-#endif
-const uint kBlockWords = 17;  // 34 bytes
-
-uint units_per_row() { return pc.cols / 8; }
-uint unit_pos(uint u, uint k) { return 8 * u + k; }  // block u/4, part u%4: weights 8p..8p+7
-uint unit_col(uint u, uint k) { return 8 * u + k; }
-void decode_unit_of(uint m, uint row, uint u, out float w[UNIT]) {
-  uint block = row * (pc.cols / 32) + u / 4;
-  uint base = block * kBlockWords;
-  float d = unpackHalf2x16(uint(W_PICK(m, w_u16[base], w1_u16[base]))).x;
-  uint q = base + 1 + 4 * (u % 4);
-  for (uint i = 0; i < 4; ++i) {
-    int v = int(uint(W_PICK(m, w_u16[q + i], w1_u16[q + i])));
-    w[2 * i] = d * float(bitfieldExtract(v, 0, 8));  // bitfieldExtract on int sign-extends
-    w[2 * i + 1] = d * float(bitfieldExtract(v, 8, 8));
-  }
-}
+#define VEC_QUADS 4
+#define VEC_UNROLL 2
+#define W_SCALED
+uint w_groups() { return (pc.cols + 255) / 256; }
+uint w_vecs() { return w_groups() * 16; }
+uint w_stride() { return w_groups() * 17; }
+uint vec_quad_col(uint j, uint q) { return 256 * (j / 16) + 64 * q + 4 * (j % 16); }
 
 #elif defined(W_Q4_0)
 #define UNIT 8
-layout(binding = 0, std430) readonly buffer WeightsQ4 { uint16_t w_u16[]; };
-#ifdef W_PAIR
-layout(binding = W_PAIR_BINDING, std430) readonly buffer WeightsQ4Pair { uint16_t w1_u16[]; };
-#endif
-const uint kBlockWords = 9;  // 18 bytes
-
-uint units_per_row() { return pc.cols / 8; }
-uint unit_pos(uint u, uint k) {
-  uint p = u % 4;
-  return 32 * (u / 4) + (k < 4 ? 4 * p + k : 16 + 4 * p + (k - 4));
-}
-uint unit_col(uint u, uint k) { return unit_pos(u, k); }
-void decode_unit_of(uint m, uint row, uint u, out float w[UNIT]) {
-  uint block = row * (pc.cols / 32) + u / 4;
-  uint base = block * kBlockWords;
-  float d = unpackHalf2x16(uint(W_PICK(m, w_u16[base], w1_u16[base]))).x;
-  uint q = base + 1 + 2 * (u % 4);
-  uint lo = uint(W_PICK(m, w_u16[q], w1_u16[q]));
-  uint hi = uint(W_PICK(m, w_u16[q + 1], w1_u16[q + 1]));
-  uint v = lo | (hi << 16);  // qs[4p..4p+3]
-  for (uint i = 0; i < 4; ++i) {
-    w[i] = d * (float((v >> (8 * i)) & 0xfu) - 8.0);
-    w[4 + i] = d * (float((v >> (8 * i + 4)) & 0xfu) - 8.0);
-  }
-}
+#define VEC_QUADS 8
+#define VEC_UNROLL 2
+#define W_SCALED
+uint w_groups() { return (pc.cols + 255) / 256; }
+uint w_vecs() { return w_groups() * 8; }
+uint w_stride() { return w_groups() * 9; }
+uint vec_quad_col(uint j, uint q) { return 256 * (j / 8) + 32 * q + 4 * (j % 8); }
 
 #else
 #error "define one weight format: W_F32, W_BF16, W_Q8_0 or W_Q4_0"
 #endif
 
-// Matrix 0 (binding 0): what the single-matrix kernels read.
-void decode_unit(uint row, uint u, out float w[UNIT]) { decode_unit_of(0u, row, u, w); }
+// Vector j (< w_vecs()) of row `row` of matrix m, and the scale vector of its group (Q8_0/Q4_0).
+uvec4 load_vec_of(uint m, uint row, uint j) {
+  const uint i = row * w_stride() + j;
+  return W_PICK(m, w_v4[i], w1_v4[i]);
+}
+uvec4 load_scales_of(uint m, uint row, uint j) {
+#ifdef W_SCALED
+  const uint i = row * w_stride() + w_vecs() + j / (w_vecs() / w_groups());
+  return W_PICK(m, w_v4[i], w1_v4[i]);
+#else
+  return uvec4(0);
+#endif
+}
+
+// The 4 weights of quad q of vector j (wv, with its group's scales sv), undecoded scale aside:
+// returns (weights, scale) so dot products apply the scale once per quad.
+vec4 quad_weights(uvec4 wv, uint j, uint q) {
+#if defined(W_F32)
+  return uintBitsToFloat(wv);
+#elif defined(W_BF16)
+  const uint a = wv[2 * q], b = wv[2 * q + 1];
+  return uintBitsToFloat(uvec4(a << 16, a & 0xffff0000u, b << 16, b & 0xffff0000u));
+#elif defined(W_Q8_0)
+  const uint v = wv[q] ^ 0x80808080u;  // int8 -> uint8 biased by 128
+  return vec4(magic_int(v & 0xffu, 128.0), magic_int((v >> 8) & 0xffu, 128.0),
+              magic_int((v >> 16) & 0xffu, 128.0), magic_int(v >> 24, 128.0));
+#else
+  const uint v = wv[q / 2] >> (16 * (q % 2));
+  return vec4(magic_int(v & 0xfu, 8.0), magic_int((v >> 4) & 0xfu, 8.0),
+              magic_int((v >> 8) & 0xfu, 8.0), magic_int((v >> 12) & 0xfu, 8.0));
+#endif
+}
+float quad_scale(uvec4 sv, uint j, uint q) {
+#if defined(W_Q8_0)
+  const vec2 d = unpackHalf2x16(sv[q]);  // blocks 2q, 2q + 1
+  return (j % 16) < 8 ? d.x : d.y;
+#elif defined(W_Q4_0)
+  const vec2 d = unpackHalf2x16(sv[q / 2]);  // blocks q & ~1, q | 1
+  return (q % 2) == 0 ? d.x : d.y;
+#else
+  return 1.0;
+#endif
+}
+
+// Σ over the vector's weights times the activations xq[q] of its quads.
+float vec_dot(uvec4 wv, uvec4 sv, uint j, vec4 xq[VEC_QUADS]) {
+  float s = 0.0;
+  for (uint q = 0; q < VEC_QUADS; ++q) {
+#ifdef W_SCALED
+    s += quad_scale(sv, j, q) * dot(quad_weights(wv, j, q), xq[q]);
+#else
+    s += dot(quad_weights(wv, j, q), xq[q]);
+#endif
+  }
+  return s;
+}
+
+// The 4 weights of matrix m, row `row`, columns c..c+3 (c % 4 == 0, c < the padded row): the
+// element-wise readers' (tiled matmul, embed, router) view of the layout.
+vec4 decode_quad_of(uint m, uint row, uint c) {
+#if defined(W_F32)
+  const uint j = c / 4, q = 0;
+#elif defined(W_BF16)
+  const uint j = 8 * (c / 64) + (c % 32) / 4, q = (c % 64) / 32;
+#elif defined(W_Q8_0)
+  const uint j = 16 * (c / 256) + (c % 64) / 4, q = (c % 256) / 64;
+#else
+  const uint j = 8 * (c / 256) + (c % 32) / 4, q = (c % 256) / 32;
+#endif
+  const uvec4 wv = load_vec_of(m, row, j);
+#ifdef W_SCALED
+  return quad_scale(load_scales_of(m, row, j), j, q) * quad_weights(wv, j, q);
+#else
+  return quad_weights(wv, j, q);
+#endif
+}
+
+// Weight (row, c) of matrix 0, c < cols.
+float weight_at(uint row, uint c) { return decode_quad_of(0u, row, c & ~3u)[c & 3u]; }

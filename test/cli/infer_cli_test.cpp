@@ -236,6 +236,34 @@ TEST(InferCli, BenchEmitsJsonWithEveryKey) {
   fs::remove_all(dir);
 }
 
+// --gpu: the same keys, the device's read bandwidth as the bound with the copy beside it, and
+// what a decode token records (lavapipe in CI).
+TEST(InferCli, GpuBenchEmitsBandwidthAndDispatchCounts) {
+  const fs::path dir = make_temp_dir("bench-gpu");
+  const fs::path out = dir / "bench.json";
+  const RunResult r = infer({"--bench", out.string(), "--gpu", "--model",
+                             fixture("e2b-mini").string(), "--threads", "2"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json j = read_json(out);
+  ASSERT_TRUE(j.is_object()) << read_file(out);
+  EXPECT_EQ(j["backend"], "vulkan");
+  for (const char* key : {"memory_bandwidth_gb_per_s", "memory_bandwidth_copy_gb_per_s",
+                          "decode_tokens_per_s"}) {
+    ASSERT_TRUE(j.contains(key)) << key;
+    EXPECT_GT(j[key].get<double>(), 0.0) << key;
+  }
+  // e2b-mini: 7 layers of at most 12 dispatches (PLE) and 7 outside them.
+  for (const char* key : {"decode_dispatches_per_token", "decode_barriers_per_token",
+                          "decode_buffer_barriers_per_token"}) {
+    ASSERT_TRUE(j.contains(key)) << key;
+    EXPECT_GT(j[key].get<int>(), 0) << key;
+  }
+  EXPECT_LE(j["decode_dispatches_per_token"].get<int>(), 7 * 12 + 7);
+  EXPECT_LE(j["decode_barriers_per_token"].get<int>(), j["decode_dispatches_per_token"].get<int>());
+  EXPECT_NE(r.err.find("dispatches"), std::string::npos) << r.err;
+  fs::remove_all(dir);
+}
+
 // --model CONFIG.json generates the random model in memory: the same weights mkmodel writes with
 // seed 1, so the same greedy ids.
 TEST(InferCli, AConfigFileRunsTheRandomModelMkmodelWrites) {

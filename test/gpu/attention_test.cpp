@@ -1,6 +1,7 @@
 // GPU attention ops vs the CPU reference (model/ops/rms_norm, rope, attention): qkv_prep's norms,
-// RoPE and ring writes; attend over full and sliding rings with GQA, d 16/256/512, decode at
-// many positions (wrapped rings too) and prefill chunks at pos0 > 0, split-K and direct paths.
+// RoPE and ring writes from the stacked q|k|v rows; attend over full and sliding rings with GQA,
+// d 16/256/512, decode at many positions (wrapped rings too) and prefill chunks at pos0 > 0,
+// split-K (merged by the last split) and direct paths.
 #include "gpu/ops/attention.h"
 
 #include <algorithm>
@@ -119,6 +120,24 @@ void PrintTo(const QkvCase& c, std::ostream* os) {
 // margin yet catches any wrong pair, position, slot or missing weight.
 constexpr double kQkvTol = 1e-5;
 
+// Rows [T, n_q·d + n_kv·d (+ n_kv·d)] of q, k and v (v empty: K=V, v read at k), as the stacked
+// q|k|v projection writes them; sets shape's stride and offsets.
+std::vector<float> stack_qkv(const std::vector<float>& q, const std::vector<float>& k,
+                             const std::vector<float>& v, const QkvCase& c, QkvShape* shape) {
+  const size_t qr = size_t(c.n_q) * c.d, kr = size_t(c.n_kv) * c.d;
+  const size_t stride = qr + kr + (v.empty() ? 0 : kr);
+  std::vector<float> out;
+  for (uint32_t t = 0; t < c.T; ++t) {
+    out.insert(out.end(), q.begin() + t * qr, q.begin() + (t + 1) * qr);
+    out.insert(out.end(), k.begin() + t * kr, k.begin() + (t + 1) * kr);
+    if (!v.empty()) out.insert(out.end(), v.begin() + t * kr, v.begin() + (t + 1) * kr);
+  }
+  shape->stride = uint32_t(stride);
+  shape->k_offset = uint32_t(qr);
+  shape->v_offset = uint32_t(v.empty() ? qr : qr + kr);
+  return out;
+}
+
 void check_qkv_prep(const VulkanContext& ctx, const QkvCase& c) {
   const size_t q_n = size_t(c.T) * c.n_q * c.d, kv_n = size_t(c.T) * c.n_kv * c.d;
   const size_t cache_n = size_t(c.slots) * c.n_kv * c.d;
@@ -151,26 +170,30 @@ void check_qkv_prep(const VulkanContext& ctx, const QkvCase& c) {
     std::copy_n(v_ref.begin() + t * row, row, v_cache_ref.begin() + slot * row);
   }
 
+  // The stacked matvec output: token rows [q | k | v], v absent on K=V layers (§4.5).
+  QkvShape shape{c.T, c.n_q, c.n_kv, c.d, c.slots, eps};
+  const std::vector<float> qkv = stack_qkv(q, k, c.k_eq_v ? std::vector<float>{} : v, c, &shape);
+
   auto ops = make_ops(ctx, kMaxChunk, c.n_q, c.d, c.slots);
   StepBuffer step(ctx);
   step.set(c.pos0, c.T);
-  Buffer qb = device_buffer(ctx, q, "q"), kb = device_buffer(ctx, k, "k");
-  Buffer vb = device_buffer(ctx, v, "v");
+  Buffer qkvb = device_buffer(ctx, qkv, "qkv");
+  Buffer qb = device_buffer(ctx, std::vector<float>(q_n, NAN), "q_out");
   Buffer qn = device_buffer(ctx, q_norm, "q_norm"), kn = device_buffer(ctx, k_norm, "k_norm");
   Buffer fb = device_buffer(ctx, inv_freq, "inv_freq");
   Buffer kc = device_buffer(ctx, k_old, "k_cache"), vc = device_buffer(ctx, v_old, "v_cache");
   auto rec = Recorder::create(ctx);
   ASSERT_TRUE(rec.ok()) << rec.error().message;
   ASSERT_TRUE((*rec)->begin().ok());
-  const QkvShape shape{c.T, c.n_q, c.n_kv, c.d, c.slots, eps};
-  // K=V layers bind the one raw k projection as both k and v (§4.5).
-  const Binding v_binding{c.k_eq_v ? &kb : &vb};
-  auto r = ops->qkv_prep(**rec, {&step.buffer}, shape, {&qb}, {&qn}, {&kb}, {&kn}, v_binding,
-                         {&fb}, {&kc}, {&vc});
+  auto r = ops->qkv_prep(**rec, {&step.buffer}, shape, {&qkvb}, {&qn}, {&kn}, {&fb}, {&qb}, {&kc},
+                         {&vc});
   ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ((*rec)->dispatch_count(), 1);
   ASSERT_TRUE((*rec)->submit_and_wait().ok());
 
   expect_close(download_floats(ctx, qb, q_n), q_ref, kQkvTol, "q");
+  // The raw projections stay as they were (K=V reads them after K is normed).
+  expect_close(download_floats(ctx, qkvb, qkv.size()), qkv, 0.0, "qkv");
   expect_close(download_floats(ctx, kc, cache_n), k_cache_ref, kQkvTol, "k_cache");
   expect_close(download_floats(ctx, vc, cache_n), v_cache_ref, kQkvTol, "v_cache");
 }
@@ -201,7 +224,7 @@ std::string qkv_name(const QkvCase& c) {
 INSTANTIATE_TEST_SUITE_P(Attention, GpuQkvPrep, ::testing::ValuesIn(kQkvCases),
                          [](const auto& info) { return qkv_name(info.param); });
 
-// A KV-shared layer passes no k: only q is prepared and the caches stay as they were.
+// A KV-shared layer (n_kv = 0) passes no caches: only q is prepared, from rows of q alone.
 TEST_F(AttentionTest, QkvPrepWithoutKOnlyPreparesQ) {
   const uint32_t T = 2, n_q = 4, d = 16, slots = 8;
   const std::vector<float> q = random_vector(T * n_q * d, 7), q_norm(d, 1.0f);
@@ -209,14 +232,16 @@ TEST_F(AttentionTest, QkvPrepWithoutKOnlyPreparesQ) {
   auto ops = make_ops(*ctx_, 4, n_q, d, slots);
   StepBuffer step(*ctx_);
   step.set(3, T);
-  Buffer qb = device_buffer(*ctx_, q, "q"), qn = device_buffer(*ctx_, q_norm, "q_norm");
+  Buffer qkvb = device_buffer(*ctx_, q, "qkv"), qn = device_buffer(*ctx_, q_norm, "q_norm");
+  Buffer qb = device_buffer(*ctx_, std::vector<float>(q.size(), NAN), "q_out");
   Buffer fb = device_buffer(*ctx_, inv_freq, "inv_freq");
   auto rec = Recorder::create(*ctx_);
   ASSERT_TRUE(rec.ok());
   ASSERT_TRUE((*rec)->begin().ok());
-  ASSERT_TRUE(ops->qkv_prep(**rec, {&step.buffer}, {T, n_q, 1, d, slots, 1e-6f}, {&qb}, {&qn}, {},
-                            {}, {}, {&fb}, {}, {})
-                  .ok());
+  QkvShape shape{T, n_q, 0, d, slots, 1e-6f};
+  shape.stride = n_q * d;
+  ASSERT_TRUE(
+      ops->qkv_prep(**rec, {&step.buffer}, shape, {&qkvb}, {&qn}, {}, {&fb}, {&qb}, {}, {}).ok());
   EXPECT_EQ((*rec)->dispatch_count(), 1);
   ASSERT_TRUE((*rec)->submit_and_wait().ok());
   std::vector<float> q_ref = q, cos(T * d / 2), sin(T * d / 2);
@@ -327,7 +352,7 @@ class AttendRig {
     ASSERT_TRUE((*rec)->begin().ok());
     auto r = ops_->attend(**rec, {&step_.buffer}, dims_, {&qb_}, {&kc_}, {&vc_}, {&ob_});
     ASSERT_TRUE(r.ok()) << r.error().message;
-    EXPECT_EQ((*rec)->dispatch_count(), ops_->splits(dims_) == 1 ? 1 : 2);
+    EXPECT_EQ((*rec)->dispatch_count(), 1);  // split or not: the last split merges
     ASSERT_TRUE((*rec)->submit_and_wait().ok());
     expect_close(download_floats(ctx_, ob_, q_n), reference_attention(stream_, q, dims_, pos0),
                  kAttendTol, "out");
@@ -392,15 +417,19 @@ std::string attend_name(const AttendCase& c) {
 INSTANTIATE_TEST_SUITE_P(Attention, GpuAttend, ::testing::ValuesIn(kAttendCases),
                          [](const auto& info) { return attend_name(info.param); });
 
-// The cases above exercise both paths of attend(): one pass, and split-K plus merge.
+// The cases above exercise both paths of attend(): one split writing out, and several whose
+// last merges. Splits are chosen at run time from the keys the rows see (>= min_keys_per_split
+// each, within the grid's splits()); the case's last token sees the most.
 TEST_F(AttentionTest, AttendCasesCoverDirectAndSplitPaths) {
   bool direct = false, split = false, split_prefill = false;
   for (const AttendCase& c : kAttendCases) {
     auto ops = make_ops(*ctx_, kMaxChunk, c.n_q, c.d, c.pos0 + c.T);
-    const uint32_t n = ops->splits({c.T, c.n_q, c.n_kv, c.d, c.slots, c.window});
-    direct = direct || n == 1;
-    split = split || (n > 1 && c.T == 1);
-    split_prefill = split_prefill || (n > 1 && c.T > 1);
+    const uint32_t grid = ops->splits({c.T, c.n_q, c.n_kv, c.d, c.slots, c.window});
+    const uint32_t keys = c.window > 0 ? std::min(c.window, c.pos0 + c.T) : c.pos0 + c.T;
+    const bool splits = grid > 1 && keys > ops->min_keys_per_split();
+    direct = direct || !splits;
+    split = split || (splits && c.T == 1);
+    split_prefill = split_prefill || (splits && c.T > 1);
   }
   EXPECT_TRUE(direct);
   EXPECT_TRUE(split);
@@ -434,8 +463,7 @@ void check_decode(const VulkanContext& ctx, const DecodeCase& c) {
   auto ops = make_ops(ctx, 1, c.n_q, c.d, c.n_pos);
   StepBuffer step(ctx);
   Buffer qb = device_buffer(ctx, std::vector<float>(q_n), "q");
-  Buffer kb = device_buffer(ctx, std::vector<float>(kv_n), "k");
-  Buffer vb = device_buffer(ctx, std::vector<float>(kv_n), "v");
+  Buffer qkvb = device_buffer(ctx, std::vector<float>(q_n + 2 * kv_n), "qkv");
   Buffer qn = device_buffer(ctx, q_norm, "q_norm"), kn = device_buffer(ctx, k_norm, "k_norm");
   Buffer fb = device_buffer(ctx, inv_freq, "inv_freq");
   const std::vector<float> nan_ring(size_t(c.slots) * kv_n, NAN);
@@ -443,7 +471,10 @@ void check_decode(const VulkanContext& ctx, const DecodeCase& c) {
   Buffer ob = device_buffer(ctx, std::vector<float>(q_n, NAN), "out");
   auto rec = Recorder::create(ctx);
   ASSERT_TRUE(rec.ok()) << rec.error().message;
-  const QkvShape qkv{1, c.n_q, c.n_kv, c.d, c.slots, eps};
+  QkvShape qkv{1, c.n_q, c.n_kv, c.d, c.slots, eps};  // rows [q | k | v]
+  qkv.stride = uint32_t(q_n + 2 * kv_n);
+  qkv.k_offset = uint32_t(q_n);
+  qkv.v_offset = uint32_t(q_n + kv_n);
   const AttentionDims dims{1, c.n_q, c.n_kv, c.d, c.slots, c.window};
 
   Stream stream{c.n_kv, c.d, {}, {}};
@@ -453,13 +484,14 @@ void check_decode(const VulkanContext& ctx, const DecodeCase& c) {
     std::vector<float> q = random_vector(q_n, 3 * pos + 100, -1.0f, 1.0f);
     const std::vector<float> k = random_vector(kv_n, 3 * pos + 101);
     const std::vector<float> v = random_vector(kv_n, 3 * pos + 102);
-    ASSERT_TRUE(upload(ctx, qb, 0, q.data(), q_n * 4).ok());
-    ASSERT_TRUE(upload(ctx, kb, 0, k.data(), kv_n * 4).ok());
-    ASSERT_TRUE(upload(ctx, vb, 0, v.data(), kv_n * 4).ok());
+    std::vector<float> row = q;
+    row.insert(row.end(), k.begin(), k.end());
+    row.insert(row.end(), v.begin(), v.end());
+    ASSERT_TRUE(upload(ctx, qkvb, 0, row.data(), row.size() * 4).ok());
     step.set(pos, 1);
     ASSERT_TRUE((*rec)->begin().ok());
-    ASSERT_TRUE(ops->qkv_prep(**rec, {&step.buffer}, qkv, {&qb}, {&qn}, {&kb}, {&kn}, {&vb},
-                              {&fb}, {&kc}, {&vc})
+    ASSERT_TRUE(ops->qkv_prep(**rec, {&step.buffer}, qkv, {&qkvb}, {&qn}, {&kn}, {&fb}, {&qb},
+                              {&kc}, {&vc})
                     .ok());
     ASSERT_TRUE(ops->attend(**rec, {&step.buffer}, dims, {&qb}, {&kc}, {&vc}, {&ob}).ok());
     ASSERT_TRUE((*rec)->submit_and_wait().ok());

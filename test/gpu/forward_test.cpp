@@ -1,6 +1,7 @@
 // The whole GPU forward pass against the CPU path and the golden fixtures (GEMMA4_TEXT.md §9) on
 // every fixture: prompt logits, greedy tokens through the replayed decode recording and through
-// decode_greedy, chunked prefill; then Q8_0 and Q4_0 weights against the CPU with the same bytes.
+// decode_greedy, chunked prefill; then Q8_0 and Q4_0 weights against the CPU with the same bytes;
+// the stacked q|k|v projection against separate matvecs; dispatches and barriers per token.
 #include "gpu/gpu_forward.h"
 
 #include <gtest/gtest.h>
@@ -12,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "gpu/gpu_weights.h"
+#include "gpu/ops/matvec.h"
 #include "model/cpu_forward.h"
 #include "model/model.h"
 #include "model/thread_pool.h"
@@ -213,6 +216,80 @@ TEST_P(ForwardGpu, QuantizedWeightsMatchTheCpuWithTheSameWeights) {
     EXPECT_LE(d_steps, kTol) << qname;
     EXPECT_EQ(gpu_tokens, cpu_tokens) << qname;
   }
+}
+
+// The stacked q|k|v projection (gpu/gpu_weights.h) computes, per token, [q | k | v] at the
+// recorded offsets, as q_proj, k_proj and v_proj do apart (e2b-mini: KV-shared layers with q
+// alone; dense-mini: K=V layers without v rows). Same kernel, same row sums: a slack of 1e-5
+// relative only absorbs a different row-to-workgroup assignment, far below a wrong row's error.
+TEST_P(ForwardGpu, StackedQkvProjectionEqualsSeparateMatvecs) {
+  for (Quant quant : {Quant::kAsStored, Quant::kQ4_0}) {
+    auto model = load(quant);
+    ASSERT_NE(model, nullptr);
+    const ModelConfig& cfg = model->config();
+    auto w = GpuWeights::upload(*ctx_, cfg, model->weights());
+    ASSERT_TRUE(w.ok()) << w.error().message;
+    const int64_t H = cfg.text.hidden_size, T = 3;  // one token and a few (the T > 1 kernels)
+    std::vector<float> x(size_t(T * H));
+    for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37f * float(i)) + 0.1f;
+    for (size_t i = 0; i < cfg.layers.size(); ++i) {
+      SCOPED_TRACE("layer " + std::to_string(i) + (quant == Quant::kQ4_0 ? " Q4_0" : ""));
+      const LayerWeights& lw = model->weights().layers[i];
+      const GpuLayerWeights& g = (*w)->layers[i];
+      const int64_t R = g.qkv_proj.rows;
+      ASSERT_EQ(R, lw.q_proj.rows + lw.k_proj.rows + lw.v_proj.rows);
+      EXPECT_EQ(cfg.layers[i].kv_shared, lw.k_proj.rows == 0);
+      EXPECT_EQ(int64_t(g.qkv_k_offset), lw.q_proj.rows);
+      EXPECT_EQ(int64_t(g.qkv_v_offset),
+                lw.q_proj.rows + (lw.v_proj.rows > 0 ? lw.k_proj.rows : 0));
+      auto op = MatvecOp::create(*ctx_, g.qkv_proj.format);
+      ASSERT_TRUE(op.ok()) << op.error().message;
+      for (int64_t n : {int64_t(1), T}) {
+        std::vector<float> y(size_t(n * R));
+        ASSERT_TRUE(run_matvec(*ctx_, **op, g.qkv_proj, x.data(), n, y.data()).ok());
+        int64_t row0 = 0;
+        for (const Matrix* m : {&lw.q_proj, &lw.k_proj, &lw.v_proj}) {
+          if (m->rows == 0) continue;
+          auto part = upload_matrix(*ctx_, *m, "part");
+          ASSERT_TRUE(part.ok()) << part.error().message;
+          std::vector<float> want(size_t(n * m->rows));
+          ASSERT_TRUE(run_matvec(*ctx_, **op, *part, x.data(), n, want.data()).ok());
+          for (int64_t t = 0; t < n; ++t) {
+            for (int64_t r = 0; r < m->rows; ++r) {
+              const float wv = want[size_t(t * m->rows + r)];
+              ASSERT_NEAR(y[size_t(t * R + row0 + r)], wv, 1e-5f * (1.0f + std::fabs(wv)))
+                  << "token " << t << " of " << n << ", row " << row0 + r;
+            }
+          }
+          row0 += m->rows;
+        }
+      }
+    }
+  }
+}
+
+// A decode token records one matvec for q/k/v, one qkv_prep and one attend per layer (E2B shape:
+// 12 a layer, was 17), and every dispatch waits behind at most one barrier.
+TEST_P(ForwardGpu, DecodeRecordsFewDispatchesPerLayer) {
+  auto model = load(Quant::kAsStored);
+  ASSERT_NE(model, nullptr);
+  auto fwd = gpu(*ctx_, *model, 8);
+  ASSERT_NE(fwd, nullptr);
+  const RecordingCounts c = fwd->decode_counts();
+  const int L = model->config().text.num_hidden_layers;
+  const bool ple = model->config().text.hidden_size_per_layer_input > 0;
+  const bool moe = model->config().text.enable_moe_block;
+  // Per layer: qkv matvec, qkv_prep, attend, o_proj, add_norm, gate_up, down, add_norm; PLE
+  // adds gate, gelu_mul, projection, add_norm; MoE adds router (2), rms_norm, experts (2),
+  // norm_sum. Outside the layers: embed (+ PLE projection and inputs), first norm, head
+  // matvec, softcap, argmax.
+  const int per_layer = 8 + (ple ? 4 : 0) + (moe ? 6 : 0);
+  std::printf("[%s] decode: %d dispatches, %d barriers (%d buffer barriers), %d layers\n",
+              GetParam().name, c.dispatches, c.barrier_commands, c.buffer_barriers, L);
+  EXPECT_LE(c.dispatches, per_layer * L + 7);
+  EXPECT_GE(c.dispatches, 8 * L);
+  EXPECT_LE(c.barrier_commands, c.dispatches);
+  EXPECT_GE(c.buffer_barriers, c.barrier_commands);
 }
 
 INSTANTIATE_TEST_SUITE_P(ForwardFixtures, ForwardGpu,

@@ -6,6 +6,8 @@
 #include <memory>
 #include <string>
 
+#include "model/ops/matmul.h"
+
 namespace infer::gpu {
 namespace {
 
@@ -17,6 +19,13 @@ namespace {
   for (const char* lib : {"libvulkan.so.1", "libvulkan_lvp.so", "libVkLayer_khronos_validation.so"}) {
     dlopen(lib, RTLD_NOW | RTLD_NODELETE | RTLD_GLOBAL);
   }
+  return true;
+}();
+
+// The GPU computes with f32 activations; the CPU reference it is compared with must too, even on
+// CPUs whose integer kernels quantize activations to Q8_0 (model/ops/matmul.h).
+[[maybe_unused]] const bool kCpuF32Activations = [] {
+  set_matmul_f32_activations(true);
   return true;
 }();
 

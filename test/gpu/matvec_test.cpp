@@ -218,6 +218,51 @@ TEST_F(GpuMatvecOp, TileShapesTheShaderCannotRunAreRejected) {
   EXPECT_EQ(op.error().code, ErrorCode::kUnsupported);
 }
 
+// The device copy is repacked (gpu/ops/matvec.h): every row read back and decoded from the device
+// layout equals the CPU's dequantize_row bit for bit, and the padding up to the layout's group
+// decodes as zero weights (what lets the shaders multiply it with any finite activation).
+TEST_F(GpuMatvecOp, UploadedRowsRoundTripThroughTheDeviceLayout) {
+  struct Case {
+    WeightFormat format;
+    int64_t rows, cols;
+  };
+  const Case cases[] = {{WeightFormat::kF32, 3, 1},     {WeightFormat::kF32, 5, 33},
+                        {WeightFormat::kBF16, 3, 1},    {WeightFormat::kBF16, 4, 63},
+                        {WeightFormat::kBF16, 5, 130},  {WeightFormat::kQ8_0, 3, 32},
+                        {WeightFormat::kQ8_0, 4, 288},  {WeightFormat::kQ8_0, 2, 512},
+                        {WeightFormat::kQ4_0, 3, 96},   {WeightFormat::kQ4_0, 4, 544},
+                        {WeightFormat::kQ4_0, 2, 1536}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(weight_format_name(c.format)) + " cols " + std::to_string(c.cols));
+    const HostMatrix h = random_matrix(c.format, c.rows, c.cols, uint32_t(c.cols));
+    auto w = upload_matrix(*ctx_, h.m, "w");
+    ASSERT_TRUE(w.ok()) << w.error().message;
+    const size_t row_size = device_row_bytes(c.format, c.cols);
+    ASSERT_EQ(row_size % 16, 0u);
+    ASSERT_GE(row_size, row_bytes(c.format, c.cols));
+    ASSERT_EQ(w->buffer.size(), row_size * size_t(c.rows));
+    std::vector<uint8_t> device(w->buffer.size());
+    ASSERT_TRUE(download(*ctx_, w->buffer, 0, device.data(), device.size()).ok());
+    // Columns the row's vectors hold: 4 (f32), 64 (bf16) or 256 (Q8_0/Q4_0) a group.
+    const int64_t group = c.format == WeightFormat::kF32    ? 4
+                          : c.format == WeightFormat::kBF16 ? 64
+                                                            : 256;
+    const int64_t padded = (c.cols + group - 1) / group * group;
+    std::vector<float> want(size_t(c.cols)), got(size_t(padded), NAN);
+    for (int64_t r = 0; r < c.rows; ++r) {
+      dequantize_row(h.m, r, want.data());
+      dequantize_device_row(c.format, padded, device.data() + size_t(r) * row_size, got.data());
+      for (int64_t k = 0; k < c.cols; ++k) {
+        ASSERT_EQ(std::memcmp(&got[size_t(k)], &want[size_t(k)], 4), 0)
+            << "row " << r << " col " << k << ": " << got[size_t(k)] << " vs " << want[size_t(k)];
+      }
+      for (int64_t k = c.cols; k < padded; ++k) {
+        ASSERT_EQ(got[size_t(k)], 0.0f) << "row " << r << " padding col " << k;
+      }
+    }
+  }
+}
+
 TEST_F(GpuMatvecOp, UploadMatrixRejectsQuantizedColumnsNotAMultipleOf32) {
   std::vector<uint8_t> bytes(1024);
   const Matrix m{WeightFormat::kQ8_0, 2, 48, bytes.data()};

@@ -1,6 +1,6 @@
 // Buffers and the Recorder: transfers round-trip on both memory paths, dispatches get a barrier
 // exactly where one reads or overwrites what another wrote (or read), and a reusable recording
-// replays with fresh host inputs each time.
+// replays with fresh host inputs each time, as the bandwidth measurements replay theirs.
 #include "gpu/recorder.h"
 
 #include <cstring>
@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gpu/buffer.h"
+#include "gpu/gpu_bandwidth.h"
 #include "gpu/ops/matvec.h"
 #include "model/ops/matmul.h"
 #include "test/gpu/gpu_test_env.h"
@@ -85,6 +86,9 @@ void check_barriers(const VulkanContext& ctx) {
   ASSERT_TRUE((*op)->record(r, *w, {&*xb}, {&*y2}, 1).ok());
   EXPECT_EQ(r.barrier_count(), 5);
   EXPECT_EQ(r.dispatch_count(), 4);
+  // One pipeline barrier per dependent step, holding every buffer barrier the step needs.
+  EXPECT_EQ(r.barrier_command_count(), 3);
+  EXPECT_GE(r.max_bindings(), 8u);
   ASSERT_TRUE(r.submit_and_wait().ok());
 
   std::vector<float> want_z(un), want_y2(un), got_z(un), got_y2(un), want_y1(un);
@@ -189,6 +193,28 @@ void check_replay(const VulkanContext& ctx) {
 TEST_F(GpuRecorder, ReplaysAReusableRecordingWithFreshHostInputs) {
   check_replay(*ctx_);
   check_replay(*staging_ctx_);
+}
+
+// gpu/gpu_bandwidth.cpp replays one recording per timed pass: the shader read and the copy both
+// give a positive figure per pass (small buffers: lavapipe reads host memory slowly).
+using GpuBandwidth = GpuTest;
+
+TEST_F(GpuBandwidth, ReadAndCopyReportPositiveFiguresPerPass) {
+  const size_t bytes = size_t(32) << 20;
+  auto read = measure_device_read_bandwidth(*ctx_, bytes, /*passes=*/3, /*sweeps=*/2);
+  ASSERT_TRUE(read.ok()) << read.error().message;
+  EXPECT_EQ(read->buffer_bytes, bytes);
+  EXPECT_EQ(read->sweeps_per_pass, 2);
+  ASSERT_EQ(read->passes_gb_per_s.size(), 3u);
+  for (double gb : read->passes_gb_per_s) EXPECT_GT(gb, 0.0);
+  EXPECT_GE(read->best_gb_per_s, read->median_gb_per_s);
+  EXPECT_GT(read->median_gb_per_s, 0.0);
+  EXPECT_FALSE(measure_device_read_bandwidth(*ctx_, 0).ok());
+
+  auto copy = measure_copy_bandwidth(*ctx_, bytes, /*passes=*/2);
+  ASSERT_TRUE(copy.ok()) << copy.error().message;
+  EXPECT_EQ(copy->passes_gb_per_s.size(), 2u);
+  EXPECT_GT(copy->best_gb_per_s, 0.0);
 }
 
 }  // namespace

@@ -86,6 +86,9 @@ class MatmulKernelTest : public testing::TestWithParam<Case> {};
 // instead of (d·q)·x (AVX2 Q4_0: d·(q·x - 8·Σx), q the raw nibbles), a few u more per term.
 // A dropped or doubled term (≈ Σ|w·x|/n) is far larger for every n here (n·u < 1.3e-4 while
 // 1/n > 4.8e-4). Quantized sizes reach 2080 columns: 65 blocks, past one 64-block scale chunk.
+// Kernels that quantize x (avx512vnni) sum exact integer block dots, each times d_x then d_w
+// (2 roundings), in lanes of at most 65/2 terms and a 16-lane tree: well inside the same bound.
+// Their T = 64 at 2080 columns also spans two chunks of their quantized-x buffer.
 TEST_P(MatmulKernelTest, MatchesReferenceOverSizeSweep) {
   const MatmulKernel& kernel = kernel_named(GetParam().kernel);
   const WeightFormat format = GetParam().format;
@@ -104,8 +107,22 @@ TEST_P(MatmulKernelTest, MatchesReferenceOverSizeSweep) {
         std::vector<float> xbuf(size_t(T * cols) + 1);
         for (auto& v : xbuf) v = dist(rng);
         const float* x = xbuf.data() + 1;
+        // Kernels that quantize x for Q8_0/Q4_0 are held to the integer contract: the same Q8_0
+        // x, exact block dots, so only the f32 scale products and sums differ. Σ|w·x| is then
+        // over the dequantized x.
+        const bool q8_x = quantized && kernel.quantizes_x;
         std::vector<float> want(size_t(T * rows));
-        matmul_reference(w.m, x, T, want.data());
+        std::vector<float> xd(x, x + T * cols);
+        if (q8_x) {
+          matmul_reference_q8_x(w.m, x, T, want.data());
+          std::vector<BlockQ8_0> xq(size_t(T * cols / kQK));
+          for (int64_t t = 0; t < T; ++t) {
+            quantize_row_q8_0(x + t * cols, xq.data() + t * cols / kQK, cols);
+            dequantize_row_q8_0(xq.data() + t * cols / kQK, xd.data() + t * cols, cols);
+          }
+        } else {
+          matmul_reference(w.m, x, T, want.data());
+        }
         // The bound's Σ|w·x| per output.
         std::vector<float> row(static_cast<size_t>(cols));
         std::vector<double> abs_sum(size_t(T * rows));
@@ -113,7 +130,7 @@ TEST_P(MatmulKernelTest, MatchesReferenceOverSizeSweep) {
           dequantize_row(w.m, r, row.data());
           for (int64_t t = 0; t < T; ++t) {
             double s = 0;
-            for (int64_t c = 0; c < cols; ++c) s += std::fabs(double(row[c]) * x[t * cols + c]);
+            for (int64_t c = 0; c < cols; ++c) s += std::fabs(double(row[c]) * xd[t * cols + c]);
             abs_sum[size_t(t * rows + r)] = s;
           }
         }
@@ -142,8 +159,11 @@ TEST(Matmul, UsesTheBestKernelThisCpuHas) {
   EXPECT_STREQ(matmul_isa(), matmul_kernels().front().name);
   EXPECT_STREQ(matmul_kernels().back().name, "generic");
 #if defined(__x86_64__)
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512vl")) {
+  const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                     __builtin_cpu_supports("avx512vl");
+  if (avx512 && __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vbmi")) {
+    EXPECT_STREQ(matmul_isa(), "avx512vnni");
+  } else if (avx512) {
     EXPECT_STREQ(matmul_isa(), "avx512");
   } else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
     EXPECT_STREQ(matmul_isa(), "avx2");
@@ -209,6 +229,60 @@ TEST(Matmul, RowsMatchMatmulOnAnySplit) {
     }
     for (size_t i = 0; i < want.size(); ++i) {
       ASSERT_NEAR(got[i], want[i], T == 1 ? 0.0f : 1e-5f * (1.0f + std::fabs(want[i]))) << i;
+    }
+  }
+}
+
+// Kernels that quantize x do it per token row, the same way for any T, chunking and row split:
+// prefill (T tokens at once) gives each token decode's bits (T = 1), on 1 or 2 threads.
+TEST(Matmul, QuantizedXBatchMatchesTokenByToken) {
+  for (const MatmulKernel& k : matmul_kernels()) {
+    if (!k.quantizes_x) continue;
+    for (WeightFormat format : {WeightFormat::kQ8_0, WeightFormat::kQ4_0}) {
+      const TestMatrix w(format, 37, 1568, 31);  // 49 blocks: one partial group either format
+      const int64_t T = 70;
+      std::vector<float> x(size_t(T * 1568));
+      for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(float(i) * 0.01f) * float(1 + i % 7);
+      for (int threads : {1, 2}) {
+        SCOPED_TRACE(testing::Message() << k.name << " threads " << threads);
+        ThreadPool pool(threads);
+        std::vector<float> batch(size_t(T * 37));
+        matmul_with(k, w.m, x.data(), T, batch.data(), pool);
+        for (int64_t t = 0; t < T; ++t) {
+          std::vector<float> one(37);
+          matmul_with(k, w.m, x.data() + t * 1568, 1, one.data(), pool);
+          for (int64_t r = 0; r < 37; ++r) ASSERT_EQ(batch[size_t(t * 37 + r)], one[size_t(r)]);
+        }
+      }
+    }
+  }
+}
+
+// x is rounded as quantize_row_q8_0 rounds (roundf: ties away from zero, not to even): with
+// amax = 127 the scale is 1, so x's halves are ties, and unit weight rows read back each q.
+TEST(Matmul, QuantizedXRoundsTiesAwayFromZero) {
+  std::vector<float> x(32);
+  x[0] = 127.0f;
+  for (int j = 1; j < 32; ++j) x[size_t(j)] = (j % 2 ? 1.0f : -1.0f) * (float(j) + 0.5f);
+  std::vector<float> eye(32 * 32, 0.0f);
+  for (int j = 0; j < 32; ++j) eye[size_t(j * 33)] = 1.0f;
+  for (const MatmulKernel& k : matmul_kernels()) {
+    if (!k.quantizes_x) continue;
+    for (WeightFormat format : {WeightFormat::kQ8_0, WeightFormat::kQ4_0}) {
+      std::vector<uint8_t> bytes(size_t(32) * row_bytes(format, 32));
+      ThreadPool pool(1);
+      quantize_matrix(Matrix{WeightFormat::kF32, 32, 32, reinterpret_cast<const uint8_t*>(eye.data())},
+                      format, bytes.data(), pool);
+      const Matrix w{format, 32, 32, bytes.data()};
+      std::vector<float> got(32), want(32), unit(32);
+      matmul_with(k, w, x.data(), 1, got.data(), pool);
+      matmul_reference_q8_x(w, x.data(), 1, want.data());
+      for (int j = 0; j < 32; ++j) {
+        dequantize_row(w, j, unit.data());
+        const float q = std::roundf(x[size_t(j)]);
+        EXPECT_EQ(got[size_t(j)], want[size_t(j)]) << k.name << " j " << j;
+        EXPECT_EQ(got[size_t(j)], unit[size_t(j)] * q) << k.name << " j " << j;
+      }
     }
   }
 }
