@@ -10,6 +10,7 @@
 #include "model/forward_blocks.h"
 #include "model/kv_cache.h"
 #include "model/ops/attention.h"
+#include "model/ops/gelu.h"
 #include "model/ops/matmul.h"
 #include "model/ops/matmul_kernels.h"
 #include "model/ops/rms_norm.h"
@@ -72,10 +73,7 @@ void CpuForward::Impl::head(const float* x_rows, int64_t T, float* logits) {
       [&](int64_t r0, int64_t r1) {
         matmul_rows(w.lm_head, xn, T, logits, r0, r1);
         if (!capped) return;
-        for (int64_t t = 0; t < T; ++t) {
-          float* lt = logits + t * V;
-          for (int64_t i = r0; i < r1; ++i) lt[i] = std::tanh(lt[i] / cap) * cap;
-        }
+        for (int64_t t = 0; t < T; ++t) softcap(logits + t * V + r0, r1 - r0, cap);
       },
       kMatmulRowAlign);
 }
