@@ -165,8 +165,10 @@ void repack_rows(const Matrix& m, int64_t r0, int64_t n, uint8_t* dst) {
           for (int k = 0; k < kQK; ++k) {
             const uint8_t byte = blocks[b].qs[k % 16];
             const uint8_t nibble = k < 16 ? byte & 0xf : byte >> 4;
+            // The offset first: in `a[f(&s)] |= x << s` C++17 evaluates the right side first.
             int shift = 0;
-            out[q4_offset(kQK * b + k, &shift)] |= uint8_t(nibble << shift);
+            const size_t at = q4_offset(kQK * b + k, &shift);
+            out[at] |= uint8_t(nibble << shift);
           }
         }
         break;
@@ -197,7 +199,8 @@ void dequantize_device_row(WeightFormat f, int64_t cols, const uint8_t* row, flo
         fp16 d;
         std::memcpy(&d, row + scale_offset(f, cols, c / kQK), 2);
         int shift = 0;
-        const int nibble = (row[q4_offset(c, &shift)] >> shift) & 0xf;
+        const size_t at = q4_offset(c, &shift);
+        const int nibble = (row[at] >> shift) & 0xf;
         out[c] = fp16_to_f32(d) * float(nibble - 8);
         break;
       }
