@@ -74,6 +74,10 @@ void embed_chunk(const ForwardContext& c, const int32_t* ids);
 void attention_block(const ForwardContext& c, int layer);
 // x += rmsnorm(mlp (+ experts); post_feedforward_layernorm) (§4.4, §4.8, §4.9).
 void mlp_block(const ForwardContext& c, int layer);
+// MoE routing of one token (§4.9): prob [E] (the router softmax) -> idx/w [k], the k largest (ties
+// to the lower index, as a stable argsort) with weights p_j / Σp · per_expert_scale[e_j].
+void moe_top_k(const float* prob, int64_t E, int64_t k, const float* per_expert_scale,
+               int32_t* idx, float* w);
 // The MoE branch: moe_out [T, H] = Σ_j w_j · expert_{e_j}(rmsnorm(r; pre_ff_2)) for r = x (§4.9).
 void moe_experts(const ForwardContext& c, int layer);
 // x += rmsnorm(per_layer_projection · (gelu(gate · x) ⊙ ple[:, i]); post_per_layer_input_norm).

@@ -11,12 +11,9 @@
 #include "model/ops/softmax.h"
 
 namespace infer {
-namespace {
 
-// prob: [E] -> idx/w: [k], the k largest (ties to the lower index, as a stable argsort) with
-// weights p_j / Σp · per_expert_scale[e_j].
-void top_k(const float* prob, int64_t E, int64_t k, const float* per_expert_scale, int32_t* idx,
-           float* w) {
+void moe_top_k(const float* prob, int64_t E, int64_t k, const float* per_expert_scale,
+               int32_t* idx, float* w) {
   double sum = 0.0;
   for (int64_t j = 0; j < k; ++j) {
     int32_t best = -1;
@@ -30,8 +27,6 @@ void top_k(const float* prob, int64_t E, int64_t k, const float* per_expert_scal
   }
   for (int64_t j = 0; j < k; ++j) w[j] = float(prob[idx[j]] / sum) * per_expert_scale[idx[j]];
 }
-
-}  // namespace
 
 void moe_experts(const ForwardContext& c, int layer) {
   // x: [T, H] (r, the stream before the FFN) -> moe_out: [T, H]. Router [E, H]; expert e:
@@ -61,7 +56,7 @@ void moe_experts(const ForwardContext& c, int layer) {
   float* w = c.s.top_w.data();
   for (int64_t t = 0; t < T; ++t) {
     softmax(logits + t * E, E);
-    top_k(logits + t * E, E, k, lw.router_per_expert_scale, idx, w);
+    moe_top_k(logits + t * E, E, k, lw.router_per_expert_scale, idx, w);
     for (int64_t j = 0; j < k; ++j) {
       const int32_t e = idx[j];
       tokens[e * C + count[e]] = int32_t(t);

@@ -28,15 +28,12 @@ namespace {
 // The fixtures' bound for an fp32 engine. The GPU sums in f32 in another order than the CPU
 // (subgroup trees vs SIMD lanes); over these models' depth that moves logits by ~1e-5, far
 // inside the bound, so the CPU comparison uses the same bound.
-constexpr float kTol = 2e-3f;
-constexpr int64_t kMaxPositions = 256;  // e2b-long: 200 prompt + 16 greedy
+constexpr float kTol = test::kGoldenTol;
+constexpr int64_t kMaxPositions = test::kGoldenMaxPositions;
 // The oracle ran in fp32, so the embedding scales are fp32(√H), fp32(√P) (§4.2).
 const LoadOptions kOracleLoad{Quant::kAsStored, EmbedScale::kF32};
 
-struct Case {
-  const char* dir;
-  const char* name;
-};
+using Case = test::FixtureCase;
 
 class ForwardGpu : public GpuTest, public ::testing::WithParamInterface<Case> {
  protected:
@@ -293,9 +290,7 @@ TEST_P(ForwardGpu, DecodeRecordsFewDispatchesPerLayer) {
 }
 
 INSTANTIATE_TEST_SUITE_P(ForwardFixtures, ForwardGpu,
-                         ::testing::Values(Case{"e2b-mini", "E2bMini"}, Case{"e2b-long", "E2bLong"},
-                                           Case{"dense-mini", "DenseMini"},
-                                           Case{"moe-mini", "MoeMini"}),
+                         ::testing::ValuesIn(test::kFixtureCases),
                          [](const ::testing::TestParamInfo<Case>& info) {
                            return std::string(info.param.name);
                          });

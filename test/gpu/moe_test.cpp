@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "gpu/context.h"
+#include "model/forward_blocks.h"
 #include "model/matrix.h"
 #include "model/ops/gelu.h"
 #include "model/ops/matmul.h"
@@ -33,23 +34,6 @@ struct Routing {
   std::vector<float> w;      // [T, k]
   std::vector<float> w_tol;  // [T, k]: how far the GPU's weight may be from w
 };
-
-// model/forward_moe.cpp's top_k: the k largest (ties to the lower index), p_j / Σp · scale.
-void top_k(const float* prob, int64_t E, int64_t k, const float* per_expert_scale, int32_t* idx,
-           float* w) {
-  double sum = 0.0;
-  for (int64_t j = 0; j < k; ++j) {
-    int32_t best = -1;
-    for (int64_t e = 0; e < E; ++e) {
-      bool taken = false;
-      for (int64_t i = 0; i < j; ++i) taken |= idx[i] == e;
-      if (!taken && (best < 0 || prob[e] > prob[best])) best = int32_t(e);
-    }
-    idx[j] = best;
-    sum += prob[best];
-  }
-  for (int64_t j = 0; j < k; ++j) w[j] = float(prob[idx[j]] / sum) * per_expert_scale[idx[j]];
-}
 
 // x: [T, H], router [E, H] -> idx, w: [T, k], as model/forward_moe.cpp routes.
 Routing route_reference(const std::vector<float>& x, const Matrix& router,
@@ -84,7 +68,7 @@ Routing route_reference(const std::vector<float>& x, const Matrix& router,
       max_dl = std::max(max_dl, c * s + c * std::fabs(logits[size_t(t * E + e)]));
     }
     softmax(&logits[size_t(t * E)], E);
-    top_k(&logits[size_t(t * E)], E, k, per_expert.data(), &r.idx[size_t(t * k)],
+    moe_top_k(&logits[size_t(t * E)], E, k, per_expert.data(), &r.idx[size_t(t * k)],
           &r.w[size_t(t * k)]);
     for (int64_t j = 0; j < k; ++j) {
       r.w_tol[size_t(t * k + j)] =

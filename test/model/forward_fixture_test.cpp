@@ -15,16 +15,12 @@
 namespace infer {
 namespace {
 
-// The fixtures' acceptance bound for an fp32 engine (the NumPy reference achieves <= 4e-4).
-constexpr float kTol = 2e-3f;
-constexpr int64_t kMaxPositions = 256;  // e2b-long: 200 prompt + 16 greedy
+constexpr float kTol = test::kGoldenTol;
+constexpr int64_t kMaxPositions = test::kGoldenMaxPositions;
 // The oracle ran in fp32, so the embedding scales are fp32(√H), fp32(√P) (§4.2).
 const LoadOptions kOracleLoad{Quant::kAsStored, EmbedScale::kF32};
 
-struct Case {
-  const char* dir;
-  const char* name;
-};
+using Case = test::FixtureCase;
 
 class ForwardFixture : public ::testing::TestWithParam<Case> {
  protected:
@@ -150,9 +146,7 @@ TEST_P(ForwardFixture, RejectsStreamsPastMaxPositionsAndBadIds) {
 }
 
 INSTANTIATE_TEST_SUITE_P(ForwardFixtures, ForwardFixture,
-                         ::testing::Values(Case{"e2b-mini", "E2bMini"}, Case{"e2b-long", "E2bLong"},
-                                           Case{"dense-mini", "DenseMini"},
-                                           Case{"moe-mini", "MoeMini"}),
+                         ::testing::ValuesIn(test::kFixtureCases),
                          [](const ::testing::TestParamInfo<Case>& info) {
                            return std::string(info.param.name);
                          });

@@ -11,6 +11,19 @@
 
 namespace infer::test {
 
+// The fixtures' acceptance bound for an fp32 engine (the NumPy reference achieves <= 4e-4).
+inline constexpr float kGoldenTol = 2e-3f;
+inline constexpr int64_t kGoldenMaxPositions = 256;  // e2b-long: 200 prompt + 16 greedy
+
+// The small fixtures copied into test/fixtures/gemma4-text, with their test-name suffixes.
+struct FixtureCase {
+  const char* dir;
+  const char* name;
+};
+inline constexpr FixtureCase kFixtureCases[] = {
+    {"e2b-mini", "E2bMini"}, {"e2b-long", "E2bLong"}, {"dense-mini", "DenseMini"},
+    {"moe-mini", "MoeMini"}};
+
 // A tensor of golden.safetensors widened to double-free storage: F32 in f32, I64 in i64.
 struct GoldenTensor {
   std::vector<int64_t> shape;
