@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "cli/backend.h"
+#include "cli/gpu_profile.h"
 #include "cli/mem_bandwidth.h"
 #include "cli/model_choice.h"
 #include "gpu/gpu_bandwidth.h"
@@ -127,7 +128,7 @@ Result<void> run_bench(const Options& opts) {
 
   t0 = Clock::now();
   INFER_TRY(Backend backend,
-            make_backend(std::move(gpu_ctx), *model, pool, T + kBenchDecodeTokens));
+            make_backend(std::move(gpu_ctx), *model, pool, T + kBenchDecodeTokens + 1));
   const double backend_s = seconds_since(t0);  // GPU: upload and the decode recordings
   Forward& fwd = *backend.forward;
   std::vector<float> logits(static_cast<size_t>(V));
@@ -166,6 +167,10 @@ Result<void> run_bench(const Options& opts) {
   }
   const double decode_tok_s = kBenchDecodeTokens / seconds_since(t0);
   const size_t rss = peak_rss_bytes();  // before the bandwidth buffer inflates it
+  nlohmann::ordered_json profile = nullptr;
+  if (opts.profile && backend.gpu != nullptr) {
+    INFER_TRY(profile, profile_gpu(*backend.gpu, next, ids, backend.gpu->max_chunk()));
+  }
 
   nlohmann::json tokenizer_mb_s = nullptr;
   const auto tok_path = choice.dir / "tokenizer.json";
@@ -223,6 +228,7 @@ Result<void> run_bench(const Options& opts) {
   };
   if (backend.gpu != nullptr) add_gpu_fields(*backend.ctx, *backend.gpu, backend_s, host_ms,
                                              submit_ms, wait_ms, copy, j);
+  if (!profile.is_null()) j["gpu_profile"] = profile;
   INFER_TRY_VOID(write_json(opts, j));
 
   std::fprintf(stderr,

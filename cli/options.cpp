@@ -135,6 +135,11 @@ const Switch kSwitches[] = {
        if (v) o.bench_file = std::string(*v);
        return Ok{};
      }},
+    {"--profile", 0, Arg::kNone,
+     [](Options& o, auto, Value) -> Result<void> {
+       o.profile = true;
+       return Ok{};
+     }},
     {"--anchors", 0, Arg::kRequired,
      [](Options& o, auto n, Value v) { return set_int(o.anchors, n, v, 0, 1 << 20); }},
     {"--window", 0, Arg::kRequired,
@@ -213,6 +218,7 @@ Result<void> validate(const Options& o) {
   }
   if (o.prompt_ids && o.prompt_ids->empty()) return bad("--prompt-ids: no ids");
   if (o.device && !o.gpu) return bad("--device needs --gpu");
+  if (o.profile && !(o.bench && o.gpu)) return bad("--profile needs --bench and --gpu");
   if (o.no_memory && o.memory) return bad("--no-memory conflicts with --memory/--storage");
   if (o.quiescence_threshold && !o.quiescence) {
     return bad("--quiescence-threshold needs --quiescence");

@@ -48,6 +48,7 @@ struct Options {
   bool serve = false;
   bool bench = false;
   std::filesystem::path bench_file;  // empty: JSON to stdout
+  bool profile = false;              // --bench --gpu: GPU time per command (timestamps)
 
   // KV ring (DESIGN.md §4), episodic memory (§5), quiescence (§6), gate (§3), trace, tools (§8).
   std::optional<int> anchors, window, recall;

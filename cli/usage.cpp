@@ -42,6 +42,8 @@ backend
 modes
       --bench [FILE]       measure load, prefill (512 tokens), decode (128 tokens), memory
                            bandwidth and tokenizer speed; JSON to stdout or FILE
+      --profile            with --bench --gpu: GPU time of every command of one decode step and
+                           one prefill chunk (timestamps), summed per pipeline into the JSON
       --serve              binary full-duplex protocol on stdin/stdout (not built yet)
 
 streaming engine (not built yet: giving these is an error for now)

@@ -194,12 +194,30 @@ Result<int32_t> GpuForward::decode_greedy(int32_t id) {
 
 void GpuForward::reset() { impl_->pos = 0; }  // a slot is always written before it is read
 int64_t GpuForward::position() const { return impl_->pos; }
+int64_t GpuForward::max_chunk() const { return impl_->max_chunk; }
 int64_t GpuForward::vocab_size() const { return impl_->model->config().text.vocab_size; }
 const StepTiming& GpuForward::last_step_timing() const { return impl_->timing; }
 
 RecordingCounts GpuForward::decode_counts() const {
   const Recorder& r = *impl_->decode_greedy;
   return RecordingCounts{r.dispatch_count(), r.barrier_command_count(), r.barrier_count()};
+}
+
+Result<std::vector<CommandTime>> GpuForward::profile(std::span<const int32_t> ids) {
+  Impl& m = *impl_;
+  const int64_t T = int64_t(ids.size());
+  INFER_CHECK(T >= 1 && T <= m.max_chunk, "profile: %lld tokens (max_chunk %lld)", (long long)T,
+              (long long)m.max_chunk);
+  INFER_TRY_VOID(m.check_ids(ids.data(), T));
+  INFER_TRY(std::unique_ptr<Recorder> rec, Recorder::create(*m.ctx));
+  INFER_TRY_VOID(rec->set_profiling(true));
+  INFER_TRY_VOID(m.record(*rec, uint32_t(T), T == 1 ? Head::kArgmax : Head::kLast));
+  INFER_TRY_VOID(m.run(*rec, ids.data(), T, Clock::now()));
+  INFER_TRY(std::vector<Recorder::CommandTime> times, rec->command_times());
+  std::vector<CommandTime> out;
+  out.reserve(times.size());
+  for (const Recorder::CommandTime& t : times) out.push_back({t.label, t.us});
+  return out;
 }
 
 size_t GpuForward::device_bytes() const {

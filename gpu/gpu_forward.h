@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
+#include <vector>
 
 #include "base/result.h"
 #include "model/forward.h"
@@ -34,6 +36,13 @@ struct StepTiming {
   double wait_s = 0;    // fence wait (GPU time, mostly)
 };
 
+// One command of a profiled recording: its pipeline (or "copy") and the GPU time since the
+// command before it ended, barrier waits included.
+struct CommandTime {
+  std::string label;
+  double us = 0;
+};
+
 class GpuForward final : public Forward {
  public:
   // Uploads the model's bound weights (quantized as loaded); `pool` gathers PLE rows.
@@ -54,12 +63,17 @@ class GpuForward final : public Forward {
   void reset() override;
   int64_t position() const override;
   int64_t vocab_size() const override;
+  int64_t max_chunk() const;
 
   // Of the last decode step or prefill chunk.
   const StepTiming& last_step_timing() const;
   size_t device_bytes() const;  // weights, caches and activations on the device
   // The decode recording decode_greedy replays, as recorded at create.
   RecordingCounts decode_counts() const;
+  // Feeds ids (one chunk: at most max_chunk) through a recording made now with a GPU timestamp
+  // after every command, and returns each command's time. One token records what
+  // decode_greedy replays; more, a prefill chunk with the last token's logits. For --profile.
+  Result<std::vector<CommandTime>> profile(std::span<const int32_t> ids);
 
  private:
   GpuForward();

@@ -14,6 +14,8 @@ namespace {
 
 constexpr uint32_t kSetsPerPool = 256;
 constexpr uint32_t kBuffersPerPool = 8 * kSetsPerPool;
+// Timestamps of one profiled recording (a decode step of the largest model has ~1,000 commands).
+constexpr uint32_t kMaxTimestamps = 8192;
 
 }  // namespace
 
@@ -46,6 +48,7 @@ Recorder::~Recorder() {
   // command buffer and descriptor sets go.
   if (state_ == State::kInFlight) vkWaitForFences(dev, 1, &fence_, VK_TRUE, UINT64_MAX);
   if (fence_ != VK_NULL_HANDLE) vkDestroyFence(dev, fence_, nullptr);
+  if (queries_ != VK_NULL_HANDLE) vkDestroyQueryPool(dev, queries_, nullptr);
   for (VkDescriptorPool p : descriptor_pools_) vkDestroyDescriptorPool(dev, p, nullptr);
   if (pool_ != VK_NULL_HANDLE) vkDestroyCommandPool(dev, pool_, nullptr);  // frees cb_
 }
@@ -69,7 +72,62 @@ Result<void> Recorder::begin(bool reusable) {
   INFER_TRY_VOID(vk_check(vkBeginCommandBuffer(cb_, &begin), "vkBeginCommandBuffer"));
   state_ = State::kRecording;
   reusable_ = reusable;
+  profiling_ = profile_next_;
+  labels_.clear();
+  if (profiling_) {
+    vkCmdResetQueryPool(cb_, queries_, 0, query_capacity_);
+    vkCmdWriteTimestamp2(cb_, VK_PIPELINE_STAGE_2_ALL_COMMANDS_BIT, queries_, 0);
+  }
   return Ok{};
+}
+
+Result<void> Recorder::set_profiling(bool on) {
+  INFER_CHECK(state_ != State::kRecording, "Recorder::set_profiling while recording");
+  if (on && queries_ == VK_NULL_HANDLE) {
+    uint32_t n = 0;
+    vkGetPhysicalDeviceQueueFamilyProperties(ctx_.physical_device(), &n, nullptr);
+    std::vector<VkQueueFamilyProperties> families(n);
+    vkGetPhysicalDeviceQueueFamilyProperties(ctx_.physical_device(), &n, families.data());
+    VkPhysicalDeviceProperties props;
+    vkGetPhysicalDeviceProperties(ctx_.physical_device(), &props);
+    if (ctx_.queue_family() >= n || families[ctx_.queue_family()].timestampValidBits == 0 ||
+        props.limits.timestampPeriod <= 0) {
+      return make_error(ErrorCode::kVulkan, "profiling: the compute queue has no timestamps");
+    }
+    timestamp_ns_ = props.limits.timestampPeriod;
+    VkQueryPoolCreateInfo info{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
+    info.queryType = VK_QUERY_TYPE_TIMESTAMP;
+    info.queryCount = kMaxTimestamps;
+    INFER_TRY_VOID(vk_check(vkCreateQueryPool(ctx_.device(), &info, nullptr, &queries_),
+                            "vkCreateQueryPool"));
+    query_capacity_ = kMaxTimestamps;
+  }
+  profile_next_ = on;
+  return Ok{};
+}
+
+void Recorder::stamp(const char* label) {
+  if (!profiling_ || labels_.size() + 1 >= query_capacity_) return;  // past capacity: unlabelled
+  labels_.push_back(label);
+  vkCmdWriteTimestamp2(cb_, VK_PIPELINE_STAGE_2_ALL_COMMANDS_BIT, queries_,
+                       uint32_t(labels_.size()));
+}
+
+Result<std::vector<Recorder::CommandTime>> Recorder::command_times() const {
+  INFER_CHECK(profiling_ && state_ != State::kInFlight && state_ != State::kRecording,
+              "Recorder::command_times: no finished profiled recording");
+  const uint32_t n = uint32_t(labels_.size()) + 1;
+  std::vector<uint64_t> ticks(n);
+  INFER_TRY_VOID(vk_check(vkGetQueryPoolResults(ctx_.device(), queries_, 0, n,
+                                                n * sizeof(uint64_t), ticks.data(),
+                                                sizeof(uint64_t),
+                                                VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
+                          "vkGetQueryPoolResults"));
+  std::vector<CommandTime> out(labels_.size());
+  for (size_t i = 0; i < labels_.size(); ++i) {
+    out[i] = {labels_[i], double(ticks[i + 1] - ticks[i]) * timestamp_ns_ * 1e-3};
+  }
+  return out;
 }
 
 Result<VkDescriptorSet> Recorder::allocate_set(VkDescriptorSetLayout layout) {
@@ -197,6 +255,7 @@ Result<void> Recorder::dispatch(const Pipeline& pipeline, std::span<const Bindin
   }
   vkCmdDispatch(cb_, groups.x, groups.y, groups.z);
   ++dispatches_;
+  stamp(pipeline.name().c_str());
   return Ok{};
 }
 
@@ -211,6 +270,7 @@ void Recorder::copy(const Buffer& src, VkDeviceSize src_offset, const Buffer& ds
         VK_ACCESS_2_TRANSFER_WRITE_BIT);
   VkBufferCopy region{src_offset, dst_offset, bytes};
   vkCmdCopyBuffer(cb_, src.handle(), dst.handle(), 1, &region);
+  stamp("copy");
 }
 
 Result<void> Recorder::end() {

@@ -87,6 +87,17 @@ class Recorder {
   int barrier_count() const { return barriers_; }
   int barrier_command_count() const { return barrier_commands_; }
 
+  // Profiling (taking effect at the next begin()): a GPU timestamp after every dispatch and copy,
+  // so each one's time is the gap since the one before (barrier waits included). Fails where the
+  // queue has no timestamps.
+  Result<void> set_profiling(bool on);
+  struct CommandTime {
+    const char* label;  // the pipeline's name, or "copy"
+    double us;
+  };
+  // The times of the last waited-on submission of a profiled recording, in recording order.
+  Result<std::vector<CommandTime>> command_times() const;
+
  private:
   struct Use {
     VkBuffer buffer;
@@ -103,6 +114,8 @@ class Recorder {
   void order(std::span<const Use> uses, VkPipelineStageFlags2 stage, VkAccessFlags2 read_access,
              VkAccessFlags2 write_access);
   Result<VkDescriptorSet> allocate_set(VkDescriptorSetLayout layout);
+  // After a dispatch or copy of a profiled recording: a timestamp, labelled.
+  void stamp(const char* label);
 
   const VulkanContext& ctx_;
   VkCommandPool pool_ = VK_NULL_HANDLE;
@@ -120,6 +133,13 @@ class Recorder {
   int dispatches_ = 0;
   int barriers_ = 0;
   int barrier_commands_ = 0;
+
+  bool profile_next_ = false;  // set_profiling: for the next begin()
+  bool profiling_ = false;     // this recording writes timestamps
+  VkQueryPool queries_ = VK_NULL_HANDLE;
+  uint32_t query_capacity_ = 0;
+  double timestamp_ns_ = 0;  // nanoseconds per timestamp tick
+  std::vector<const char*> labels_;  // of timestamps 1.. (0 marks the start)
 };
 
 }  // namespace infer::gpu

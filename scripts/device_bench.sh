@@ -5,6 +5,7 @@
 # tool brings back only a few files, so everything is gathered into these two, after every run
 # (a call cut short still brings back what finished).
 # Usage: scripts/device_bench.sh OUT_DIR RUN... with RUN = CONFIG:QUANT, e.g. e2b:q4 12b:none.
+# BENCH_EXTRA adds switches to every run (e.g. --profile).
 # Runs through .bundle/run.sh (../shared/tools/device/bundle.sh .bundle build/infer).
 set -uo pipefail
 out=$1; shift
@@ -25,7 +26,7 @@ for run in "$@"; do
   cfg=${run%%:*} quant=${run##*:}
   name="gpu-$cfg-$quant"
   echo "== $name $(date +%T)" | tee -a "$out/bench.log"
-  timeout 120 .bundle/run.sh infer --bench "$tmp/$name.json" --gpu --quant "$quant" \
+  timeout 150 .bundle/run.sh infer --bench "$tmp/$name.json" --gpu --quant "$quant" ${BENCH_EXTRA:-} \
     --model "configs/$cfg.json" 2>>"$out/bench.log"
   echo "rc=$? $(date +%T)" | tee -a "$out/bench.log"
   gather >/dev/null

@@ -51,6 +51,26 @@ uint min_keys;          // keys per split at least (a multiple of TILE)
 INFER_PUSH_END(AttendPush)
 #endif
 
+// Decode (T = 1) in two passes, spread over many workgroups so that K/V loads are in flight
+// at once (one flash workgroup per KV head leaves a big GPU waiting on memory latency):
+//   attend_scores: workgroup x takes keys [x·block, (x+1)·block) of the n = p + 1 - lo the
+//     token at p sees (lo = p + 1 - window on sliding layers), subgroup per key, and writes
+//     scores[h, i] = q[h] · k(lo + i), unscaled, h over the heads of workgroup z's group;
+//   attend_pv: workgroup (x, z) takes output dims [x·DCHUNK, ..) of those heads: softmax stats
+//     over the n scores, then out[h] = sum_i softmax_i · v(lo + i).
+// scores: f32 [n_q, key_stride].
+#if defined(__cplusplus) || defined(INFER_ATTN_DECODE)
+INFER_PUSH_BEGIN(DecodeAttendPush)
+uint n_q;
+uint n_kv;
+uint d;
+uint slots;
+uint window;           // 0: full
+uint heads_per_group;  // <= HEADS and <= n_q / n_kv
+uint key_stride;       // floats per head row of scores
+INFER_PUSH_END(DecodeAttendPush)
+#endif
+
 // Scratch layout (f32): o [n_splits, n_rows, d], then (m, l) [n_splits, n_rows, 2], n_rows =
 // T · n_q. Counters: uint [T · n_q], zero between dispatches.
 #define INFER_ATTN_MAX_SPLITS 64  // n_splits at most (sizes the merge's shared weights)
@@ -62,5 +82,9 @@ INFER_PUSH_END(AttendPush)
 #define INFER_ATTN_SPEC_TILE 3           // keys per attend tile
 #define INFER_ATTN_SPEC_MAX_D 4          // largest head dim (sizes the shared q rows)
 #define INFER_ATTN_SPEC_DIMS 5           // ceil(MAX_D / LOCAL_SIZE): output dims per invocation
+#define INFER_ATTN_SPEC_KEYS_PER_SUBGROUP 6  // attend_scores: keys each subgroup takes
+#define INFER_ATTN_SPEC_D_CHUNKS 7       // attend_scores: ceil(MAX_D / subgroup size)
+#define INFER_ATTN_SPEC_DCHUNK 8         // attend_pv: output dims per workgroup
+#define INFER_ATTN_SPEC_KEY_TILE 9       // attend_pv: keys whose probabilities share memory holds
 
 #endif  // INFER_SHADERS_ATTENTION_H_

@@ -1,5 +1,6 @@
-// Attention ops: q/k/v norm + RoPE + cache write in one dispatch (shaders/qkv_prep.comp), and
-// split-K flash attention whose last split merges the partials (shaders/attend.comp).
+// Attention ops: q/k/v norm + RoPE + cache write in one dispatch (shaders/qkv_prep.comp);
+// decode attention in two passes over many workgroups (attend_scores.comp, attend_pv.comp);
+// prefill as split-K flash attention whose last split merges the partials (attend.comp).
 #include "gpu/ops/attention.h"
 
 #include <algorithm>
@@ -16,6 +17,8 @@ namespace {
 
 static_assert(sizeof(shader::QkvPrepPush) == 9 * sizeof(uint32_t), "QkvPrepPush: 32-bit scalars");
 static_assert(sizeof(shader::AttendPush) == 10 * sizeof(uint32_t), "AttendPush: 32-bit scalars");
+static_assert(sizeof(shader::DecodeAttendPush) == 7 * sizeof(uint32_t),
+              "DecodeAttendPush: 32-bit scalars");
 
 // As matvec: enough invocations for coalesced rows of d = 256/512 on 32- and 64-wide GPUs.
 constexpr uint32_t kTargetInvocations = 128;
@@ -35,6 +38,13 @@ constexpr uint32_t kMinKeysPerSplit = 2 * kTile;
 constexpr uint32_t kMaxSplits = INFER_ATTN_MAX_SPLITS;
 constexpr uint32_t kTargetGroups = 256;
 constexpr uint32_t kPrefillSplits = 4;
+// Decode: each subgroup of attend_scores loads this many K rows at once; attend_pv workgroups
+// take kDecodeDimChunk output dims (rows read in 64-byte pieces) with kDecodePvInvocations
+// invocations, the rest of them spread over keys, and stage kDecodeKeyTile probabilities.
+constexpr uint32_t kDecodeKeysPerSubgroup = 2;
+constexpr uint32_t kDecodeDimChunk = 16;
+constexpr uint32_t kDecodePvInvocations = 256;
+constexpr uint32_t kDecodeKeyTile = 256;
 
 uint32_t div_up(uint32_t a, uint32_t b) { return (a + b - 1) / b; }
 
@@ -64,9 +74,12 @@ struct AttentionOps::Pipelines {
   Limits limits;
   uint32_t decode_rows = 0;
   uint32_t prefill_rows = 0;
+  uint32_t subgroup = 1;           // attend_scores: a subgroup per key; its workgroup holds
+  uint32_t scores_pass_local = 1;  // scores_pass_local / subgroup of them
   uint64_t scratch_floats = 0;
-  std::unique_ptr<Pipeline> qkv, attend_decode, attend_prefill;
+  std::unique_ptr<Pipeline> qkv, attend_prefill, scores_pass, pv_pass;
   Buffer scratch;
+  Buffer scores;  // decode: f32 [max_n_q, max_positions]
   Buffer counters;  // uint per (token group, head group) of an attend dispatch, zero between
 };
 
@@ -97,6 +110,10 @@ Result<std::unique_ptr<AttentionOps>> AttentionOps::create(const VulkanContext& 
   // size (Vulkan 1.3 has subgroupSizeControl and computeFullSubgroups).
   const bool pin = info.compute_required_subgroup_size && info.compute_full_subgroups &&
                    subgroup >= info.min_subgroup_size && subgroup <= info.max_subgroup_size;
+  // Unpinned, the driver picks a size in [min, max]: the host counts the fewest subgroups
+  // (the smallest key block, so the grid covers every key) and the shader's d loop the most.
+  p.subgroup = pin ? subgroup : std::max(1u, info.max_subgroup_size);
+  p.scores_pass_local = local_size;
   const uint32_t max_subgroups = pin ? local_size / subgroup
                                      : std::max(1u, local_size / std::max(1u, info.min_subgroup_size));
 
@@ -140,8 +157,34 @@ Result<std::unique_ptr<AttentionOps>> AttentionOps::create(const VulkanContext& 
                  {INFER_ATTN_SPEC_MAX_D, limits.max_d},
                  {INFER_ATTN_SPEC_DIMS, dims}});
   };
-  INFER_TRY(p.attend_decode, make_attend(p.decode_rows));
   INFER_TRY(p.attend_prefill, make_attend(p.prefill_rows));
+  INFER_TRY(p.scores_pass,
+            make("attend_scores", {A::kRead, A::kRead, A::kRead, A::kWrite},
+                 sizeof(shader::DecodeAttendPush),
+                 {{INFER_ATTN_SPEC_ROWS, p.decode_rows},
+                  {INFER_ATTN_SPEC_MAX_D, limits.max_d},
+                  {INFER_ATTN_SPEC_KEYS_PER_SUBGROUP, kDecodeKeysPerSubgroup},
+                  {INFER_ATTN_SPEC_D_CHUNKS,
+                   div_up(limits.max_d, pin ? subgroup : std::max(1u, info.min_subgroup_size))}}));
+  {
+    // attend_pv: its own workgroup size, a multiple of the dim chunk.
+    const uint32_t pv_size =
+        std::max(kDecodeDimChunk, std::min(kDecodePvInvocations, info.max_workgroup_invocations) /
+                                      kDecodeDimChunk * kDecodeDimChunk);
+    PipelineDesc desc;
+    desc.variant = "attend_pv";
+    desc.bindings = {A::kRead, A::kRead, A::kRead, A::kWrite};
+    desc.push_bytes = sizeof(shader::DecodeAttendPush);
+    desc.spec = {{INFER_ATTN_SPEC_LOCAL_SIZE, pv_size},
+                 {INFER_ATTN_SPEC_ROWS, p.decode_rows},
+                 {INFER_ATTN_SPEC_DCHUNK, kDecodeDimChunk},
+                 {INFER_ATTN_SPEC_KEY_TILE, kDecodeKeyTile}};
+    INFER_TRY(p.pv_pass, Pipeline::create(ctx, desc));
+  }
+  INFER_TRY(p.scores, Buffer::create(ctx,
+                                     uint64_t(limits.max_n_q) * limits.max_positions *
+                                         sizeof(float),
+                                     BufferKind::kDevice, "attention decode scores"));
 
   // Partials (o [d], m, l) per split and query row, for the most splits any record may use.
   const uint64_t row_floats = uint64_t(limits.max_n_q) * (limits.max_d + 2);
@@ -244,9 +287,8 @@ Result<void> AttentionOps::attend(Recorder& rec, Binding step, const AttentionDi
   check_floats("attend", "k_cache", k_cache, uint64_t(dims.slots) * dims.n_kv * dims.d);
   check_floats("attend", "v_cache", v_cache, uint64_t(dims.slots) * dims.n_kv * dims.d);
 
-  const bool decode = dims.T == 1;
-  const uint32_t rows_per_group = decode ? p.decode_rows : p.prefill_rows;
   const uint32_t group = dims.n_q / dims.n_kv;
+  if (dims.T == 1) return attend_decode(rec, step, dims, q, k_cache, v_cache, out);
   shader::AttendPush push{};
   push.T = dims.T;
   push.n_q = dims.n_q;
@@ -255,17 +297,43 @@ Result<void> AttentionOps::attend(Recorder& rec, Binding step, const AttentionDi
   push.slots = dims.slots;
   push.window = dims.window;
   push.n_splits = splits(dims);
-  push.heads_per_group = std::min(group, rows_per_group);
-  push.tokens_per_group = decode ? 1 : rows_per_group / push.heads_per_group;
+  push.heads_per_group = std::min(group, p.prefill_rows);
+  push.tokens_per_group = p.prefill_rows / push.heads_per_group;
   push.min_keys = kMinKeysPerSplit;
   const Groups groups{push.n_splits, div_up(dims.T, push.tokens_per_group),
                       dims.n_kv * div_up(group, push.heads_per_group)};
   // One counter per (y, z) workgroup column; each holds at least one query row.
   INFER_CHECK(uint64_t(groups.y) * groups.z <= uint64_t(p.limits.max_T) * p.limits.max_n_q,
               "attend: %u x %u counters", groups.y, groups.z);
-  return rec.dispatch(decode ? *p.attend_decode : *p.attend_prefill,
+  return rec.dispatch(*p.attend_prefill,
                       {step, q, k_cache, v_cache, out, Binding{&p.scratch}, Binding{&p.counters}},
                       push, groups);
+}
+
+Result<void> AttentionOps::attend_decode(Recorder& rec, Binding step, const AttentionDims& dims,
+                                         Binding q, Binding k_cache, Binding v_cache,
+                                         Binding out) const {
+  const Pipelines& p = *p_;
+  const uint32_t group = dims.n_q / dims.n_kv;
+  shader::DecodeAttendPush push{};
+  push.n_q = dims.n_q;
+  push.n_kv = dims.n_kv;
+  push.d = dims.d;
+  push.slots = dims.slots;
+  push.window = dims.window;
+  push.heads_per_group = std::min(group, p.decode_rows);
+  push.key_stride = p.limits.max_positions;
+  const uint32_t head_groups = dims.n_kv * div_up(group, push.heads_per_group);
+  // The most keys the token sees (its position is below max_positions); workgroups past the
+  // keys of the current position return at once.
+  const uint32_t keys = std::min(dims.window > 0 ? std::min(dims.window, dims.slots) : dims.slots,
+                                 p.limits.max_positions);
+  const uint32_t block = std::max(1u, p.scores_pass_local / p.subgroup) * kDecodeKeysPerSubgroup;
+  const Binding scores{&p.scores};
+  INFER_TRY_VOID(rec.dispatch(*p.scores_pass, {step, q, k_cache, scores}, push,
+                              Groups{div_up(keys, block), 1, head_groups}));
+  return rec.dispatch(*p.pv_pass, {step, scores, v_cache, out}, push,
+                      Groups{div_up(dims.d, kDecodeDimChunk), 1, head_groups});
 }
 
 }  // namespace infer::gpu

@@ -72,11 +72,12 @@ class AttentionOps {
                         Binding k_cache, Binding v_cache) const;
 
   // out[t, h] = softmax_s(q[t, h] · k_s) · v_s over the keys s the query at p may see, scores
-  // unscaled (scale 1.0, §4.7), fp32 softmax. q, out: [T, n_q·d] f32.
+  // unscaled (scale 1.0, §4.7), fp32 softmax. q, out: [T, n_q·d] f32. Decode (T = 1): two
+  // dispatches (scores, then softmax · V); prefill: one (split-K flash attention).
   Result<void> attend(Recorder& rec, Binding step, const AttentionDims& dims, Binding q,
                       Binding k_cache, Binding v_cache, Binding out) const;
 
-  // One dispatch either way. The most key ranges attend() splits `dims` into (its grid's x,
+  // Prefill (T > 1). The most key ranges attend() splits `dims` into (its grid's x,
   // fixed at record time); at run time only ranges of >= min_keys_per_split() keys are used: one
   // writes out directly, more write partials that the last of them merges. For tests and traces.
   uint32_t splits(const AttentionDims& dims) const;
@@ -84,6 +85,8 @@ class AttentionOps {
 
  private:
   AttentionOps() = default;
+  Result<void> attend_decode(Recorder& rec, Binding step, const AttentionDims& dims, Binding q,
+                             Binding k_cache, Binding v_cache, Binding out) const;
   struct Pipelines;
   std::unique_ptr<Pipelines> p_;
 };

@@ -123,7 +123,8 @@ class AttendRig {
     ASSERT_TRUE((*rec)->begin().ok());
     auto r = ops_->attend(**rec, {&step_.buffer}, dims_, {&qb_}, {&kc_}, {&vc_}, {&ob_});
     ASSERT_TRUE(r.ok()) << r.error().message;
-    EXPECT_EQ((*rec)->dispatch_count(), 1);  // split or not: the last split merges
+    // Decode: scores, then softmax · V; prefill: one, split or not (the last split merges).
+    EXPECT_EQ((*rec)->dispatch_count(), c_.T == 1 ? 2 : 1);
     ASSERT_TRUE((*rec)->submit_and_wait().ok());
     expect_close(download_floats(ctx_, ob_, q_n), reference_attention(stream_, q, dims_, pos0),
                  kAttendTol, "out");
@@ -188,22 +189,26 @@ std::string attend_name(const AttendCase& c) {
 INSTANTIATE_TEST_SUITE_P(Attention, GpuAttend, ::testing::ValuesIn(kAttendCases),
                          [](const auto& info) { return attend_name(info.param); });
 
-// The cases above exercise both paths of attend(): one split writing out, and several whose
-// last merges. Splits are chosen at run time from the keys the rows see (>= min_keys_per_split
-// each, within the grid's splits()); the case's last token sees the most.
-TEST_F(AttentionTest, AttendCasesCoverDirectAndSplitPaths) {
-  bool direct = false, split = false, split_prefill = false;
+// The cases above exercise every path of attend(): decode (T = 1, two passes: scores, then
+// softmax · V) and, for prefill, one split writing out and several whose last merges. Prefill
+// splits are chosen at run time from the keys the rows see (>= min_keys_per_split each, within
+// the grid's splits()); the case's last token sees the most.
+TEST_F(AttentionTest, AttendCasesCoverEveryPath) {
+  bool decode = false, direct = false, split_prefill = false;
   for (const AttendCase& c : kAttendCases) {
+    if (c.T == 1) {
+      decode = true;
+      continue;
+    }
     auto ops = make_ops(*ctx_, kMaxChunk, c.n_q, c.d, c.pos0 + c.T);
     const uint32_t grid = ops->splits({c.T, c.n_q, c.n_kv, c.d, c.slots, c.window});
     const uint32_t keys = c.window > 0 ? std::min(c.window, c.pos0 + c.T) : c.pos0 + c.T;
     const bool splits = grid > 1 && keys > ops->min_keys_per_split();
     direct = direct || !splits;
-    split = split || (splits && c.T == 1);
-    split_prefill = split_prefill || (splits && c.T > 1);
+    split_prefill = split_prefill || splits;
   }
+  EXPECT_TRUE(decode);
   EXPECT_TRUE(direct);
-  EXPECT_TRUE(split);
   EXPECT_TRUE(split_prefill);
 }
 
