@@ -10,12 +10,13 @@ if [ ! -f "$build/build.ninja" ]; then
   CXX=clang++ meson setup "$build" -Dfuzz=true -Dtests=false -Db_sanitize=address,undefined \
     -Db_lundef=false --buildtype=debugoptimized --wrap-mode=nodownload >/dev/null || exit 1
 fi
-ninja -C "$build" -j2 test/fuzz/safetensors_fuzz test/fuzz/config_fuzz test/fuzz/tokenizer_fuzz || exit 1
+ninja -C "$build" -j2 test/fuzz/safetensors_fuzz test/fuzz/config_fuzz test/fuzz/tokenizer_fuzz \
+  test/fuzz/protocol_fuzz || exit 1
 
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1"
 status=0
-for target in safetensors config tokenizer; do
+for target in safetensors config tokenizer protocol; do
   corpus="$build/fuzz-corpus/$target"  # grows across runs; the seeds stay read-only in git
   mkdir -p "$corpus" "$build/fuzz-crashes/$target"
   echo "== ${target}_fuzz for ${seconds}s"

@@ -1,0 +1,147 @@
+// Payload writers, one per opcode, in the field order of PROTOCOL.md §4.
+#include "protocol/encode.h"
+
+#include "base/check.h"
+#include "protocol/bytes.h"
+#include "protocol/frame.h"
+
+namespace infer::protocol {
+namespace {
+
+void put_ids(std::vector<uint8_t>& out, const std::vector<uint32_t>& ids) {
+  for (uint32_t id : ids) put_u32(out, id);
+}
+
+// ---- client → server
+void payload(const Hello& m, std::vector<uint8_t>& out) {
+  put_u32(out, m.version);
+  put_bytes(out, m.client_name);
+}
+void payload(const AppendText& m, std::vector<uint8_t>& out) { put_bytes(out, m.text); }
+void payload(const AppendIds& m, std::vector<uint8_t>& out) { put_ids(out, m.ids); }
+void payload(const Generate& m, std::vector<uint8_t>& out) {
+  put_u32(out, m.max_tokens);
+  put_u32(out, m.flags);
+  put_u64(out, m.seed);
+  put_f32(out, m.temperature);
+  put_f32(out, m.top_p);
+  put_u32(out, m.top_k);
+  put_u32(out, static_cast<uint32_t>(m.stop_ids.size()));
+  put_ids(out, m.stop_ids);
+}
+void payload(const Interrupt&, std::vector<uint8_t>&) {}
+void payload(const StatsRequest&, std::vector<uint8_t>&) {}
+void payload(const TraceMark& m, std::vector<uint8_t>& out) { put_bytes(out, m.label); }
+void payload(const Reset&, std::vector<uint8_t>&) {}
+void payload(const Shutdown&, std::vector<uint8_t>&) {}
+
+// ---- server → client
+void payload(const ServerHello& m, std::vector<uint8_t>& out) {
+  put_u32(out, m.version);
+  put_u32(out, m.vocab_size);
+  put_u32(out, m.max_payload_bytes);
+  put_u32(out, m.max_generate_tokens);
+  put_u32(out, m.context_tokens);
+  put_u32(out, static_cast<uint32_t>(m.end_ids.size()));
+  put_ids(out, m.end_ids);
+  put_bytes(out, m.model_name);
+}
+void payload(const Token& m, std::vector<uint8_t>& out) {
+  put_u32(out, m.id);
+  put_u32(out, m.index);
+  put_u64(out, m.pos);
+  put_bytes(out, m.text);
+}
+void payload(const Gate& m, std::vector<uint8_t>& out) {
+  put_u32(out, static_cast<uint32_t>(m.decision));
+  put_u32(out, m.index);
+  put_f32(out, m.entropy);
+  put_f32(out, m.top_prob);
+  put_f32(out, m.eot_prob);
+  put_f32(out, m.urgency);
+  put_f32(out, m.cost_ms);
+}
+void payload(const Done& m, std::vector<uint8_t>& out) {
+  put_u32(out, static_cast<uint32_t>(m.reason));
+  put_u32(out, m.n_tokens);
+  put_u64(out, m.pos);
+  put_u32(out, m.last_id);
+  put_bytes(out, m.text);
+}
+void payload(const Stats& m, std::vector<uint8_t>& out) {
+  put_u64(out, m.pos);
+  put_u64(out, m.kv_tokens);
+  put_u64(out, m.prefill_tokens);
+  put_u64(out, m.decode_tokens);
+  put_u64(out, m.generations);
+  put_f64(out, m.prefill_tok_s);
+  put_f64(out, m.decode_tok_s);
+  put_u64(out, m.uptime_ms);
+  put_u32(out, m.flags);
+  put_u32(out, m.queued_appends);
+}
+void payload(const ErrorFrame& m, std::vector<uint8_t>& out) {
+  put_u16(out, static_cast<uint16_t>(m.code));
+  put_u16(out, m.opcode);
+  // Messages may quote client input: keep the valid prefix, then cut to the limit.
+  std::string_view msg = m.message;
+  msg = msg.substr(0, utf8_valid_prefix(msg));
+  put_bytes(out, msg.substr(0, utf8_cut(msg, kMaxMessageBytes)));
+}
+void payload(const TraceMarkAck& m, std::vector<uint8_t>& out) {
+  put_u64(out, m.server_time_ns);
+  put_bytes(out, m.label);
+}
+void payload(const ShutdownAck&, std::vector<uint8_t>&) {}
+void payload(const Appended& m, std::vector<uint8_t>& out) {
+  put_u64(out, m.pos);
+  put_u32(out, m.n_tokens);
+}
+void payload(const ResetAck&, std::vector<uint8_t>&) {}
+
+template <class Variant>
+void encode_frame(const Variant& m, uint32_t request_id, std::vector<uint8_t>& out) {
+  const size_t start = out.size();
+  std::visit(
+      [&](const auto& msg) {
+        put_header(out, FrameHeader{0, static_cast<uint16_t>(msg.kOpcode), 0, request_id});
+        payload(msg, out);
+      },
+      m);
+  const size_t payload_bytes = out.size() - start - kHeaderBytes;
+  INFER_CHECK(payload_bytes <= kMaxPayloadBytes, "%s payload of %zu bytes over the %u limit",
+              opcode_name(static_cast<uint16_t>(opcode_of(m))), payload_bytes, kMaxPayloadBytes);
+  // Patch the length now that the payload is written.
+  for (int i = 0; i < 4; ++i) out[start + i] = static_cast<uint8_t>(payload_bytes >> (8 * i));
+}
+
+template <class Variant>
+std::vector<uint8_t> payload_only(const Variant& m) {
+  std::vector<uint8_t> out;
+  std::visit([&](const auto& msg) { payload(msg, out); }, m);
+  return out;
+}
+
+}  // namespace
+
+void encode(const ClientMessage& m, uint32_t request_id, std::vector<uint8_t>& out) {
+  encode_frame(m, request_id, out);
+}
+void encode(const ServerMessage& m, uint32_t request_id, std::vector<uint8_t>& out) {
+  encode_frame(m, request_id, out);
+}
+std::vector<uint8_t> encode_payload(const ClientMessage& m) { return payload_only(m); }
+std::vector<uint8_t> encode_payload(const ServerMessage& m) { return payload_only(m); }
+
+std::vector<std::string_view> split_text(std::string_view text, size_t max_bytes) {
+  INFER_CHECK(max_bytes >= 4, "split_text needs room for one character, got %zu", max_bytes);
+  std::vector<std::string_view> pieces;
+  while (!text.empty()) {
+    const size_t n = utf8_cut(text, max_bytes);
+    pieces.push_back(text.substr(0, n));
+    text.remove_prefix(n);
+  }
+  return pieces;
+}
+
+}  // namespace infer::protocol

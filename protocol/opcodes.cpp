@@ -1,0 +1,56 @@
+// Names of opcodes and error codes, for messages and logs (PROTOCOL.md §3, §5).
+#include "protocol/opcodes.h"
+
+#include "protocol/messages.h"
+
+namespace infer::protocol {
+
+const char* opcode_name(uint16_t op) {
+  switch (static_cast<Opcode>(op)) {
+    case Opcode::kHello: return "HELLO";
+    case Opcode::kAppendText: return "APPEND_TEXT";
+    case Opcode::kAppendIds: return "APPEND_IDS";
+    case Opcode::kGenerate: return "GENERATE";
+    case Opcode::kInterrupt: return "INTERRUPT";
+    case Opcode::kStatsRequest: return "STATS_REQUEST";
+    case Opcode::kTraceMark: return "TRACE_MARK";
+    case Opcode::kReset: return "RESET";
+    case Opcode::kShutdown: return "SHUTDOWN";
+    case Opcode::kServerHello: return "SERVER_HELLO";
+    case Opcode::kToken: return "TOKEN";
+    case Opcode::kGate: return "GATE";
+    case Opcode::kDone: return "DONE";
+    case Opcode::kStats: return "STATS";
+    case Opcode::kError: return "ERROR";
+    case Opcode::kTraceMarkAck: return "TRACE_MARK_ACK";
+    case Opcode::kShutdownAck: return "SHUTDOWN_ACK";
+    case Opcode::kAppended: return "APPENDED";
+    case Opcode::kResetAck: return "RESET_ACK";
+  }
+  return nullptr;
+}
+
+const char* wire_error_name(WireError e) {
+  switch (e) {
+    case WireError::kMalformed: return "MALFORMED";
+    case WireError::kUnknownOpcode: return "UNKNOWN_OPCODE";
+    case WireError::kFrameTooLarge: return "FRAME_TOO_LARGE";
+    case WireError::kOutOfOrder: return "OUT_OF_ORDER";
+    case WireError::kVersionMismatch: return "VERSION_MISMATCH";
+    case WireError::kIdOutOfRange: return "ID_OUT_OF_RANGE";
+    case WireError::kBadValue: return "BAD_VALUE";
+    case WireError::kNotAvailable: return "NOT_AVAILABLE";
+    case WireError::kEngine: return "ENGINE";
+    case WireError::kTruncated: return "TRUNCATED";
+  }
+  return "UNKNOWN_ERROR";
+}
+
+Opcode opcode_of(const ClientMessage& m) {
+  return std::visit([](const auto& x) { return x.kOpcode; }, m);
+}
+Opcode opcode_of(const ServerMessage& m) {
+  return std::visit([](const auto& x) { return x.kOpcode; }, m);
+}
+
+}  // namespace infer::protocol

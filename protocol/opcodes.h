@@ -1,0 +1,104 @@
+// The --serve wire format's constants: frame header, limits, opcodes, error codes and enums, as
+// docs/PROTOCOL.md §2–§4 define them. Every number here appears in that table, and nowhere else.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace infer::protocol {
+
+inline constexpr uint32_t kProtocolVersion = 1;
+
+// Header: u32 payload_bytes, u16 opcode, u16 flags, u32 request_id (PROTOCOL.md §2).
+inline constexpr size_t kHeaderBytes = 12;
+// Largest payload either side may send (1 MiB). A header announcing more is FRAME_TOO_LARGE.
+inline constexpr uint32_t kMaxPayloadBytes = 1u << 20;
+// Bounds inside payloads (PROTOCOL.md §4).
+inline constexpr uint32_t kMaxStopIds = 64;
+inline constexpr uint32_t kMaxLabelBytes = 1024;    // TRACE_MARK labels, client names
+inline constexpr uint32_t kMaxMessageBytes = 1024;  // ERROR messages (the encoder truncates)
+
+// Bit 15 of an opcode is its direction: 0 client→server, 1 server→client.
+inline constexpr uint16_t kServerBit = 0x8000;
+// Reserved for later issues; within each range, client→server without and server→client with
+// kServerBit (PROTOCOL.md §3.3).
+inline constexpr uint16_t kMemoryFirst = 0x0100, kMemoryLast = 0x01FF;
+inline constexpr uint16_t kToolsFirst = 0x0200, kToolsLast = 0x02FF;
+
+enum class Opcode : uint16_t {
+  // client → server
+  kHello = 0x0001,
+  kAppendText = 0x0002,
+  kAppendIds = 0x0003,
+  kGenerate = 0x0004,
+  kInterrupt = 0x0005,
+  kStatsRequest = 0x0006,
+  kTraceMark = 0x0007,
+  kReset = 0x0008,
+  kShutdown = 0x0009,
+  // server → client
+  kServerHello = 0x8001,
+  kToken = 0x8002,
+  kGate = 0x8003,
+  kDone = 0x8004,
+  kStats = 0x8005,
+  kError = 0x8006,
+  kTraceMarkAck = 0x8007,
+  kShutdownAck = 0x8008,
+  kAppended = 0x8009,
+  kResetAck = 0x800A,
+};
+
+inline constexpr bool is_server_opcode(uint16_t op) { return (op & kServerBit) != 0; }
+inline constexpr bool is_memory_opcode(uint16_t op) {
+  const uint16_t low = op & ~kServerBit;
+  return low >= kMemoryFirst && low <= kMemoryLast;
+}
+inline constexpr bool is_tools_opcode(uint16_t op) {
+  const uint16_t low = op & ~kServerBit;
+  return low >= kToolsFirst && low <= kToolsLast;
+}
+// "HELLO", "TOKEN", ...; nullptr for an opcode v1 does not define.
+const char* opcode_name(uint16_t op);
+
+// ERROR frames' code field (PROTOCOL.md §5).
+enum class WireError : uint16_t {
+  kMalformed = 1,        // payload size/shape wrong, reserved bits set, invalid UTF-8
+  kUnknownOpcode = 2,    // not a v1 opcode, or one of the other direction
+  kFrameTooLarge = 3,    // header announced more than kMaxPayloadBytes; payload skipped
+  kOutOfOrder = 4,       // not acceptable in the session's state (before HELLO, GENERATE twice)
+  kVersionMismatch = 5,  // HELLO with another version: the session ends
+  kIdOutOfRange = 6,     // a token id >= vocab_size
+  kBadValue = 7,         // well-formed but out of range (temperature NaN, top_p 0, too many tokens)
+  kNotAvailable = 8,     // a reserved memory/tools opcode this server does not serve
+  kEngine = 9,           // the engine failed (I/O, GPU); the message says what
+  kTruncated = 10,       // input ended inside a frame
+};
+const char* wire_error_name(WireError e);  // "MALFORMED", ...
+
+enum class DoneReason : uint32_t {
+  kEos = 1,          // an end id (SERVER_HELLO end_ids) with STOP_AT_EOT set
+  kStopId = 2,       // one of the request's stop ids
+  kLimit = 3,        // max_tokens generated
+  kInterrupted = 4,  // INTERRUPT, RESET or SHUTDOWN
+  kGate = 5,         // the gate chose stop-and-listen or act (GENERATE flag GATED)
+  kError = 6,        // the engine failed; an ERROR frame came first
+};
+inline constexpr uint32_t kMaxDoneReason = 6;
+
+enum class GateDecision : uint32_t { kSpeak = 0, kStopAndListen = 1, kAct = 2 };
+inline constexpr uint32_t kMaxGateDecision = 2;
+
+// GENERATE flags (PROTOCOL.md §4.4).
+inline constexpr uint32_t kGenDefaultSampling = 1u << 0;  // use the server's sampling settings
+inline constexpr uint32_t kGenStopAtEot = 1u << 1;        // end ids stop the generation
+inline constexpr uint32_t kGenGated = 1u << 2;            // the gate may end the generation
+inline constexpr uint32_t kGenGateEvents = 1u << 3;       // a GATE frame for every step
+inline constexpr uint32_t kGenKnownFlags = 0xF;
+
+// STATS flags.
+inline constexpr uint32_t kStatsGenerating = 1u << 0;
+
+inline constexpr uint32_t kNoToken = 0xFFFFFFFFu;  // DONE.last_id when nothing was generated
+
+}  // namespace infer::protocol

@@ -1,0 +1,42 @@
+// ServerReader: decoder → parser → session rules (PROTOCOL.md §6).
+#include "protocol/server_reader.h"
+
+#include "protocol/parse.h"
+
+namespace infer::protocol {
+
+void ServerReader::feed(std::span<const uint8_t> bytes, std::vector<ReaderEvent>& out) {
+  while (!state_.closed) {
+    auto ev = decoder_.next(bytes);
+    if (!ev) return;
+    if (const auto* big = std::get_if<FrameTooLarge>(&*ev)) {
+      out.push_back(Rejected{big->header.request_id, big->header.opcode,
+                             WireError::kFrameTooLarge, big->message()});
+      continue;
+    }
+    const Frame& f = std::get<Frame>(*ev);
+    auto parsed = parse_client(f);
+    if (!parsed.ok()) {
+      out.push_back(Rejected{f.header.request_id, f.header.opcode, wire_error_of(parsed.error()),
+                             parsed.error().message});
+      continue;
+    }
+    if (auto no = check(state_, limits_, *parsed)) {
+      if (no->ends_session) state_.closed = true;
+      out.push_back(Rejected{f.header.request_id, f.header.opcode, no->code,
+                             std::move(no->message), no->ends_session});
+      continue;
+    }
+    apply(state_, *parsed);
+    out.push_back(Accepted{f.header.request_id, std::move(parsed).value()});
+  }
+}
+
+std::optional<Rejected> ServerReader::finish() const {
+  if (state_.closed || decoder_.at_boundary()) return std::nullopt;
+  return Rejected{0, 0, WireError::kTruncated,
+                  "input ended inside a frame: " + std::to_string(decoder_.partial_bytes()) +
+                      " of " + std::to_string(decoder_.partial_frame_bytes()) + " bytes"};
+}
+
+}  // namespace infer::protocol

@@ -1,0 +1,55 @@
+// The server's read side in one place: bytes in → accepted messages or rejections (each to be
+// answered with an ERROR frame), through FrameDecoder, the parsers and the session rules.
+// PROTOCOL.md §6: every error leaves the stream in step, so reading goes on after it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "protocol/frame.h"
+#include "protocol/messages.h"
+#include "protocol/session_rules.h"
+
+namespace infer::protocol {
+
+struct Accepted {
+  uint32_t request_id = 0;
+  ClientMessage message;
+};
+
+struct Rejected {
+  uint32_t request_id = 0;  // of the offending frame
+  uint16_t opcode = 0;      // of the offending frame
+  WireError code = WireError::kMalformed;
+  std::string message;
+  bool ends_session = false;
+  ErrorFrame error_frame() const { return ErrorFrame{code, opcode, message}; }
+};
+
+using ReaderEvent = std::variant<Accepted, Rejected>;
+
+class ServerReader {
+ public:
+  explicit ServerReader(SessionLimits limits) : limits_(limits) {}
+
+  // Appends an event per frame completed by `bytes`. After SHUTDOWN or a rejection that ends the
+  // session, the rest is ignored (closed() is true).
+  void feed(std::span<const uint8_t> bytes, std::vector<ReaderEvent>& out);
+  // End of input: a TRUNCATED rejection when it ended inside a frame (EOF shuts down cleanly).
+  std::optional<Rejected> finish() const;
+
+  void generation_done() { protocol::generation_done(state_); }
+  const SessionState& state() const { return state_; }
+  bool closed() const { return state_.closed; }
+
+ private:
+  SessionLimits limits_;
+  SessionState state_;
+  FrameDecoder decoder_;
+};
+
+}  // namespace infer::protocol

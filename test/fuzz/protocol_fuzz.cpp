@@ -1,0 +1,86 @@
+// libFuzzer target: the --serve frame decoder, every payload parser and the server's read side
+// on arbitrary bytes. Must never crash, never hold a payload buffer above the decoder's limit,
+// and every payload a parser accepts must re-encode to the same bytes (PROTOCOL.md §4 is one
+// layout per opcode, so parse and encode are inverses on valid input).
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "protocol/encode.h"
+#include "protocol/frame.h"
+#include "protocol/parse.h"
+#include "protocol/server_reader.h"
+
+namespace {
+
+using namespace infer::protocol;
+
+template <class Message>
+void check_round_trip(const infer::Result<Message>& parsed, std::span<const uint8_t> payload) {
+  if (!parsed.ok()) {
+    if (parsed.error().message.empty()) __builtin_trap();
+    return;
+  }
+  const std::vector<uint8_t> again = encode_payload(*parsed);
+  if (!std::equal(again.begin(), again.end(), payload.begin(), payload.end())) __builtin_trap();
+}
+
+void parse_both_ways(uint16_t opcode, std::span<const uint8_t> payload) {
+  check_round_trip(parse_client_payload(opcode, payload), payload);
+  check_round_trip(parse_server_payload(opcode, payload), payload);
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  std::span<const uint8_t> all(data, size);
+
+  // 1. The input as one payload, opcode from its first two bytes (mapped onto the v1 opcodes
+  //    and their neighbours so that every parser is reached often).
+  if (size >= 2) {
+    const uint16_t raw = static_cast<uint16_t>(data[0] | (data[1] << 8));
+    const uint16_t op = static_cast<uint16_t>((raw & 0x8000) | (raw % 12));
+    parse_both_ways(op, all.subspan(2));
+    parse_both_ways(raw, all.subspan(2));
+  }
+
+  // 2. The input as a byte stream, cut into chunks whose sizes come from the input itself,
+  //    through a decoder with a small limit (so FRAME_TOO_LARGE and skipping are reached).
+  constexpr uint32_t kSmallLimit = 256;
+  FrameDecoder dec(kSmallLimit);
+  size_t at = 0, k = 0;
+  while (at < size) {
+    const size_t n = std::min<size_t>(size - at, 1 + data[k++ % size] % 64);
+    std::span<const uint8_t> chunk(data + at, n);
+    at += n;
+    while (auto ev = dec.next(chunk)) {
+      if (const auto* f = std::get_if<Frame>(&*ev)) {
+        if (f->payload.size() != f->header.payload_bytes) __builtin_trap();
+        if (f->header.payload_bytes > kSmallLimit) __builtin_trap();
+        check_round_trip(parse_client(*f), f->payload);
+        check_round_trip(parse_server(*f), f->payload);
+      } else if (std::get<FrameTooLarge>(*ev).header.payload_bytes <= kSmallLimit) {
+        __builtin_trap();
+      }
+      if (dec.buffer_capacity() > kSmallLimit) __builtin_trap();
+    }
+    if (!chunk.empty()) __builtin_trap();
+  }
+
+  // 3. The server's read side with the full limit: any mix of accepted and rejected frames,
+  //    DONE simulated after every accepted GENERATE so that later ones are checked too.
+  ServerReader reader(SessionLimits{/*vocab_size=*/300, /*max_generate_tokens=*/64});
+  std::vector<ReaderEvent> events;
+  reader.feed(all, events);
+  for (const auto& ev : events) {
+    if (const auto* rej = std::get_if<Rejected>(&ev)) {
+      if (rej->message.empty()) __builtin_trap();
+      std::vector<uint8_t> out;
+      encode(ServerMessage{rej->error_frame()}, rej->request_id, out);  // must fit a frame
+    }
+  }
+  (void)reader.finish();
+  return 0;
+}

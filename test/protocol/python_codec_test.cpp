@@ -1,0 +1,165 @@
+// The Python reference client's codec against the C++ one, without a server: C++ writes every
+// sample frame and a line describing each; protocol/python/test_codec.py must decode every frame
+// to that line and re-encode it to the same bytes (PROTOCOL.md is the contract for both).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <bit>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "protocol/encode.h"
+#include "test/protocol/samples.h"
+
+namespace infer::protocol {
+namespace {
+
+// The canonical line format test_codec.py renders too: NAME rid=N field=value..., fields in wire
+// order; u32/u64 decimal, f32/f64 as their bits in hex, text as hex bytes, id lists decimal.
+struct Line {
+  std::string s;
+  Line(const char* name, uint32_t rid) : s(std::string(name) + " rid=" + std::to_string(rid)) {}
+  Line& u(const char* k, uint64_t v) { return add(k, std::to_string(v)); }
+  Line& f32(const char* k, float v) {
+    char b[16];
+    std::snprintf(b, sizeof b, "f32:%08" PRIx32, std::bit_cast<uint32_t>(v));
+    return add(k, b);
+  }
+  Line& f64(const char* k, double v) {
+    char b[24];
+    std::snprintf(b, sizeof b, "f64:%016" PRIx64, std::bit_cast<uint64_t>(v));
+    return add(k, b);
+  }
+  Line& text(const char* k, const std::string& v) {
+    std::string hex = "s:";
+    char b[4];
+    for (unsigned char c : v) {
+      std::snprintf(b, sizeof b, "%02x", c);
+      hex += b;
+    }
+    return add(k, hex);
+  }
+  Line& ids(const char* k, const std::vector<uint32_t>& v) {
+    std::string out = "ids:";
+    for (size_t i = 0; i < v.size(); ++i) out += (i ? "," : "") + std::to_string(v[i]);
+    return add(k, out);
+  }
+  Line& add(const char* k, const std::string& v) {
+    s += std::string(" ") + k + "=" + v;
+    return *this;
+  }
+};
+
+std::string describe(const ClientMessage& msg, uint32_t rid) {
+  const char* name = opcode_name(static_cast<uint16_t>(opcode_of(msg)));
+  Line l(name, rid);
+  if (auto* m = std::get_if<Hello>(&msg)) l.u("version", m->version).text("client_name", m->client_name);
+  if (auto* m = std::get_if<AppendText>(&msg)) l.text("text", m->text);
+  if (auto* m = std::get_if<AppendIds>(&msg)) l.ids("ids", m->ids);
+  if (auto* m = std::get_if<Generate>(&msg)) {
+    l.u("max_tokens", m->max_tokens).u("flags", m->flags).u("seed", m->seed);
+    l.f32("temperature", m->temperature).f32("top_p", m->top_p).u("top_k", m->top_k);
+    l.ids("stop_ids", m->stop_ids);
+  }
+  if (auto* m = std::get_if<TraceMark>(&msg)) l.text("label", m->label);
+  return l.s;
+}
+
+std::string describe(const ServerMessage& msg, uint32_t rid) {
+  const char* name = opcode_name(static_cast<uint16_t>(opcode_of(msg)));
+  Line l(name, rid);
+  if (auto* m = std::get_if<ServerHello>(&msg)) {
+    l.u("version", m->version).u("vocab_size", m->vocab_size);
+    l.u("max_payload_bytes", m->max_payload_bytes).u("max_generate_tokens", m->max_generate_tokens);
+    l.u("context_tokens", m->context_tokens).ids("end_ids", m->end_ids);
+    l.text("model_name", m->model_name);
+  }
+  if (auto* m = std::get_if<Token>(&msg)) {
+    l.u("id", m->id).u("index", m->index).u("pos", m->pos).text("text", m->text);
+  }
+  if (auto* m = std::get_if<Gate>(&msg)) {
+    l.u("decision", static_cast<uint32_t>(m->decision)).u("index", m->index);
+    l.f32("entropy", m->entropy).f32("top_prob", m->top_prob).f32("eot_prob", m->eot_prob);
+    l.f32("urgency", m->urgency).f32("cost_ms", m->cost_ms);
+  }
+  if (auto* m = std::get_if<Done>(&msg)) {
+    l.u("reason", static_cast<uint32_t>(m->reason)).u("n_tokens", m->n_tokens).u("pos", m->pos);
+    l.u("last_id", m->last_id).text("text", m->text);
+  }
+  if (auto* m = std::get_if<Stats>(&msg)) {
+    l.u("pos", m->pos).u("kv_tokens", m->kv_tokens).u("prefill_tokens", m->prefill_tokens);
+    l.u("decode_tokens", m->decode_tokens).u("generations", m->generations);
+    l.f64("prefill_tok_s", m->prefill_tok_s).f64("decode_tok_s", m->decode_tok_s);
+    l.u("uptime_ms", m->uptime_ms).u("flags", m->flags).u("queued_appends", m->queued_appends);
+  }
+  if (auto* m = std::get_if<ErrorFrame>(&msg)) {
+    l.u("code", static_cast<uint16_t>(m->code)).u("opcode", m->opcode).text("message", m->message);
+  }
+  if (auto* m = std::get_if<TraceMarkAck>(&msg)) {
+    l.u("server_time_ns", m->server_time_ns).text("label", m->label);
+  }
+  if (auto* m = std::get_if<Appended>(&msg)) l.u("pos", m->pos).u("n_tokens", m->n_tokens);
+  return l.s;
+}
+
+class ProtocolPython : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("infer-protocol-py-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir_);
+    for (const auto& [m, rid] : test::client_samples()) {
+      encode(m, rid, frames_);
+      lines_.push_back(describe(m, rid));
+    }
+    for (const auto& [m, rid] : test::server_samples()) {
+      encode(m, rid, frames_);
+      lines_.push_back(describe(m, rid));
+    }
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  // Runs test_codec.py on the frames and lines; returns its exit status.
+  int run(const std::vector<uint8_t>& frames, const std::vector<std::string>& lines) {
+    const auto bin = dir_ / "frames.bin", txt = dir_ / "frames.txt";
+    std::ofstream(bin, std::ios::binary)
+        .write(reinterpret_cast<const char*>(frames.data()), static_cast<std::streamsize>(frames.size()));
+    std::ofstream out(txt);
+    for (const auto& l : lines) out << l << '\n';
+    out.close();
+    const std::string cmd = std::string("'") + INFER_PYTHON3 + "' '" + INFER_PROTOCOL_PY_DIR +
+                            "/test_codec.py' '" + bin.string() + "' '" + txt.string() + "'";
+    const int status = std::system(cmd.c_str());
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+  }
+
+  std::filesystem::path dir_;
+  std::vector<uint8_t> frames_;
+  std::vector<std::string> lines_;
+};
+
+TEST_F(ProtocolPython, DecodesEveryFrameAndReencodesItByteForByte) {
+  EXPECT_EQ(run(frames_, lines_), 0);
+}
+
+// The check above can fail: a changed field or a changed byte makes the script exit non-zero.
+TEST_F(ProtocolPython, NoticesADifferentField) {
+  auto lines = lines_;
+  lines[5].replace(lines[5].find("max_tokens=200"), 14, "max_tokens=201");
+  EXPECT_NE(run(frames_, lines), 0);
+}
+
+TEST_F(ProtocolPython, NoticesADifferentByte) {
+  auto frames = frames_;
+  frames[kHeaderBytes] ^= 0x01;  // HELLO's version 1 → 0: decodes fine, to another line
+  EXPECT_NE(run(frames, lines_), 0);
+}
+
+}  // namespace
+}  // namespace infer::protocol

@@ -1,0 +1,60 @@
+// Sample messages for the round-trip, golden and Python cross-check tests.
+#include "test/protocol/samples.h"
+
+#include <limits>
+
+namespace infer::protocol::test {
+
+std::vector<std::pair<ClientMessage, uint32_t>> client_samples() {
+  Generate g;
+  g.max_tokens = 200;
+  g.flags = kGenStopAtEot | kGenGated;
+  g.seed = 0x0123456789ABCDEFull;
+  g.temperature = 0.7f;
+  g.top_p = 0.95f;
+  g.top_k = 64;
+  g.stop_ids = {1, 106, 262143};
+  return {
+      {Hello{kProtocolVersion, "pytest-client \xC3\xA9"}, 1},
+      {AppendText{"Hello, w\xC3\xB6rld \xF0\x9F\x98\x80\n"}, 2},
+      {AppendText{""}, 3},
+      {AppendIds{{2, 105, 2364, 262143}}, 4},
+      {AppendIds{{}}, 5},
+      {g, 0xFFFFFFFFu},
+      {Generate{}, 7},
+      {Interrupt{}, 8},
+      {StatsRequest{}, 9},
+      {TraceMark{"turn 2 \xE2\x86\x92 start"}, 10},
+      {Reset{}, 11},
+      {Shutdown{}, 0},
+  };
+}
+
+std::vector<std::pair<ServerMessage, uint32_t>> server_samples() {
+  ServerHello h;
+  h.vocab_size = 262144;
+  h.max_generate_tokens = 4096;
+  h.context_tokens = 640;
+  h.end_ids = {1, 106};
+  h.model_name = "gemma-4-E2B \xE2\x9C\x93";
+  Gate gate{GateDecision::kStopAndListen, 12, 2.5f, 0.31f, 0.42f, -0.0f,
+            std::numeric_limits<float>::denorm_min()};
+  Stats stats{1000, 640, 800, 200, 3, 1234.5, 56.25, 987654, kStatsGenerating, 2};
+  return {
+      {h, 1},
+      {Token{2364, 0, 17, "Hi"}, 6},
+      {Token{236743, 1, 18, ""}, 6},  // ends inside a character: no text yet
+      {Token{1, 2, 19, "\xC3\xA9"}, 6},
+      {gate, 6},
+      {Done{DoneReason::kInterrupted, 3, 20, 1, "\xEF\xBF\xBD"}, 6},
+      {Done{DoneReason::kLimit, 0, 20, kNoToken, ""}, 7},
+      {stats, 9},
+      {ErrorFrame{WireError::kOutOfOrder, 0x0004, "GENERATE while a generation runs"}, 7},
+      {TraceMarkAck{123456789012ull, "turn 2 \xE2\x86\x92 start"}, 10},
+      {ShutdownAck{}, 0},
+      {Appended{21, 4}, 4},
+      {ResetAck{}, 11},
+  };
+}
+
+}  // namespace infer::protocol::test
