@@ -39,6 +39,10 @@ struct DeviceInfo {
   bool uma = false;             // a DEVICE_LOCAL | HOST_VISIBLE | HOST_COHERENT memory type exists
   bool shader_float16 = false;  // enabled when present; the kernels do not need them yet
   bool shader_int8 = false;
+  // VK_NV_cooperative_matrix enabled, offering subgroup-scope 16x16x16 f16 x f16 + f32 -> f32
+  // (tensor cores): prefill's matrix products use it (shaders/matmul_coop.comp). Experimental:
+  // only with INFER_COOPMAT=1 in the environment (gpu/context.cpp says why).
+  bool coop_matrix_nv = false;
   VkPhysicalDeviceMemoryProperties memory{};
 };
 

@@ -101,6 +101,9 @@ std::string VulkanContext::report() const {
   std::snprintf(line, sizeof line, "uma: %s%s\n", d.uma ? "yes" : "no",
                 d.uma && force_staging_ ? " (staging forced)" : "");
   out += line;
+  std::snprintf(line, sizeof line, "cooperative matrices: %s\n",
+                d.coop_matrix_nv ? "VK_NV_cooperative_matrix, f16 16x16x16" : "no");
+  out += line;
   std::snprintf(line, sizeof line, "validation: %s\n", validation_enabled() ? "on" : "off");
   out += line;
   return out;

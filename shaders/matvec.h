@@ -37,5 +37,13 @@ INFER_PUSH_END(MatvecPush)
 // Columns of W and x per shared-memory step: a multiple of 32, so quantized blocks never
 // straddle two steps.
 #define INFER_MATMUL_TILE_COLS 32
+// matmul_coop.comp (cooperative matrices, 16x16x16 f16 fragments): a workgroup computes
+// COOP_TOKENS tokens x COOP_ROWS rows (gate-up: COOP_GATE_UP_ROWS, two matrices staged), each
+// subgroup 32 x 32 (2 x 2 fragments): LOCAL_SIZE = tokens x rows / 1024 subgroups of the pinned
+// size. Shared memory stays under 40 KB either way.
+#define INFER_MATMUL_COOP_TOKENS 64
+#define INFER_MATMUL_COOP_ROWS 128
+#define INFER_MATMUL_COOP_GATE_UP_ROWS 64
+#define INFER_MATMUL_COOP_SPEC_SPLIT 1  // bool: hi + lo f16 parts (default), else f16 alone
 
 #endif  // INFER_SHADERS_MATVEC_H_

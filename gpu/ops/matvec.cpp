@@ -3,6 +3,7 @@
 #include "gpu/ops/matvec.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -311,8 +312,49 @@ Result<MatvecKernels> create_matvec_kernels(const VulkanContext& ctx, WeightForm
                {INFER_MATMUL_SPEC_THREAD_ROWS, tuning.thread_rows},
                {INFER_MATMUL_SPEC_THREAD_TOKENS, tuning.thread_tokens}};
   INFER_TRY(k.tiled, Pipeline::create(ctx, desc));
+
+  VkPhysicalDeviceProperties props;
+  vkGetPhysicalDeviceProperties(ctx.physical_device(), &props);
+  // matmul_coop.comp's tiles take under 40 KB of shared memory (shaders/matvec.h).
+  if (info.coop_matrix_nv && props.limits.maxComputeSharedMemorySize >= 40u * 1024u) {
+    const uint32_t rows = gate_up ? INFER_MATMUL_COOP_GATE_UP_ROWS : INFER_MATMUL_COOP_ROWS;
+    PipelineDesc coop;
+    coop.variant = variant_name(gate_up ? "gate_up_matmul_coop" : "matmul_coop", format);
+    coop.bindings = desc.bindings;
+    coop.push_bytes = sizeof(shader::MatvecPush);
+    // INFER_COOP_SPLIT=0 drops the lo parts (plain f16 products: faster, ~2^-10 relative).
+    const char* split = std::getenv("INFER_COOP_SPLIT");
+    coop.spec = {{INFER_MATMUL_SPEC_LOCAL_SIZE, INFER_MATMUL_COOP_TOKENS * rows / 1024 * subgroup},
+                 {INFER_MATMUL_COOP_SPEC_SPLIT, split != nullptr && split[0] == '0' ? 0u : 1u}};
+    coop.required_subgroup_size = subgroup;  // fragments span whole subgroups
+    INFER_TRY(k.coop, Pipeline::create(ctx, coop));
+  }
   return k;
 }
+
+namespace {
+
+bool tiled_path(const MatvecKernels& k, int64_t rows, uint32_t n_tokens) {
+  const MatvecTuning& t = k.tuning;
+  const uint64_t tiled_groups = uint64_t((rows + t.tile_rows - 1) / t.tile_rows) *
+                                ((n_tokens + t.tile_tokens - 1) / t.tile_tokens);
+  return n_tokens >= t.matmul_min_tokens &&
+         (n_tokens >= t.tile_tokens || tiled_groups >= t.matmul_min_groups);
+}
+
+// The cooperative-matrix kernel takes rows of whole 64-column steps (narrower ones take the f32
+// tiled kernel). Rows of 16 columns were a suspect for the e2b-long fixture's wrong prompt
+// logits on the H200 (gpu/context.cpp); keeping them off it lowered the error but did not cure it.
+bool coop_path(const MatvecKernels& k, int64_t rows, int64_t cols, uint32_t n_tokens) {
+  return k.coop != nullptr && cols % 64 == 0 && tiled_path(k, rows, n_tokens);
+}
+
+}  // namespace
+
+bool products_in_f16(const MatvecKernels& k, int64_t rows, int64_t cols, uint32_t n_tokens) {
+  return coop_path(k, rows, cols, n_tokens);
+}
+
 
 Result<void> record_matvec_kernels(Recorder& rec, const MatvecKernels& k, const GpuMatrix& w,
                                    const GpuMatrix* up, Binding x, Binding y, uint32_t n_tokens) {
@@ -348,14 +390,20 @@ Result<void> record_matvec_kernels(Recorder& rec, const MatvecKernels& k, const 
   push.y_stride = uint32_t(w.rows);
 
   const MatvecTuning& t = k.tuning;
-  const uint64_t tiled_groups = uint64_t((w.rows + t.tile_rows - 1) / t.tile_rows) *
-                                ((n_tokens + t.tile_tokens - 1) / t.tile_tokens);
-  const bool tiled = n_tokens >= t.matmul_min_tokens &&
-                     (n_tokens >= t.tile_tokens || tiled_groups >= t.matmul_min_groups);
-  const Pipeline& p = tiled ? *k.tiled : n_tokens == 1 ? *k.one_token : *k.many_tokens;
-  const uint32_t rows_per_group =
-      tiled ? t.tile_rows : t.subgroups_per_group * t.rows_per_subgroup;
-  const uint32_t tokens_per_group = tiled ? t.tile_tokens : n_tokens == 1 ? 1 : t.tokens_per_group;
+  const bool tiled = tiled_path(k, w.rows, n_tokens);
+  const bool coop = coop_path(k, w.rows, w.cols, n_tokens);
+  const Pipeline& p = coop    ? *k.coop
+                      : tiled ? *k.tiled
+                      : n_tokens == 1 ? *k.one_token
+                                      : *k.many_tokens;
+  const uint32_t coop_rows = k.gate_up ? INFER_MATMUL_COOP_GATE_UP_ROWS : INFER_MATMUL_COOP_ROWS;
+  const uint32_t rows_per_group = coop    ? coop_rows
+                                  : tiled ? t.tile_rows
+                                          : t.subgroups_per_group * t.rows_per_subgroup;
+  const uint32_t tokens_per_group = coop            ? INFER_MATMUL_COOP_TOKENS
+                                    : tiled         ? t.tile_tokens
+                                    : n_tokens == 1 ? 1
+                                                    : t.tokens_per_group;
 
   // Row groups fill x up to the device limit, then wrap into z (262144-row vocab heads).
   const uint32_t row_groups = uint32_t((w.rows + rows_per_group - 1) / rows_per_group);

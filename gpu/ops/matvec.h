@@ -83,7 +83,14 @@ struct MatvecKernels {
   std::unique_ptr<Pipeline> one_token;
   std::unique_ptr<Pipeline> many_tokens;
   std::unique_ptr<Pipeline> tiled;
+  // Where the device has cooperative matrices (DeviceInfo::coop_matrix_nv): the tiled product
+  // on them (shaders/matmul_coop.comp), used instead of `tiled`.
+  std::unique_ptr<Pipeline> coop;
 };
+
+// Whether a product of n_tokens over `rows` runs on the cooperative-matrix kernel, which rounds
+// weights and activations to f16 (each product within 2^-10 relative; tests widen their bounds).
+bool products_in_f16(const MatvecKernels& k, int64_t rows, int64_t cols, uint32_t n_tokens);
 
 Result<MatvecKernels> create_matvec_kernels(const VulkanContext& ctx, WeightFormat format,
                                             bool gate_up, MatvecTuning tuning);
@@ -106,6 +113,9 @@ class MatvecOp {
 
   WeightFormat format() const { return k_.format; }
   const MatvecTuning& tuning() const { return k_.tuning; }  // as resolved for the device
+  bool products_in_f16(int64_t rows, int64_t cols, uint32_t n_tokens) const {
+    return gpu::products_in_f16(k_, rows, cols, n_tokens);
+  }
 
  private:
   MatvecOp() = default;

@@ -26,4 +26,8 @@ Result<void> GateUpOp::record(Recorder& rec, const GpuMatrix& gate, const GpuMat
   return record_matvec_kernels(rec, p_->k, gate, &up, x, act, T);
 }
 
+bool GateUpOp::products_in_f16(int64_t I, int64_t H, uint32_t T) const {
+  return gpu::products_in_f16(p_->k, I, H, T);
+}
+
 }  // namespace infer::gpu

@@ -92,30 +92,34 @@ uvec4 load_scales_of(uint m, uint row, uint j) {
 #endif
 }
 
+// v[i] for a runtime i, as selects: a dynamically indexed vector can land in local memory on
+// NVIDIA (matmul.comp's staging indexes by a computed quad); constant i folds away.
+uint pick4(uvec4 v, uint i) { return i == 0u ? v.x : i == 1u ? v.y : i == 2u ? v.z : v.w; }
+
 // The 4 weights of quad q of vector j (wv, with its group's scales sv), undecoded scale aside:
 // returns (weights, scale) so dot products apply the scale once per quad.
 vec4 quad_weights(uvec4 wv, uint j, uint q) {
 #if defined(W_F32)
   return uintBitsToFloat(wv);
 #elif defined(W_BF16)
-  const uint a = wv[2 * q], b = wv[2 * q + 1];
+  const uint a = pick4(wv, 2 * q), b = pick4(wv, 2 * q + 1);
   return uintBitsToFloat(uvec4(a << 16, a & 0xffff0000u, b << 16, b & 0xffff0000u));
 #elif defined(W_Q8_0)
-  const uint v = wv[q] ^ 0x80808080u;  // int8 -> uint8 biased by 128
+  const uint v = pick4(wv, q) ^ 0x80808080u;  // int8 -> uint8 biased by 128
   return vec4(magic_int(v & 0xffu, 128.0), magic_int((v >> 8) & 0xffu, 128.0),
               magic_int((v >> 16) & 0xffu, 128.0), magic_int(v >> 24, 128.0));
 #else
-  const uint v = wv[q / 2] >> (16 * (q % 2));
+  const uint v = pick4(wv, q / 2) >> (16 * (q % 2));
   return vec4(magic_int(v & 0xfu, 8.0), magic_int((v >> 4) & 0xfu, 8.0),
               magic_int((v >> 8) & 0xfu, 8.0), magic_int((v >> 12) & 0xfu, 8.0));
 #endif
 }
 float quad_scale(uvec4 sv, uint j, uint q) {
 #if defined(W_Q8_0)
-  const vec2 d = unpackHalf2x16(sv[q]);  // blocks 2q, 2q + 1
+  const vec2 d = unpackHalf2x16(pick4(sv, q));  // blocks 2q, 2q + 1
   return (j % 16) < 8 ? d.x : d.y;
 #elif defined(W_Q4_0)
-  const vec2 d = unpackHalf2x16(sv[q / 2]);  // blocks q & ~1, q | 1
+  const vec2 d = unpackHalf2x16(pick4(sv, q / 2));  // blocks q & ~1, q | 1
   return (q % 2) == 0 ? d.x : d.y;
 #else
   return 1.0;
@@ -135,25 +139,68 @@ float vec_dot(uvec4 wv, uvec4 sv, uint j, vec4 xq[VEC_QUADS]) {
   return s;
 }
 
-// The 4 weights of matrix m, row `row`, columns c..c+3 (c % 4 == 0, c < the padded row): the
-// element-wise readers' (tiled matmul, embed, router) view of the layout.
-vec4 decode_quad_of(uint m, uint row, uint c) {
+// Where quad c (columns c..c+3) sits: its vector j and quad q within the vector.
+uvec2 quad_place(uint c) {
 #if defined(W_F32)
-  const uint j = c / 4, q = 0;
+  return uvec2(c / 4, 0);
 #elif defined(W_BF16)
-  const uint j = 8 * (c / 64) + (c % 32) / 4, q = (c % 64) / 32;
+  return uvec2(8 * (c / 64) + (c % 32) / 4, (c % 64) / 32);
 #elif defined(W_Q8_0)
-  const uint j = 16 * (c / 256) + (c % 64) / 4, q = (c % 256) / 64;
+  return uvec2(16 * (c / 256) + (c % 64) / 4, (c % 256) / 64);
 #else
-  const uint j = 8 * (c / 256) + (c % 32) / 4, q = (c % 256) / 32;
-#endif
-  const uvec4 wv = load_vec_of(m, row, j);
-#ifdef W_SCALED
-  return quad_scale(load_scales_of(m, row, j), j, q) * quad_weights(wv, j, q);
-#else
-  return quad_weights(wv, j, q);
+  return uvec2(8 * (c / 256) + (c % 32) / 4, (c % 256) / 32);
 #endif
 }
+
+uint word_of(uint m, uint i) { return W_PICK(m, w_u32[i], w1_u32[i]); }
+
+// The words the quad of matrix m, row `row`, columns c..c+3 decodes from, loaded but not decoded:
+// f32 its 4 floats, bf16 its 2 words, Q8_0/Q4_0 its quant word and its scale word. A caller can
+// issue many such loads before decoding any (quad_from_raw), so their latencies overlap.
+uvec4 quad_raw_of(uint m, uint row, uint c) {
+  const uvec2 jq = quad_place(c);
+  const uint v = (row * w_stride() + jq.x) * 4;  // first word of vector j
+#if defined(W_F32)
+  return uvec4(word_of(m, v), word_of(m, v + 1), word_of(m, v + 2), word_of(m, v + 3));
+#elif defined(W_BF16)
+  return uvec4(word_of(m, v + 2 * jq.y), word_of(m, v + 2 * jq.y + 1), 0, 0);
+#else
+  const uint s = (row * w_stride() + w_vecs() + jq.x / (w_vecs() / w_groups())) * 4;
+#if defined(W_Q8_0)
+  return uvec4(word_of(m, v + jq.y), word_of(m, s + jq.y), 0, 0);
+#else
+  return uvec4(word_of(m, v + jq.y / 2), word_of(m, s + jq.y / 2), 0, 0);
+#endif
+#endif
+}
+
+// The 4 weights of a quad from its raw words (quad_raw_of).
+vec4 quad_from_raw(uvec4 raw, uint c) {
+  const uvec2 jq = quad_place(c);
+  const uint j = jq.x, q = jq.y;
+#if defined(W_F32)
+  return uintBitsToFloat(raw);
+#elif defined(W_BF16)
+  return uintBitsToFloat(uvec4(raw.x << 16, raw.x & 0xffff0000u, raw.y << 16,
+                               raw.y & 0xffff0000u));
+#elif defined(W_Q8_0)
+  const uint v = raw.x ^ 0x80808080u;
+  const vec2 d = unpackHalf2x16(raw.y);
+  return ((j % 16) < 8 ? d.x : d.y) *
+         vec4(magic_int(v & 0xffu, 128.0), magic_int((v >> 8) & 0xffu, 128.0),
+              magic_int((v >> 16) & 0xffu, 128.0), magic_int(v >> 24, 128.0));
+#else
+  const uint v = raw.x >> (16 * (q % 2));
+  const vec2 d = unpackHalf2x16(raw.y);
+  return ((q % 2) == 0 ? d.x : d.y) *
+         vec4(magic_int(v & 0xfu, 8.0), magic_int((v >> 4) & 0xfu, 8.0),
+              magic_int((v >> 8) & 0xfu, 8.0), magic_int((v >> 12) & 0xfu, 8.0));
+#endif
+}
+
+// The 4 weights of matrix m, row `row`, columns c..c+3 (c % 4 == 0, c < the padded row): the
+// element-wise readers' (tiled matmul, embed, router) view of the layout.
+vec4 decode_quad_of(uint m, uint row, uint c) { return quad_from_raw(quad_raw_of(m, row, c), c); }
 
 // Weight (row, c) of matrix 0, c < cols.
 float weight_at(uint row, uint c) { return decode_quad_of(0u, row, c & ~3u)[c & 3u]; }

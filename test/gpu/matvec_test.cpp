@@ -33,8 +33,10 @@ namespace {
 // walk, ~sqrt(n) * eps/2
 // * S. Weights decode exactly (bf16 shifts, d * q in f32 on both sides), so this is the whole
 // error; 8x margin.
+// On the cooperative-matrix kernel (products_in_f16) weights and activations are rounded to f16
+// first: each product is off by at most 2^-10 of itself, so 2^-10 · S more.
 void expect_matches_reference(const Matrix& w, const std::vector<float>& x, int64_t T,
-                              const std::vector<float>& y_gpu) {
+                              const std::vector<float>& y_gpu, bool f16 = false) {
   std::vector<float> y_ref(size_t(T * w.rows));
   matmul_reference(w, x.data(), T, y_ref.data());
   std::vector<float> row(size_t(w.cols));
@@ -44,7 +46,10 @@ void expect_matches_reference(const Matrix& w, const std::vector<float>& x, int6
     for (int64_t t = 0; t < T; ++t) {
       double abs_sum = 0;
       for (int64_t c = 0; c < w.cols; ++c) abs_sum += std::fabs(double(row[c]) * x[t * w.cols + c]);
-      const double tol = 8.0 * FLT_EPSILON * std::sqrt(double(w.cols)) * abs_sum + 1e-30;
+      const double tol =
+          (8.0 * FLT_EPSILON * std::sqrt(double(w.cols)) + (f16 ? std::ldexp(1.0, -10) : 0.0)) *
+              abs_sum +
+          1e-30;
       const float got = y_gpu[size_t(t * w.rows + r)], want = y_ref[size_t(t * w.rows + r)];
       if (!(std::fabs(double(got) - want) <= tol) && ++bad <= 5) {
         ADD_FAILURE() << weight_format_name(w.format) << " y[t=" << t << ", r=" << r
@@ -68,7 +73,7 @@ void check_matvec(const VulkanContext& ctx, WeightFormat format, int64_t rows, i
   std::vector<float> y(size_t(T * rows), NAN);
   auto r = run_matvec(ctx, **op, *w, x.data(), T, y.data());
   ASSERT_TRUE(r.ok()) << r.error().message;
-  expect_matches_reference(h.m, x, T, y);
+  expect_matches_reference(h.m, x, T, y, (*op)->products_in_f16(rows, cols, uint32_t(T)));
 }
 
 struct Shape {
@@ -99,9 +104,12 @@ TEST_P(GpuMatvec, MatchesCpuReference) {
 
 // Rows 1, 7, 33, 257 leave the last row group partial (2 rows a group by default); T = 3 and 5
 // leave the last token group partial (4 a group); 4096 x 1536 and 1536 x 4096 are model-sized.
+// T = 200: the tiled kernels (cooperative matrices where the device has them) on the e2b-long
+// fixture's shapes: 32 and 64 columns, 16 to 512 rows, a partial last token tile.
 const Shape kShapes[] = {{1, 32, 1},    {7, 64, 1},      {33, 96, 1},     {257, 1024, 1},
                          {64, 4096, 1}, {4096, 1536, 1}, {1536, 4096, 1}, {33, 128, 3},
-                         {20, 256, 5},  {130, 512, 8}};
+                         {20, 256, 5},  {130, 512, 8},   {16, 64, 200},
+                         {512, 64, 200}, {192, 64, 200}, {64, 32, 200}};
 
 INSTANTIATE_TEST_SUITE_P(
     Formats, GpuMatvec,
