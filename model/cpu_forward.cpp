@@ -4,11 +4,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <string>
 
 #include "base/check.h"
 #include "model/forward_blocks.h"
 #include "model/kv_cache.h"
+#include "model/kv_ring.h"
 #include "model/ops/attention.h"
 #include "model/ops/gelu.h"
 #include "model/ops/matmul.h"
@@ -19,18 +21,35 @@
 namespace infer {
 
 struct CpuForward::Impl {
-  Impl(const Model& model, ThreadPool& pool, int64_t max_positions, int64_t max_chunk)
+  // Exact mode when ring_cfg is null.
+  Impl(const Model& model, ThreadPool& pool, int64_t max_positions, int64_t max_chunk,
+       const RingConfig* ring_cfg)
       : cfg(model.config()),
         w(model.weights()),
         pool(pool),
         max_positions(max_positions),
-        max_chunk(max_chunk),
-        kv(cfg, max_positions, max_chunk),
-        s(cfg, max_chunk, max_keys(cfg, max_positions), pool.size()),
-        rope(cfg, max_chunk),
-        final_row(size_t(cfg.text.hidden_size)) {}
+        ring(ring_cfg ? std::make_unique<KvRing>(*ring_cfg) : nullptr),
+        max_chunk(ring ? std::min(max_chunk, ring->max_chunk()) : max_chunk),
+        kv(ring ? KvCache(cfg, *ring, this->max_chunk) : KvCache(cfg, max_positions, max_chunk)),
+        s(cfg, this->max_chunk, max_keys(), pool.size()),
+        rope(cfg, ring ? rope_positions() : this->max_chunk),
+        final_row(size_t(cfg.text.hidden_size)) {
+    if (ring) {
+      rope.compute(0, rope_positions());  // cache positions are bounded: one table for ever
+      if (ring->config().evict == EvictPolicy::kMass) {
+        key_mass.assign(size_t(ring->capacity()), 0.0f);
+        mass_scores.assign(size_t(ring->capacity() + this->max_chunk), 0.0f);
+      }
+    }
+  }
 
-  static int64_t max_keys(const ModelConfig& cfg, int64_t max_positions) {
+  // Ring mode: the largest cache position + 1 a query or key can get (full layers: every slot
+  // then the chunk; sliding ones: their window then the chunk).
+  int64_t rope_positions() const {
+    return std::max<int64_t>(ring->capacity(), cfg.text.sliding_window) + max_chunk;
+  }
+  int64_t max_keys() const {
+    if (ring) return rope_positions();
     int64_t n = 1;
     for (const LayerPlan& p : cfg.layers) {
       const int64_t window = p.type == LayerType::kSliding ? cfg.text.sliding_window : 0;
@@ -47,15 +66,18 @@ struct CpuForward::Impl {
   const ModelConfig& cfg;
   const ModelWeights& w;
   ThreadPool& pool;
-  int64_t max_positions;
+  int64_t max_positions;  // exact mode only
+  std::unique_ptr<KvRing> ring;
   int64_t max_chunk;
   KvCache kv;
   ForwardScratch s;
   RopeTables rope;
   std::vector<float> final_row;  // [H]
+  std::vector<float> key_mass, mass_scores;  // ring with --evict mass: [capacity], [capacity + C]
   int64_t pos = 0;
   LayerHook hook = nullptr;
   void* hook_ctx = nullptr;
+  EvictionSink* sink = nullptr;
 };
 
 void CpuForward::Impl::head(const float* x_rows, int64_t T, float* logits) {
@@ -82,8 +104,20 @@ void CpuForward::Impl::forward_chunk(const int32_t* ids, int64_t T, float* logit
                                      bool want_last) {
   const TextConfig& tc = cfg.text;
   const int64_t H = tc.hidden_size;
-  rope.compute(pos, T);
-  const ForwardContext c{cfg, w, pool, s, kv, rope, pos, T};
+  float* mass = nullptr;
+  if (ring) {
+    // Slots, victims and cache positions once per chunk; the victims' rows are still stored
+    // while the sink reads them (layers overwrite them only at commit).
+    const RingPlan& plan = ring->plan(pos, ids, T);
+    if (sink != nullptr && !plan.evicted.empty()) sink->on_evict(plan.evicted, kv);
+    if (!key_mass.empty()) {
+      mass = key_mass.data();
+      std::fill_n(mass, plan.n_keys, 0.0f);
+    }
+  } else {
+    rope.compute(pos, T);
+  }
+  const ForwardContext c{cfg, w, pool, s, kv, rope, pos, T, mass, mass_scores.data()};
   embed_chunk(c, ids);
   float* x = s.x.data();
   if (hook != nullptr) hook(hook_ctx, -1, pos, T, x);
@@ -99,6 +133,10 @@ void CpuForward::Impl::forward_chunk(const int32_t* ids, int64_t T, float* logit
   for (int i = 0; i < tc.num_hidden_layers; ++i) {
     if (cfg.layers[size_t(i)].is_donor) kv.commit(i, pos, T);
   }
+  if (ring) {
+    if (mass != nullptr) ring->add_mass(mass);
+    ring->commit();
+  }
   if (all_rows) {
     head(x, T, logits);
   } else if (want_last) {
@@ -112,7 +150,15 @@ CpuForward::CpuForward(const Model& model, ThreadPool& pool, int64_t max_positio
     : impl_(nullptr) {
   INFER_CHECK(max_positions > 0 && max_chunk > 0, "max_positions %lld, max_chunk %lld",
               (long long)max_positions, (long long)max_chunk);
-  impl_ = new Impl(model, pool, max_positions, std::min(max_chunk, max_positions));
+  impl_ = new Impl(model, pool, max_positions, std::min(max_chunk, max_positions), nullptr);
+}
+
+CpuForward::CpuForward(const Model& model, ThreadPool& pool, const RingConfig& ring,
+                       int64_t max_chunk)
+    : impl_(nullptr) {
+  INFER_CHECK(validate(ring).ok() && max_chunk > 0, "bad ring config or max_chunk %lld",
+              (long long)max_chunk);
+  impl_ = new Impl(model, pool, 0, max_chunk, &ring);
 }
 
 CpuForward::~CpuForward() { delete impl_; }
@@ -121,7 +167,7 @@ Result<void> CpuForward::prefill(std::span<const int32_t> ids, float* logits, bo
   Impl& m = *impl_;
   const int64_t n = int64_t(ids.size());
   if (n == 0) return make_error(ErrorCode::kInvalidArgument, "prefill: no tokens");
-  if (m.pos + n > m.max_positions) {
+  if (!m.ring && m.pos + n > m.max_positions) {
     return make_error(ErrorCode::kInvalidArgument,
                       "prefill: " + std::to_string(n) + " tokens at position " +
                           std::to_string(m.pos) + " exceed max_positions " +
@@ -152,13 +198,85 @@ Result<void> CpuForward::decode(int32_t id, float* logits) {
   return prefill(std::span<const int32_t>(&id, 1), logits, false);
 }
 
-void CpuForward::reset() { impl_->pos = 0; }
+void CpuForward::reset() {
+  impl_->pos = 0;
+  if (impl_->ring) impl_->ring->reset();
+}
 int64_t CpuForward::position() const { return impl_->pos; }
 int64_t CpuForward::vocab_size() const { return impl_->cfg.text.vocab_size; }
 
 void CpuForward::set_layer_hook(LayerHook hook, void* ctx) {
   impl_->hook = hook;
   impl_->hook_ctx = ctx;
+}
+
+size_t CpuForward::kv_bytes() const { return impl_->kv.bytes(); }
+
+KvRingAccess* CpuForward::kv_ring() { return impl_->ring ? this : nullptr; }
+
+const KvRing& CpuForward::ring() const {
+  INFER_CHECK(impl_->ring != nullptr, "ring() outside ring mode");
+  return *impl_->ring;
+}
+
+void CpuForward::set_eviction_sink(EvictionSink* sink) { impl_->sink = sink; }
+
+Result<void> CpuForward::set_recall(const KvBlock& b) {
+  Impl& m = *impl_;
+  INFER_CHECK(m.ring != nullptr, "set_recall outside ring mode");
+  const std::span<const int> layers = m.kv.tiered_layers();
+  const size_t n = b.size();
+  bool ok = b.ids.size() == n && b.layers.size() == layers.size() && b.k.size() == layers.size() &&
+            b.v.size() == layers.size();
+  for (size_t i = 0; ok && i < layers.size(); ++i) {
+    const size_t want = n * size_t(m.kv.row_floats(layers[i]));
+    ok = b.layers[i] == layers[i] && b.k[i].size() == want && b.v[i].size() == want;
+  }
+  if (!ok) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "set_recall: the block's layers or row sizes do not match this model's "
+                      "tiered layers");
+  }
+  INFER_TRY_VOID(m.ring->set_recall(b.pos, b.ids));
+  const int32_t base = int32_t(m.ring->config().anchors + m.ring->config().window);
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const size_t row = size_t(m.kv.row_floats(layers[i]));
+    for (size_t j = 0; j < n; ++j) {
+      m.kv.write_row(layers[i], base + int32_t(j), b.k[i].data() + j * row,
+                     b.v[i].data() + j * row);
+    }
+  }
+  return Ok{};
+}
+
+Result<void> CpuForward::read_kv(int64_t pos, int64_t n, KvBlock* out) const {
+  const Impl& m = *impl_;
+  INFER_CHECK(m.ring != nullptr, "read_kv outside ring mode");
+  std::vector<EvictedToken> tokens;  // the same record: position, id and where the rows are
+  for (int64_t p = pos; p < pos + n; ++p) {
+    const int32_t slot = m.ring->find(p);
+    if (slot < 0) {
+      return make_error(ErrorCode::kNotFound,
+                        "read_kv: position " + std::to_string(p) + " is not in the ring");
+    }
+    tokens.push_back(EvictedToken{p, m.ring->id_of(slot), slot});
+  }
+  *out = KvBlock{};
+  out->append(tokens, m.kv);
+  return Ok{};
+}
+
+Result<void> CpuForward::fast_forward(int64_t n, uint64_t seed) {
+  Impl& m = *impl_;
+  if (n < 0 || (!m.ring && n >= m.max_positions)) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "fast_forward: " + std::to_string(n) + " tokens, max_positions " +
+                          std::to_string(m.max_positions));
+  }
+  if (m.ring) m.ring->fast_forward(n);
+  m.kv.fill_synthetic(seed);
+  m.pos = n;
+  return Ok{};
 }
 
 }  // namespace infer

@@ -6,17 +6,23 @@
 #include <span>
 
 #include "model/forward.h"
+#include "model/kv_ring_api.h"
 #include "model/model.h"
 
 namespace infer {
 
 class ThreadPool;
 
-class CpuForward final : public Forward {
+class CpuForward final : public Forward, public KvRingAccess {
  public:
-  // max_positions bounds the stream (full-attention caches hold that many positions; sliding
-  // caches hold sliding_window - 1); max_chunk bounds the tokens of one prefill chunk.
+  // The exact model: max_positions bounds the stream (full-attention caches hold that many
+  // positions; sliding caches hold sliding_window - 1); max_chunk bounds one prefill chunk.
   CpuForward(const Model& model, ThreadPool& pool, int64_t max_positions, int64_t max_chunk = 256);
+  // The KV ring (DESIGN.md §4): an endless stream in buffers fixed here; equal to the exact
+  // model while the stream fits in anchors + window with nothing recalled. Chunks are cut to at
+  // most ring.max_chunk(). ring must pass validate().
+  CpuForward(const Model& model, ThreadPool& pool, const RingConfig& ring,
+             int64_t max_chunk = 256);
   ~CpuForward() override;
 
   // Feeds ids at positions position().. (split into chunks of at most max_chunk). Writes the logits
@@ -30,6 +36,18 @@ class CpuForward final : public Forward {
   void reset() override;
   int64_t position() const override;
   int64_t vocab_size() const override;
+  KvRingAccess* kv_ring() override;  // this in ring mode, else nullptr
+
+  // KvRingAccess (ring mode only).
+  const KvRing& ring() const override;
+  void set_eviction_sink(EvictionSink* sink) override;
+  Result<void> set_recall(const KvBlock& block) override;
+  Result<void> read_kv(int64_t pos, int64_t n, KvBlock* out) const override;
+
+  // Benchmarks: the cache as after n tokens streamed (FIFO, nothing recalled), rows filled with
+  // synthetic values, position() = n. Exact mode needs n < max_positions.
+  Result<void> fast_forward(int64_t n, uint64_t seed = 1);
+  size_t kv_bytes() const;  // K/V rows held (exact: sized by max_positions; ring: fixed)
 
   // Diagnostics: after the embedding (layer -1) and after every layer, hook(ctx, layer, pos0, T, x)
   // sees the chunk's stream x [T, H] f32 (tests locate the first diverging layer). nullptr: off.

@@ -9,6 +9,8 @@
 
 namespace infer {
 
+class KvRingAccess;
+
 class Forward {
  public:
   virtual ~Forward() = default;
@@ -24,6 +26,8 @@ class Forward {
   virtual void reset() = 0;
   virtual int64_t position() const = 0;
   virtual int64_t vocab_size() const = 0;
+  // The KV ring's controls (model/kv_ring_api.h) when the backend runs one, else nullptr.
+  virtual KvRingAccess* kv_ring() { return nullptr; }
 };
 
 }  // namespace infer

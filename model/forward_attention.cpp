@@ -6,6 +6,7 @@
 #include "base/check.h"
 #include "model/forward_blocks.h"
 #include "model/ops/attention.h"
+#include "model/ops/attention_mass.h"
 #include "model/ops/matmul.h"
 #include "model/ops/rms_norm.h"
 #include "model/ops/rope.h"
@@ -33,8 +34,14 @@ void attention_block(const ForwardContext& c, int layer) {
                               {&lw.v_proj, h, c.kv.chunk_v(layer)}};
     matmul_multi(std::span<const MatmulJob>(jobs, plan.k_eq_v ? 2 : 3), T, c.pool);
   }
+  // Exact mode: the tables hold the chunk's positions. Ring mode: they start at position 0 and
+  // the chunk's queries sit at the cache position query_pos (the donor's, on a shared layer).
+  const int src = plan.kv_source;
+  const bool ring = c.kv.ring_mode();
+  const int64_t qpos = c.kv.query_pos(src, c.pos0);
+  const int64_t rot = ring ? qpos * (d / 2) : 0;
   rms_norm(q, lw.q_norm, T * n_q, d, eps, q);
-  rope_apply(q, T, n_q, d, c.rope.cos(layer), c.rope.sin(layer));
+  rope_apply(q, T, n_q, d, c.rope.cos(layer) + rot, c.rope.sin(layer) + rot);
 
   if (!plan.kv_shared) {
     const int64_t n_kv = plan.num_key_value_heads;
@@ -45,25 +52,29 @@ void attention_block(const ForwardContext& c, int layer) {
       std::memcpy(v, k, size_t(T * n_kv * d) * sizeof(float));
     }
     rms_norm(k, lw.k_norm, T * n_kv, d, eps, k);
-    rope_apply(k, T, n_kv, d, c.rope.cos(layer), c.rope.sin(layer));
+    if (!ring) rope_apply(k, T, n_kv, d, c.rope.cos(layer), c.rope.sin(layer));
     rms_norm(v, nullptr, T * n_kv, d, eps, v);  // v_norm: no weight, no RoPE
+    if (ring) c.kv.gather(layer, c.pos0, T, c.rope.cos(layer), c.rope.sin(layer));
   }
 
   // A KV-shared layer reads its donor's cache and this chunk's donor K/V (§5).
-  const int src = plan.kv_source;
   const LayerPlan& src_plan = c.cfg.layers[size_t(src)];
   INFER_CHECK(src_plan.head_dim == plan.head_dim, "layer %d: donor %d head_dim %d != %d", layer,
               src, src_plan.head_dim, plan.head_dim);
   AttentionShape shape;
   shape.T = T;
-  shape.pos0 = c.pos0;
+  shape.pos0 = qpos;
   shape.n_q = n_q;
   shape.n_kv = src_plan.num_key_value_heads;
   shape.d = d;
   shape.window = plan.type == LayerType::kSliding ? tc.sliding_window : 0;
   const AttentionScratch scratch{c.s.att_partial.data(), c.s.att_partial_row, c.s.n_workers};
   float* att = c.s.att.data();
-  attention(q, shape, c.kv.view(src, c.pos0), att, scratch, c.pool);
+  const KvView view = c.kv.view(src, c.pos0);
+  attention(q, shape, view, att, scratch, c.pool);
+  if (c.key_mass != nullptr && shape.window == 0) {
+    attention_key_mass(q, shape, view, qpos, c.mass_scores, c.key_mass);
+  }
   if (!plan.kv_shared && !plan.is_donor) c.kv.commit(layer, c.pos0, T);
 
   float* o = c.s.o.data();

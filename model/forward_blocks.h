@@ -44,6 +44,7 @@ struct ForwardScratch {
 
 // RoPE inverse frequencies, one table per distinct (type, head dim), and their cos/sin for the
 // current chunk's positions (§4.6): computed once per chunk, shared by every layer using them.
+// In ring mode positions are cache positions, bounded: compute(0, n) once covers them all.
 struct RopeTables {
   RopeTables(const ModelConfig& cfg, int64_t max_chunk);
   void compute(int64_t pos0, int64_t T);
@@ -65,12 +66,17 @@ struct ForwardContext {
   const RopeTables& rope;
   int64_t pos0 = 0;
   int64_t T = 0;
+  // Ring mode with --evict mass: attention mass per attended cached key [plan.n_keys], summed
+  // over full layers (attention_key_mass), and its scores scratch [n_keys + T]. Else nullptr.
+  float* key_mass = nullptr;
+  float* mass_scores = nullptr;
 };
 
 // ids [T] -> x [T, H] (scaled embeddings, §4.2) and, when P > 0, ple [T, L·P] (§4.3).
 void embed_chunk(const ForwardContext& c, const int32_t* ids);
 // x += rmsnorm(attention(rmsnorm(x)); post_attention_layernorm) (§4.4, §4.5); commits the layer's
-// K/V to its cache unless it is a donor (donors commit after the layer loop, §5).
+// K/V to its cache unless it is a donor (donors commit after the layer loop, §5). In ring mode
+// keys are cached before RoPE and queries rotated at their cache position (kv_cache.h).
 void attention_block(const ForwardContext& c, int layer);
 // x += rmsnorm(mlp (+ experts); post_feedforward_layernorm) (§4.4, §4.8, §4.9).
 void mlp_block(const ForwardContext& c, int layer);

@@ -118,6 +118,49 @@ TEST_P(DecodeAlloc, SixtyFourDecodeStepsAndAPrefillAllocateNothing) {
   EXPECT_EQ(prefill_allocs, 0);
 }
 
+// The KV ring past its window, both eviction policies, a sink reading every evicted row: the
+// steady state of an endless stream allocates nothing either (DESIGN.md §4).
+TEST(DecodeAllocRing, DecodeAndPrefillPastTheWindowAllocateNothing) {
+  ThreadPool pool(2);
+  const auto dir = test::repo_fixtures() / "gemma4-text" / "e2b-mini";
+  const test::FixtureGolden golden = test::read_fixture_golden(dir);
+  auto m = Model::load(dir, LoadOptions{Quant::kAsStored, EmbedScale::kF32}, pool);
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  struct Reader final : EvictionSink {
+    void on_evict(std::span<const EvictedToken> tokens, const KvRows& rows) override {
+      for (const EvictedToken& t : tokens) {
+        for (int layer : rows.tiered_layers()) {
+          rows.read_row(layer, t.slot, k, v);
+          ++n;
+        }
+      }
+    }
+    float k[4096], v[4096];
+    int64_t n = 0;
+  } sink;
+  for (EvictPolicy policy : {EvictPolicy::kFifo, EvictPolicy::kMass}) {
+    RingConfig rc;
+    rc.anchors = 2;
+    rc.window = 16;
+    rc.recall = 4;
+    rc.evict = policy;
+    CpuForward fwd(**m, pool, rc, 8);
+    fwd.set_eviction_sink(&sink);
+    std::vector<float> logits(static_cast<size_t>(golden.vocab));
+    ASSERT_TRUE(fwd.prefill(golden.prompt_ids, logits.data()).ok());  // past A + W already
+    bool ok = true;
+    const int64_t allocs = count_allocations([&] {
+      for (int i = 0; i < 64; ++i) {
+        ok &= fwd.decode(test::argmax(logits.data(), golden.vocab), logits.data()).ok();
+      }
+      ok &= fwd.prefill(golden.prompt_ids, logits.data()).ok();
+    });
+    EXPECT_TRUE(ok);
+    EXPECT_EQ(allocs, 0);
+  }
+  EXPECT_GT(sink.n, 0);
+}
+
 std::vector<int>* volatile g_sink = nullptr;  // keeps the compiler from eliding new/delete
 
 TEST(DecodeAllocCounter, CountsAnAllocationWhileCounting) {

@@ -1,0 +1,61 @@
+// What the KV ring offers outside the forward pass (DESIGN.md §4-§5): evicted tokens handed on
+// with a way to read their rows, rows read from the window, and rows placed in the recall tier.
+// Rows are those of the tiered layers (full-attention layers that compute K/V): K after k_norm,
+// before RoPE, and V after v_norm, each [n_kv, d] f32. Stored before RoPE, a row has no position
+// in it, so episodic memory can put it back at any cache position.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "base/result.h"
+#include "model/kv_ring.h"
+
+namespace infer {
+
+// Reads rows still held by the backend's tiered layers.
+class KvRows {
+ public:
+  virtual ~KvRows() = default;
+  virtual std::span<const int> tiered_layers() const = 0;  // ascending layer indices
+  virtual int64_t row_floats(int layer) const = 0;         // n_kv * d
+  // k, v: [row_floats(layer)] each.
+  virtual void read_row(int layer, int32_t slot, float* k, float* v) const = 0;
+};
+
+// Receives the tokens a chunk evicts from the window, in position order, before their slots are
+// overwritten: rows.read_row(layer, token.slot, ...) is valid during the call only. Called on
+// the decode thread, between planning a chunk and running it; keep it short.
+class EvictionSink {
+ public:
+  virtual ~EvictionSink() = default;
+  virtual void on_evict(std::span<const EvictedToken> tokens, const KvRows& rows) = 0;
+};
+
+// Rows of n tokens of every tiered layer: what read_kv gives and set_recall takes.
+struct KvBlock {
+  std::vector<int64_t> pos;              // [n] logical positions
+  std::vector<int32_t> ids;              // [n]
+  std::vector<int> layers;               // the tiered layers, ascending
+  std::vector<std::vector<float>> k, v;  // [layers][n * row_floats(layer)]
+  size_t size() const { return pos.size(); }
+  // Appends the rows of `tokens` read from `rows` (allocates; for sinks that keep them).
+  void append(std::span<const EvictedToken> tokens, const KvRows& rows);
+};
+
+// The ring controls of a backend that runs one (Forward::kv_ring()).
+class KvRingAccess {
+ public:
+  virtual ~KvRingAccess() = default;
+  virtual const KvRing& ring() const = 0;
+  // nullptr: evicted tokens are dropped.
+  virtual void set_eviction_sink(EvictionSink* sink) = 0;
+  // Replaces the recall tier with block's rows (at most R tokens, in the order given; the
+  // tier is attended at cache positions right after the anchors).
+  virtual Result<void> set_recall(const KvBlock& block) = 0;
+  // The rows of logical positions [pos, pos + n), which must all be in the anchors or window.
+  virtual Result<void> read_kv(int64_t pos, int64_t n, KvBlock* out) const = 0;
+};
+
+}  // namespace infer
