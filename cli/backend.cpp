@@ -18,13 +18,31 @@ Result<std::unique_ptr<gpu::VulkanContext>> open_gpu(const Options& opts) {
   return ctx;
 }
 
+Result<std::optional<RingConfig>> ring_config(const Options& opts) {
+  if (!opts.anchors && !opts.window && !opts.recall && !opts.evict) {
+    return std::optional<RingConfig>();
+  }
+  RingConfig c;
+  c.anchors = opts.anchors.value_or(c.anchors);
+  c.window = opts.window.value_or(c.window);
+  c.recall = opts.recall.value_or(c.recall);
+  c.evict = opts.evict.value_or(c.evict);
+  INFER_TRY_VOID(validate(c));
+  return std::optional<RingConfig>(c);
+}
+
 Result<Backend> make_backend(std::unique_ptr<gpu::VulkanContext> ctx, const Model& model,
-                             ThreadPool& pool, int64_t max_positions) {
+                             ThreadPool& pool, int64_t max_positions,
+                             const std::optional<RingConfig>& ring) {
   Backend b;
   if (ctx == nullptr) {
-    b.forward = std::make_unique<CpuForward>(model, pool, max_positions);
+    b.forward = ring ? std::make_unique<CpuForward>(model, pool, *ring)
+                     : std::make_unique<CpuForward>(model, pool, max_positions);
     b.name = "cpu";
     return b;
+  }
+  if (ring) {
+    return make_error(ErrorCode::kUnsupported, "the KV ring is not on the GPU path yet");
   }
   b.ctx = std::move(ctx);
   INFER_TRY(std::unique_ptr<gpu::GpuForward> f,

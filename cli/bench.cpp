@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "cli/backend.h"
+#include "cli/bench_stream.h"
 #include "cli/gpu_profile.h"
 #include "cli/mem_bandwidth.h"
 #include "cli/model_choice.h"
@@ -112,6 +113,7 @@ void add_gpu_fields(const gpu::VulkanContext& ctx, const gpu::GpuForward& fwd, d
 }  // namespace
 
 Result<void> run_bench(const Options& opts) {
+  if (opts.bench_stream || opts.bench_context) return run_bench_stream(opts);
   INFER_TRY(ModelChoice choice, choose_model(opts));
   const int threads = thread_count(opts);
   ThreadPool pool(threads);

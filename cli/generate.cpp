@@ -145,7 +145,9 @@ Result<void> run_generate(const Options& opts) {
     }
   }
   const int64_t T = int64_t(ids.size());
-  if (T > text.max_position_embeddings) {
+  // With the KV ring the stream has no end: positions are assigned inside the cache.
+  INFER_TRY(const std::optional<RingConfig> ring, ring_config(opts));
+  if (!ring && T > text.max_position_embeddings) {
     return make_error(ErrorCode::kInvalidArgument,
                       "the prompt has " + std::to_string(T) + " tokens, the model takes " +
                           std::to_string(text.max_position_embeddings));
@@ -166,7 +168,8 @@ Result<void> run_generate(const Options& opts) {
   const SamplingParams params = resolve_sampling(opts, gen);
   Sampler sampler(V, params);
   const auto t_backend = Clock::now();
-  INFER_TRY(Backend backend, make_backend(std::move(gpu_ctx), *model, pool, max_positions));
+  INFER_TRY(Backend backend,
+            make_backend(std::move(gpu_ctx), *model, pool, max_positions, ring));
   const double backend_s = seconds_since(t_backend);
   Forward& fwd = *backend.forward;
   // Greedy on the GPU takes the argmax there: only the id comes back, not V logits.
@@ -191,7 +194,7 @@ Result<void> run_generate(const Options& opts) {
       }
       printer.push(next);
       if (++generated == opts.max_tokens) break;
-      if (fwd.position() >= max_positions) {
+      if (!ring && fwd.position() >= max_positions) {
         stopped_by = "the model's context length";
         break;
       }

@@ -1,5 +1,6 @@
-// infer: parses the command line and runs one mode (generate, --tokenize, --bench). Every failure
-// is one line "infer: ..." on stderr: exit status 2 for usage errors, 1 for everything else.
+// infer: parses the command line and runs one mode (generate, the interactive session,
+// --tokenize, --bench, --bench-actors). Every failure is one line "infer: ..." on stderr:
+// exit status 2 for usage errors, 1 for everything else.
 #include <cstdio>
 #include <exception>
 #include <new>
@@ -8,8 +9,10 @@
 #include <vector>
 
 #include "cli/bench.h"
+#include "cli/bench_actors.h"
 #include "cli/generate.h"
 #include "cli/options.h"
+#include "cli/repl.h"
 
 namespace {
 
@@ -33,9 +36,15 @@ int run(const std::vector<std::string_view>& args) {
   if (const std::string missing = unavailable_feature(*opts); !missing.empty()) {
     return fail(2, missing);
   }
-  const infer::Result<void> r = opts->bench      ? run_bench(*opts)
-                                : opts->tokenize ? run_tokenize(*opts)
-                                                 : run_generate(*opts);
+  // No prompt: the interactive session on a terminal, one turn a line from a pipe or file;
+  // otherwise (stdin /dev/null or closed) the one-shot generation from <bos>, as before.
+  const bool session = !opts->bench && !opts->bench_actors && !opts->tokenize && !opts->serve &&
+                       !opts->prompt && !opts->prompt_ids && stdin_kind() != StdinKind::kOther;
+  const infer::Result<void> r = opts->bench          ? run_bench(*opts)
+                                : opts->bench_actors ? run_bench_actors(*opts)
+                                : opts->tokenize     ? run_tokenize(*opts)
+                                : session ? run_repl(*opts, stdin_kind() == StdinKind::kTerminal)
+                                          : run_generate(*opts);
   if (!r) {
     return fail(r.error().code == infer::ErrorCode::kInvalidArgument ? 2 : 1, r.error().message);
   }

@@ -140,6 +140,20 @@ const Switch kSwitches[] = {
        o.profile = true;
        return Ok{};
      }},
+    {"--bench-stream", 0, Arg::kRequired,
+     [](Options& o, auto n, Value v) {
+       return set_int<int64_t>(o.bench_stream, n, v, 1, int64_t(1) << 40);
+     }},
+    {"--bench-every", 0, Arg::kRequired,
+     [](Options& o, auto n, Value v) {
+       return set_int<int64_t>(o.bench_every, n, v, 1, int64_t(1) << 40);
+     }},
+    {"--bench-context", 0, Arg::kRequired,
+     [](Options& o, auto n, Value v) -> Result<void> {
+       INFER_TRY(std::vector<int32_t> ids, parse_ids(n, *v));
+       o.bench_context.emplace(ids.begin(), ids.end());
+       return Ok{};
+     }},
     {"--anchors", 0, Arg::kRequired,
      [](Options& o, auto n, Value v) { return set_int(o.anchors, n, v, 0, 1 << 20); }},
     {"--window", 0, Arg::kRequired,
@@ -182,6 +196,21 @@ const Switch kSwitches[] = {
      [](Options& o, auto n, Value v) { return set_float(o.quiescence_threshold, n, v, 0, 2); }},
     {"--gate-entropy", 0, Arg::kRequired,
      [](Options& o, auto n, Value v) { return set_float(o.gate_entropy, n, v, 0, kFloatMax); }},
+    {"--gate-top-prob", 0, Arg::kRequired,
+     [](Options& o, auto n, Value v) { return set_float(o.gate_top_prob, n, v, 0, 1); }},
+    {"--gate-end-prob", 0, Arg::kRequired,
+     [](Options& o, auto n, Value v) { return set_float(o.gate_end_prob, n, v, 0, 1); }},
+    {"--gate-yield", 0, Arg::kNone,
+     [](Options& o, auto, Value) -> Result<void> {
+       o.gate_yield = true;
+       return Ok{};
+     }},
+    {"--bench-actors", 0, Arg::kOptional,
+     [](Options& o, auto, Value v) -> Result<void> {
+       o.bench_actors = true;
+       if (v) o.bench_file = std::string(*v);
+       return Ok{};
+     }},
     {"--consolidate-after", 0, Arg::kRequired,
      [](Options& o, auto n, Value v) {
        return set_float(o.consolidate_after_s, n, v, 0, kFloatMax);
@@ -212,13 +241,29 @@ Result<void> validate(const Options& o) {
   if (o.prompt && o.prompt_ids) return bad("give either a text prompt or --prompt-ids, not both");
   if (o.tokenize && !o.prompt) return bad("--tokenize needs a text prompt");
   if (o.tokenize && (o.bench || o.serve)) return bad("--tokenize cannot be combined with a mode");
-  if (o.bench && o.serve) return bad("--bench and --serve are separate modes");
-  if ((o.bench || o.serve) && (o.prompt || o.prompt_ids)) {
-    return bad(std::string(o.bench ? "--bench" : "--serve") + " takes no prompt");
+  if (int(o.bench) + int(o.serve) + int(o.bench_actors) > 1) {
+    return bad("--bench, --bench-actors and --serve are separate modes");
+  }
+  if ((o.bench || o.serve || o.bench_actors) && (o.prompt || o.prompt_ids)) {
+    return bad(std::string(o.bench ? "--bench" : o.serve ? "--serve" : "--bench-actors") +
+               " takes no prompt");
+  }
+  // One-shot generation runs without the actor pipeline: its gate and debounce do not apply.
+  if ((o.gate_entropy || o.gate_top_prob || o.gate_end_prob || o.gate_yield ||
+       o.consolidate_after_s) &&
+      (o.prompt || o.prompt_ids)) {
+    return bad("--gate-*/--consolidate-after apply to the interactive session (no prompt)");
   }
   if (o.prompt_ids && o.prompt_ids->empty()) return bad("--prompt-ids: no ids");
   if (o.device && !o.gpu) return bad("--device needs --gpu");
   if (o.profile && !(o.bench && o.gpu)) return bad("--profile needs --bench and --gpu");
+  if ((o.bench_stream || o.bench_every || o.bench_context) && !o.bench) {
+    return bad("--bench-stream/--bench-every/--bench-context need --bench");
+  }
+  if (o.bench_stream && o.bench_context) {
+    return bad("--bench-stream and --bench-context are separate benchmarks");
+  }
+  if (o.bench_every && !o.bench_stream) return bad("--bench-every needs --bench-stream");
   if (o.no_memory && o.memory) return bad("--no-memory conflicts with --memory/--storage");
   if (o.quiescence_threshold && !o.quiescence) {
     return bad("--quiescence-threshold needs --quiescence");
@@ -273,14 +318,11 @@ Result<Options> parse_options(std::span<const std::string_view> args) {
 
 std::string unavailable_feature(const Options& o) {
   if (o.serve) return "--serve: the serve protocol is not built yet";
-  if (o.anchors || o.window || o.recall || o.evict) {
-    return "--anchors/--window/--recall/--evict: the KV ring is not built yet";
+  if (o.gpu && (o.anchors || o.window || o.recall || o.evict)) {
+    return "--anchors/--window/--recall/--evict: the KV ring is not on the GPU path yet";
   }
   if (o.memory || o.mem_capacity) return "--memory/--storage: episodic memory is not built yet";
   if (o.quiescence) return "--quiescence: layer skipping is not built yet";
-  if (o.gate_entropy || o.consolidate_after_s) {
-    return "--gate-entropy/--consolidate-after: the actor pipeline is not built yet";
-  }
   if (!o.trace_file.empty()) return "--trace: tracing is not built yet";
   if (!o.tools_root.empty()) return "--tools: tools are not built yet";
   return "";

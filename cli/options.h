@@ -12,13 +12,14 @@
 
 #include "base/result.h"
 #include "model/config.h"
+#include "model/kv_ring.h"
 #include "model/model.h"
 #include "model/sampling.h"
 
 namespace infer::cli {
 
 enum class OutputMode { kText, kIds };
-enum class EvictPolicy { kFifo, kMass };
+using EvictPolicy = ::infer::EvictPolicy;  // model/kv_ring.h
 
 struct Options {
   bool help = false;
@@ -48,7 +49,12 @@ struct Options {
   bool serve = false;
   bool bench = false;
   std::filesystem::path bench_file;  // empty: JSON to stdout
+  bool bench_actors = false;         // --bench-actors: per-token hop cost of the pipeline
   bool profile = false;              // --bench --gpu: GPU time per command (timestamps)
+  // --bench --bench-stream N: N decode steps timed, a point every --bench-every K tokens.
+  std::optional<int64_t> bench_stream, bench_every;
+  // --bench --bench-context N,...: decode speed after N tokens, ring vs exact (synthetic rows).
+  std::optional<std::vector<int64_t>> bench_context;
 
   // KV ring (DESIGN.md §4), episodic memory (§5), quiescence (§6), gate (§3), trace, tools (§8).
   std::optional<int> anchors, window, recall;
@@ -58,7 +64,10 @@ struct Options {
   bool no_memory = false;
   bool quiescence = false;
   std::optional<float> quiescence_threshold;
-  std::optional<float> gate_entropy;
+  std::optional<float> gate_entropy;   // --gate-entropy: listen above this entropy (nats)
+  std::optional<float> gate_top_prob;  // --gate-top-prob: listen below this top probability
+  std::optional<float> gate_end_prob;  // --gate-end-prob: listen at this end-of-turn probability
+  bool gate_yield = false;             // --gate-yield: listen when input is pending
   std::optional<float> consolidate_after_s;
   std::filesystem::path trace_file;
   std::filesystem::path tools_root;

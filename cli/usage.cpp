@@ -46,11 +46,31 @@ modes
                            one prefill chunk (timestamps), summed per pipeline into the JSON
       --serve              binary full-duplex protocol on stdin/stdout (not built yet)
 
+KV ring (CPU; any of these turns it on, the others take their defaults): an endless stream in
+fixed buffers, equal to the exact model while it fits in anchors + window
+      --anchors A          first tokens kept for ever (default 32)
+      --window W           most recent tokens kept (default 512)
+      --recall R           slots for recalled rows, R <= 128 (default 96)
+      --evict fifo|mass    drop the oldest window token (default) or the least attended
+      --bench-stream N     with --bench: N decode steps from position 0, a point every
+      --bench-every K      K tokens (default N/50): ms/token and resident memory
+      --bench-context N,.. with --bench: decode speed after N tokens, exact cache vs ring
+                           (caches filled with synthetic rows; the decode steps are real)
+
 streaming engine (not built yet: giving these is an error for now)
-      --anchors A, --window W, --recall R (R <= 128), --evict fifo|mass
       --memory [PATH], --storage PATH, --mem-capacity N, --no-memory
-      --quiescence, --quiescence-threshold T, --gate-entropy F, --consolidate-after S
+      --quiescence, --quiescence-threshold T
       --trace FILE, --tools ROOT
+
+interactive session (no prompt: a tty on stdin opens the REPL, a pipe is read one turn a line)
+      --gate-entropy F     the gate stops and listens when a step's entropy is above F nats
+      --gate-top-prob P    ... when the most likely token's probability is below P
+      --gate-end-prob P    ... when the end-of-turn probability reaches P
+      --gate-yield         ... as soon as more input is waiting
+                           (default: speak until the end of the turn or -n tokens)
+      --consolidate-after S  seconds without input before a quiet span (default 6)
+      --bench-actors [FILE]  tokens/s through the actor pipeline vs the bare decode loop and
+                           the added latency per token; JSON to stdout or FILE
 
   -h, --help               this text
 

@@ -90,16 +90,13 @@ TEST(Options, LaterFeaturesParseButAreReportedUnavailable) {
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(unavailable_feature(*r), "");  // the Vulkan backend is built
   for (std::vector<std::string_view> args : {std::vector<std::string_view>{"--serve"},
-                                             {"--anchors", "32"},
-                                             {"--window", "512"},
-                                             {"--recall", "96"},
-                                             {"--evict", "mass"},
+                                             {"--gpu", "--anchors", "32"},
+                                             {"--gpu", "--evict", "mass"},
                                              {"--memory"},
                                              {"--storage", "x.mem"},
                                              {"--mem-capacity", "64"},
                                              {"--quiescence", "--quiescence-threshold", "0.1"},
                                              {"--trace", "t.json"},
-                                             {"--gate-entropy", "2.5"},
                                              {"--tools", "/tmp"}}) {
     r = parse(args);
     ASSERT_TRUE(r.ok()) << args[0] << ": " << r.error().message;
@@ -108,6 +105,27 @@ TEST(Options, LaterFeaturesParseButAreReportedUnavailable) {
   r = parse({"--no-memory", "hi"});
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(unavailable_feature(*r), "");
+  // The actor pipeline is built: its switches work in the interactive session.
+  r = parse({"--gate-entropy", "2.5", "--consolidate-after", "3"});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(unavailable_feature(*r), "");
+  EXPECT_FALSE(parse({"--gate-entropy", "2.5", "hi"}).ok());  // one-shot runs have no gate
+}
+
+TEST(Options, KvRingSwitchesRunOnTheCpuAndBenchStreamNeedsBench) {
+  auto r = parse({"--anchors", "4", "--window", "64", "--recall", "8", "--evict", "mass", "hi"});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(unavailable_feature(*r), "");
+  EXPECT_EQ(*r->evict, EvictPolicy::kMass);
+  EXPECT_FALSE(parse({"--recall", "129"}).ok());
+  r = parse({"--bench", "--bench-stream", "5000", "--bench-every", "100"});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(*r->bench_stream, 5000);
+  r = parse({"--bench", "--bench-context", "1024,8192"});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(*r->bench_context, (std::vector<int64_t>{1024, 8192}));
+  EXPECT_FALSE(parse({"--bench-stream", "10"}).ok());
+  EXPECT_FALSE(parse({"--bench", "--bench-every", "10"}).ok());
 }
 
 TEST(Options, SamplingIsGreedyWithoutFlagsOrDoSample) {

@@ -1,0 +1,38 @@
+// Names of the event enums, for the REPL, logs and traces.
+#include "actors/events.h"
+
+namespace infer::actors {
+
+const char* decision_name(Decision d) {
+  switch (d) {
+    case Decision::kSpeak:
+      return "speak";
+    case Decision::kListen:
+      return "listen";
+    case Decision::kAct:
+      return "act";
+  }
+  return "?";
+}
+
+const char* stop_reason_name(StopReason r) {
+  switch (r) {
+    case StopReason::kEndToken:
+      return "end of turn";
+    case StopReason::kTokenLimit:
+      return "token limit";
+    case StopReason::kInterrupted:
+      return "interrupted";
+    case StopReason::kGate:
+      return "gate";
+    case StopReason::kContextFull:
+      return "context full";
+    case StopReason::kError:
+      return "error";
+    case StopReason::kNoGenerate:
+      return "no generation";
+  }
+  return "?";
+}
+
+}  // namespace infer::actors

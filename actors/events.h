@@ -1,0 +1,91 @@
+// What the actor pipeline tells its front end (REPL, pipe, --serve) and its tests: generated
+// tokens with their gate decision, turn ends, quiet spans, stats. Plain structs, no CAF, so front
+// ends and protocol encoders include this without the actor system (actors/messages.h registers
+// them with CAF).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+
+namespace infer::actors {
+
+// The gate's verdict for one step (DESIGN.md §3).
+enum class Decision : uint8_t {
+  kSpeak,   // keep generating
+  kListen,  // stop generating and wait for input
+  kAct,     // stop and call a tool (no tools yet: never chosen unless act ids are configured)
+};
+const char* decision_name(Decision d);
+
+// Why a turn's generation ended.
+enum class StopReason : uint8_t {
+  kEndToken,     // the model sampled an end-of-turn id (not emitted, not in the context)
+  kTokenLimit,   // max_tokens generated
+  kInterrupted,  // Pipeline::interrupt() (Ctrl-C, a serve interrupt frame)
+  kGate,         // the gate chose listen or act
+  kContextFull,  // the stream reached max_positions
+  kError,        // the forward pass failed (the error follows as an ErrorEvent)
+  kNoGenerate,   // input was only appended (generate = false)
+};
+const char* stop_reason_name(StopReason r);
+
+// One generated token on its way out: the stream fills id and signals, the gate its decision,
+// the tokenizer the text. step counts the tokens of the turn from 0.
+struct TokenEvent {
+  uint64_t turn = 0;
+  int64_t step = 0;
+  int64_t position = 0;  // where the token sits in the context (it is fed at this position)
+  int32_t id = 0;
+  float entropy = 0.0f;   // nats, of the distribution the token was drawn from
+  float top_prob = 0.0f;  // probability of its most likely token
+  float eot_prob = 0.0f;  // probability of the end-of-turn ids together
+  float ms_per_token = 0.0f;  // the stream's recent decode cost
+  int64_t tokens_left = 0;    // of the turn's limit, after this one
+  Decision decision = Decision::kSpeak;
+  std::string text;        // the text this token completes (may be empty: a partial character)
+  int64_t emit_ns = 0;     // steady clock when the stream sent it (hop latency, traces)
+};
+
+// The end of one turn: generation stopped (or there was none), everything before it delivered.
+struct TurnEnd {
+  uint64_t turn = 0;
+  StopReason reason = StopReason::kNoGenerate;
+  int32_t stop_id = -1;     // the end id sampled (kEndToken), else -1
+  int64_t generated = 0;    // tokens emitted in this turn
+  int64_t prefilled = 0;    // input tokens fed in this turn
+  int64_t position = 0;     // context length after the turn (fed and pending)
+  double prefill_ms = 0.0;
+  double decode_ms = 0.0;
+  std::string tail_text;    // text the detokenizer still held (an incomplete character)
+};
+
+// consolidation: no input for the debounce time; [from, to) are the positions since the last one.
+struct QuietSpan {
+  int64_t from = 0;
+  int64_t to = 0;
+};
+
+// /stats: filled by the stream, the gate adds its counts.
+struct PipelineStats {
+  int64_t position = 0;  // context length (fed and pending)
+  int64_t fed = 0;       // positions the forward pass has computed
+  uint64_t turns = 0;
+  int64_t generated = 0;  // tokens over the session (since /reset)
+  int64_t prefilled = 0;
+  int64_t decoded = 0;  // single-token forward calls (a generated token fed back)
+  double decode_ms = 0.0;
+  double prefill_ms = 0.0;
+  int64_t max_positions = 0;
+  int64_t speak = 0, listen = 0, act = 0;  // gate decisions
+  std::vector<int32_t> context;  // the context's ids, only when asked for (tests, debugging)
+};
+
+struct ErrorEvent {
+  ErrorCode code = ErrorCode::kInternal;
+  std::string message;
+};
+
+}  // namespace infer::actors

@@ -1,0 +1,56 @@
+// io: the front end's actor (DESIGN.md §3). Input from Pipeline goes on to the tokenizer, and
+// io tells the gate (urgency) and consolidation (debounce) that it came; every event out is
+// handed to the FrontEnd on this actor's own thread, in order.
+#include <utility>
+
+#include "actors/stages.h"
+
+namespace infer::actors {
+namespace {
+
+struct IoState {
+  FrontEnd* front_end = nullptr;
+  WiringPtr wiring;
+  Tracer* tracer = nullptr;
+};
+
+using Self = io_actor::stateful_pointer<IoState>;
+
+io_actor::behavior_type io_fn(Self self, FrontEnd* front_end, WiringPtr wiring, Tracer* tracer) {
+  self->state.front_end = front_end;
+  self->state.wiring = std::move(wiring);
+  self->state.tracer = tracer;
+  return {
+      [=](InputMsg& in) {
+        IoState& s = self->state;
+        TraceScope scope(s.tracer, "io", "input", int64_t(in.turn));
+        self->send(s.wiring->gate, InputQueued{in.turn});
+        self->send(s.wiring->consolidation, InputQueued{in.turn});
+        self->send(s.wiring->tokenizer, std::move(in));
+      },
+      [=](const Command& c) { self->send(self->state.wiring->tokenizer, c); },
+      [=](const TokenEvent& t) {
+        TraceScope scope(self->state.tracer, "io", "token", t.step);
+        self->state.front_end->token(t);
+      },
+      [=](const TurnEnd& e) {
+        TraceScope scope(self->state.tracer, "io", "turn_end", int64_t(e.turn));
+        self->state.front_end->turn_end(e);
+      },
+      [=](const QuietSpan& q) {
+        TraceScope scope(self->state.tracer, "io", "quiet");
+        self->state.front_end->quiet(q);
+      },
+      [=](const PipelineStats& st) { self->state.front_end->stats(st); },
+      [=](ResetDone) { self->state.front_end->reset_done(); },
+      [=](const ErrorEvent& e) { self->state.front_end->error(e); },
+  };
+}
+
+}  // namespace
+
+io_actor spawn_io(caf::actor_system& sys, FrontEnd* front_end, WiringPtr wiring, Tracer* tracer) {
+  return sys.spawn<caf::detached>(io_fn, front_end, std::move(wiring), tracer);
+}
+
+}  // namespace infer::actors

@@ -1,0 +1,154 @@
+// The actor pipeline's messages and interfaces (DESIGN.md §3): every type registered once in
+// the `infer_actors` type-ID block (CAF 0.17.6), each with an inspect, and one typed_actor alias
+// per stage. Events seen by front ends are in actors/events.h; the ones here stay inside.
+#pragma once
+
+#include <caf/all.hpp>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "actors/events.h"
+
+namespace infer::actors {
+
+// io -> tokenizer: text (encoded, then) and ids appended to the context; with generate, a turn
+// of at most max_tokens follows. turn numbers the inputs from 1; epoch is the interrupt epoch
+// when it was sent (actors/control.h).
+struct InputMsg {
+  uint64_t turn = 0;
+  std::string text;
+  std::vector<int32_t> ids;
+  bool generate = true;
+  int64_t max_tokens = 0;
+  uint64_t epoch = 0;
+};
+
+// tokenizer -> stream: the same input as ids.
+struct StreamInput {
+  uint64_t turn = 0;
+  std::vector<int32_t> ids;
+  bool generate = true;
+  int64_t max_tokens = 0;
+  uint64_t epoch = 0;
+};
+
+enum class CommandKind : uint8_t { kReset, kStats };
+// io -> tokenizer -> stream, in order with the input.
+struct Command {
+  CommandKind kind = CommandKind::kStats;
+  bool with_context = false;  // kStats: include the context's ids
+};
+
+// stream -> gate -> tokenizer -> io, and stream -> consolidation: the context is empty again.
+struct ResetDone {};
+
+// io -> gate and consolidation: input `turn` was sent (urgency; the debounce restarts).
+struct InputQueued {
+  uint64_t turn = 0;
+};
+
+// consolidation -> itself after the debounce time.
+struct QuietTick {
+  uint64_t generation = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, InputMsg& x) {
+  return f(caf::meta::type_name("InputMsg"), x.turn, x.text, x.ids, x.generate, x.max_tokens,
+           x.epoch);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, StreamInput& x) {
+  return f(caf::meta::type_name("StreamInput"), x.turn, x.ids, x.generate, x.max_tokens,
+           x.epoch);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, Command& x) {
+  return f(caf::meta::type_name("Command"), x.kind, x.with_context);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, ResetDone&) {
+  return f(caf::meta::type_name("ResetDone"));
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, InputQueued& x) {
+  return f(caf::meta::type_name("InputQueued"), x.turn);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, QuietTick& x) {
+  return f(caf::meta::type_name("QuietTick"), x.generation);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, TokenEvent& x) {
+  return f(caf::meta::type_name("TokenEvent"), x.turn, x.step, x.position, x.id, x.entropy,
+           x.top_prob, x.eot_prob, x.ms_per_token, x.tokens_left, x.decision, x.text, x.emit_ns);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, TurnEnd& x) {
+  return f(caf::meta::type_name("TurnEnd"), x.turn, x.reason, x.stop_id, x.generated, x.prefilled,
+           x.position, x.prefill_ms, x.decode_ms, x.tail_text);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, QuietSpan& x) {
+  return f(caf::meta::type_name("QuietSpan"), x.from, x.to);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, PipelineStats& x) {
+  return f(caf::meta::type_name("PipelineStats"), x.position, x.fed, x.turns, x.generated,
+           x.prefilled, x.decoded, x.decode_ms, x.prefill_ms, x.max_positions, x.speak, x.listen, x.act,
+           x.context);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, ErrorEvent& x) {
+  return f(caf::meta::type_name("ErrorEvent"), x.code, x.message);
+}
+
+}  // namespace infer::actors
+
+CAF_BEGIN_TYPE_ID_BLOCK(infer_actors, caf::first_custom_type_id)
+  CAF_ADD_TYPE_ID(infer_actors, (infer::actors::InputMsg))
+  CAF_ADD_TYPE_ID(infer_actors, (infer::actors::StreamInput))
+  CAF_ADD_TYPE_ID(infer_actors, (infer::actors::Command))
+  CAF_ADD_TYPE_ID(infer_actors, (infer::actors::ResetDone))
+  CAF_ADD_TYPE_ID(infer_actors, (infer::actors::InputQueued))
+  CAF_ADD_TYPE_ID(infer_actors, (infer::actors::QuietTick))
+  CAF_ADD_TYPE_ID(infer_actors, (infer::actors::TokenEvent))
+  CAF_ADD_TYPE_ID(infer_actors, (infer::actors::TurnEnd))
+  CAF_ADD_TYPE_ID(infer_actors, (infer::actors::QuietSpan))
+  CAF_ADD_TYPE_ID(infer_actors, (infer::actors::PipelineStats))
+  CAF_ADD_TYPE_ID(infer_actors, (infer::actors::ErrorEvent))
+CAF_END_TYPE_ID_BLOCK(infer_actors)
+
+namespace infer::actors {
+
+using stream_actor = caf::typed_actor<caf::reacts_to<StreamInput>, caf::reacts_to<Command>>;
+using gate_actor =
+    caf::typed_actor<caf::reacts_to<TokenEvent>, caf::reacts_to<TurnEnd>,
+                     caf::reacts_to<InputQueued>, caf::reacts_to<PipelineStats>,
+                     caf::reacts_to<ResetDone>, caf::reacts_to<ErrorEvent>>;
+using tokenizer_actor =
+    caf::typed_actor<caf::reacts_to<InputMsg>, caf::reacts_to<Command>,
+                     caf::reacts_to<TokenEvent>, caf::reacts_to<TurnEnd>,
+                     caf::reacts_to<PipelineStats>, caf::reacts_to<ResetDone>,
+                     caf::reacts_to<ErrorEvent>>;
+using io_actor =
+    caf::typed_actor<caf::reacts_to<InputMsg>, caf::reacts_to<Command>,
+                     caf::reacts_to<TokenEvent>, caf::reacts_to<TurnEnd>,
+                     caf::reacts_to<QuietSpan>, caf::reacts_to<PipelineStats>,
+                     caf::reacts_to<ResetDone>, caf::reacts_to<ErrorEvent>>;
+using consolidation_actor =
+    caf::typed_actor<caf::reacts_to<InputQueued>, caf::reacts_to<TurnEnd>,
+                     caf::reacts_to<ResetDone>, caf::reacts_to<QuietTick>>;
+
+// Who talks to whom, filled by Pipeline after spawning every stage and before the first
+// message (sending a message orders the writes before the receiver's reads).
+struct Wiring {
+  io_actor io;
+  tokenizer_actor tokenizer;
+  stream_actor stream;
+  gate_actor gate;
+  consolidation_actor consolidation;
+};
+
+}  // namespace infer::actors

@@ -1,0 +1,56 @@
+// Pipeline: the actor system of one conversation (DESIGN.md §3) behind a plain API, so that
+// front ends (REPL, pipe, --serve) and tests use it without CAF headers. It spawns io ->
+// tokenizer -> stream (detached) -> gate -> tokenizer -> io, plus consolidation; recall and
+// tools join when their issues land. Events come back through the FrontEnd on io's thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "actors/engine.h"
+#include "actors/front_end.h"
+#include "actors/gate.h"
+#include "actors/tracer.h"
+#include "model/forward.h"
+#include "model/tokenizer/tokenizer.h"
+
+namespace infer::actors {
+
+struct PipelineOptions {
+  EngineOptions engine;
+  GateOptions gate;
+  double consolidate_after_s = 6.0;      // --consolidate-after
+  const Tokenizer* tokenizer = nullptr;  // null: ids only; else must outlive the pipeline
+  Tracer* tracer = nullptr;              // null: no tracing; else must outlive the pipeline
+  int scheduler_threads = 0;             // CAF workers for the scheduled stages; 0: 2
+};
+
+class Pipeline {
+ public:
+  // `front_end` must outlive the pipeline.
+  Pipeline(std::shared_ptr<Forward> forward, PipelineOptions opts, FrontEnd& front_end);
+  // Stops any generation, then every actor; returns when all have ended.
+  ~Pipeline();
+  Pipeline(const Pipeline&) = delete;
+  Pipeline& operator=(const Pipeline&) = delete;
+
+  // Appends text (encoded as raw text: added tokens such as <|turn> match) and then ids to the
+  // context; with generate, a turn of at most max_tokens follows. Returns the turn's number
+  // (from 1), which its events carry. Callable from any thread.
+  uint64_t send(std::string text, std::vector<int32_t> ids, bool generate, int64_t max_tokens);
+  // Stops the generation in progress, and any turn already sent, within one token; what was
+  // generated stays in the context. Async-signal-safe (one atomic increment).
+  void interrupt();
+  // Empties the context (after the turns already sent). FrontEnd::reset_done follows.
+  void reset();
+  // FrontEnd::stats follows (after the turns already sent).
+  void request_stats(bool with_context = false);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace infer::actors

@@ -1,0 +1,76 @@
+// tokenizer: text in -> ids to the stream (in order with commands); ids out -> text, through one
+// StreamDecoder for the session, so a character split over tokens (or turns) comes out whole.
+#include <optional>
+#include <utility>
+
+#include "actors/stages.h"
+
+namespace infer::actors {
+namespace {
+
+struct TokenizerState {
+  const Tokenizer* tokenizer = nullptr;
+  std::optional<StreamDecoder> decoder;
+  WiringPtr wiring;
+  Tracer* tracer = nullptr;
+};
+
+using Self = tokenizer_actor::stateful_pointer<TokenizerState>;
+
+tokenizer_actor::behavior_type tokenizer_fn(Self self, const Tokenizer* tokenizer,
+                                            WiringPtr wiring, Tracer* tracer) {
+  TokenizerState& st = self->state;
+  st.tokenizer = tokenizer;
+  if (tokenizer != nullptr) st.decoder.emplace(*tokenizer);
+  st.wiring = std::move(wiring);
+  st.tracer = tracer;
+  return {
+      [=](InputMsg& in) {
+        TokenizerState& s = self->state;
+        TraceScope scope(s.tracer, "tokenizer", "input", int64_t(in.turn));
+        StreamInput out{in.turn, {}, in.generate, in.max_tokens, in.epoch};
+        if (!in.text.empty()) {
+          if (s.tokenizer == nullptr) {
+            // The turn still reaches the stream, so that it ends like any other.
+            self->send(s.wiring->io, ErrorEvent{ErrorCode::kInvalidArgument,
+                                                "text input needs the model's tokenizer.json"});
+            out.generate = false;
+            self->send(s.wiring->stream, std::move(out));
+            return;
+          }
+          out.ids = s.tokenizer->encode(in.text, false);
+        }
+        out.ids.insert(out.ids.end(), in.ids.begin(), in.ids.end());
+        self->send(s.wiring->stream, std::move(out));
+      },
+      [=](const Command& c) { self->send(self->state.wiring->stream, c); },
+      [=](TokenEvent& t) {
+        TokenizerState& s = self->state;
+        TraceScope scope(s.tracer, "tokenizer", "token", t.step);
+        if (s.decoder) s.decoder->push(t.id, t.text);
+        self->send(s.wiring->io, std::move(t));
+      },
+      [=](TurnEnd& e) {
+        TokenizerState& s = self->state;
+        TraceScope scope(s.tracer, "tokenizer", "turn_end", int64_t(e.turn));
+        if (s.decoder) s.decoder->flush(e.tail_text);
+        self->send(s.wiring->io, std::move(e));
+      },
+      [=](ResetDone r) {
+        TokenizerState& s = self->state;
+        if (s.decoder) s.decoder->reset();
+        self->send(s.wiring->io, r);
+      },
+      [=](PipelineStats& st) { self->send(self->state.wiring->io, std::move(st)); },
+      [=](ErrorEvent& e) { self->send(self->state.wiring->io, std::move(e)); },
+  };
+}
+
+}  // namespace
+
+tokenizer_actor spawn_tokenizer(caf::actor_system& sys, const Tokenizer* tokenizer,
+                                WiringPtr wiring, Tracer* tracer) {
+  return sys.spawn(tokenizer_fn, tokenizer, std::move(wiring), tracer);
+}
+
+}  // namespace infer::actors

@@ -1,0 +1,185 @@
+// The long-stream benchmarks (bench_stream.h). --bench-stream feeds greedy tokens one decode step
+// at a time from position 0, so every point is real work. --bench-context cannot afford that for
+// 64K tokens on a CPU: it sets the cache to the state after N tokens with synthetic rows
+// (CpuForward::fast_forward; attention's cost depends on the keys' count, not their values) and
+// times real decode steps from there, for the exact cache and the ring side by side.
+#include "cli/bench_stream.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <vector>
+
+#include "cli/backend.h"
+#include "cli/model_choice.h"
+#include "model/cpu_forward.h"
+#include "model/model.h"
+#include "model/sampling.h"
+#include "model/thread_pool.h"
+
+namespace infer::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// Anonymous resident memory (statm resident - shared): the caches and buffers, not the mapped
+// weights, whose pages come in as they are first read.
+int64_t anon_rss_bytes() {
+  std::ifstream f("/proc/self/statm");
+  int64_t size = 0, resident = 0, shared = 0;
+  f >> size >> resident >> shared;
+  return (resident - shared) * int64_t(sysconf(_SC_PAGESIZE));
+}
+
+nlohmann::ordered_json ring_json(const std::optional<RingConfig>& r) {
+  if (!r) return nullptr;
+  return {{"anchors", r->anchors},
+          {"window", r->window},
+          {"recall", r->recall},
+          {"evict", r->evict == EvictPolicy::kMass ? "mass" : "fifo"}};
+}
+
+Result<void> write_json(const Options& opts, const nlohmann::ordered_json& j) {
+  const std::string text = j.dump(2) + "\n";
+  if (opts.bench_file.empty()) {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+    return Ok{};
+  }
+  std::ofstream out(opts.bench_file, std::ios::binary);
+  out << text;
+  out.close();
+  if (!out) return make_error(ErrorCode::kIo, opts.bench_file.string() + ": cannot write");
+  return Ok{};
+}
+
+// N greedy decode steps from position 0; a point every K tokens: mean and max ms per token over
+// those K, and anonymous RSS.
+Result<nlohmann::ordered_json> stream_curve(const Options& opts, const Model& model,
+                                            ThreadPool& pool,
+                                            const std::optional<RingConfig>& ring) {
+  const int64_t n = *opts.bench_stream;
+  const int64_t every = opts.bench_every.value_or(std::max<int64_t>(1, n / 50));
+  INFER_TRY(std::unique_ptr<gpu::VulkanContext> gpu_ctx, open_gpu(opts));
+  INFER_TRY(Backend backend, make_backend(std::move(gpu_ctx), model, pool, n + 1, ring));
+  Forward& fwd = *backend.forward;
+  std::vector<float> logits(size_t(fwd.vocab_size()));
+  nlohmann::ordered_json points = nlohmann::json::array();
+  int32_t next = model.config().text.bos_token_id;
+  double sum_ms = 0, max_ms = 0;
+  for (int64_t i = 1; i <= n; ++i) {
+    const auto t0 = Clock::now();
+    INFER_TRY_VOID(fwd.decode(next, logits.data()));
+    const double ms = seconds_since(t0) * 1e3;
+    next = argmax(logits);
+    sum_ms += ms;
+    max_ms = std::max(max_ms, ms);
+    if (i % every == 0 || i == n) {
+      const int64_t k = i % every == 0 ? every : i % every;
+      points.push_back({{"tokens", i},
+                        {"ms_per_token_mean", sum_ms / double(k)},
+                        {"ms_per_token_max", max_ms},
+                        {"anon_rss_bytes", anon_rss_bytes()}});
+      std::fprintf(stderr, "  %10lld tokens  %.3f ms/token (max %.3f)  RSS %.1f MB\n",
+                   (long long)i, sum_ms / double(k), max_ms, double(anon_rss_bytes()) / 1e6);
+      sum_ms = max_ms = 0;
+    }
+  }
+  return nlohmann::ordered_json{{"benchmark", "stream"},
+                                {"backend", backend.name},
+                                {"ring", ring_json(ring)},
+                                {"tokens", n},
+                                {"every", every},
+                                {"points", points}};
+}
+
+// Median ms of kBenchContextSteps decode steps after one untimed step, from the state after
+// `context` tokens.
+Result<double> decode_ms_after(CpuForward& fwd, int64_t context, std::vector<float>& logits) {
+  INFER_TRY_VOID(fwd.fast_forward(context));
+  int32_t next = 2;
+  std::vector<double> ms;
+  for (int i = 0; i <= kBenchContextSteps; ++i) {
+    const auto t0 = Clock::now();
+    INFER_TRY_VOID(fwd.decode(next, logits.data()));
+    if (i > 0) ms.push_back(seconds_since(t0) * 1e3);
+    next = argmax(logits);
+  }
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+Result<nlohmann::ordered_json> context_table(const Options& opts, const Model& model,
+                                             ThreadPool& pool, std::optional<RingConfig> ring) {
+  if (opts.gpu) return make_error(ErrorCode::kUnsupported, "--bench-context runs on the CPU");
+  if (!ring) ring = RingConfig{};  // the defaults: 32 | 512 | 96, FIFO
+  std::vector<float> logits(size_t(model.config().text.vocab_size));
+  nlohmann::ordered_json points = nlohmann::json::array();
+  for (int64_t context : *opts.bench_context) {
+    double ms[2];
+    size_t kv_bytes[2];
+    for (int mode = 0; mode < 2; ++mode) {  // 0: exact, 1: ring
+      std::unique_ptr<CpuForward> fwd =
+          mode == 0 ? std::make_unique<CpuForward>(model, pool, context + kBenchContextSteps + 2)
+                    : std::make_unique<CpuForward>(model, pool, *ring);
+      INFER_TRY(ms[mode], decode_ms_after(*fwd, context, logits));
+      kv_bytes[mode] = fwd->kv_bytes();
+    }
+    points.push_back({{"context", context},
+                      {"exact_tokens_per_s", 1e3 / ms[0]},
+                      {"ring_tokens_per_s", 1e3 / ms[1]},
+                      {"exact_ms_per_token_median", ms[0]},
+                      {"ring_ms_per_token_median", ms[1]},
+                      {"exact_kv_bytes", kv_bytes[0]},
+                      {"ring_kv_bytes", kv_bytes[1]}});
+    std::fprintf(stderr,
+                 "  %8lld tokens: exact %.3f tokens/s (%.1f MB KV), ring %.3f tokens/s (%.1f MB "
+                 "KV)\n",
+                 (long long)context, 1e3 / ms[0], double(kv_bytes[0]) / 1e6, 1e3 / ms[1],
+                 double(kv_bytes[1]) / 1e6);
+  }
+  return nlohmann::ordered_json{
+      {"benchmark", "context"},
+      {"backend", "cpu"},
+      {"ring", ring_json(ring)},
+      {"decode_steps", kBenchContextSteps},
+      {"synthetic_state",
+       "each cache is set to the state after `context` tokens with synthetic K/V rows (FIFO ring; "
+       "attention cost depends on the number of keys, not their values); the timed decode steps "
+       "are real (median of the steps after one untimed step)"},
+      {"points", points}};
+}
+
+}  // namespace
+
+Result<void> run_bench_stream(const Options& opts) {
+  INFER_TRY(ModelChoice choice, choose_model(opts));
+  const int threads = thread_count(opts);
+  ThreadPool pool(threads);
+  INFER_TRY(std::unique_ptr<Model> model, load_model(choice, LoadOptions{opts.quant}, pool));
+  INFER_TRY(const std::optional<RingConfig> ring, ring_config(opts));
+  std::fprintf(stderr, "bench: %s, %d threads, %s weights\n", choice.dir.string().c_str(),
+               threads, quant_name(opts.quant));
+  nlohmann::ordered_json j;
+  if (opts.bench_stream) {
+    INFER_TRY(j, stream_curve(opts, *model, pool, ring));
+  } else {
+    INFER_TRY(j, context_table(opts, *model, pool, ring));
+  }
+  j["model_dir"] = choice.random_config.empty() ? choice.dir.string()
+                                                : choice.random_config.string();
+  j["quant"] = quant_name(opts.quant);
+  j["threads"] = threads;
+  return write_json(opts, j);
+}
+
+}  // namespace infer::cli

@@ -1,0 +1,60 @@
+// Session setup for the actor front ends: the same loading as one-shot generation
+// (cli/generate.cpp), with the forward pass shared into the pipeline.
+#include "cli/session.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "cli/backend.h"
+
+namespace infer::cli {
+
+std::vector<int32_t> end_of_turn_ids(const TextConfig& text, const GenerationConfig& gen,
+                                     const Tokenizer* tok) {
+  std::vector<int32_t> ids = gen.eos_token_id.empty() ? text.eos_token_id : gen.eos_token_id;
+  ids.insert(ids.end(), text.eos_token_id.begin(), text.eos_token_id.end());
+  if (tok != nullptr) {
+    for (const char* marker : {"<|turn>", "<turn|>"}) {
+      if (auto id = tok->token_to_id(marker)) ids.push_back(*id);
+    }
+  }
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  return ids;
+}
+
+Result<std::unique_ptr<Session>> open_session(const Options& opts, bool need_tokenizer) {
+  auto s = std::make_unique<Session>();
+  INFER_TRY(s->choice, choose_model(opts));
+  s->pool = std::make_unique<ThreadPool>(thread_count(opts));
+  INFER_TRY(std::unique_ptr<gpu::VulkanContext> gpu_ctx, open_gpu(opts));
+  INFER_TRY(s->model, load_model(s->choice, LoadOptions{opts.quant}, *s->pool));
+  INFER_TRY(GenerationConfig gen, load_generation_config(s->choice.dir));
+  const auto tok_path = s->choice.dir / "tokenizer.json";
+  if (std::filesystem::exists(tok_path)) {
+    INFER_TRY(s->tokenizer, Tokenizer::load(tok_path));
+  } else if (need_tokenizer) {
+    return make_error(ErrorCode::kNotFound,
+                      tok_path.string() + " does not exist (the interactive session reads text)");
+  }
+  const TextConfig& text = s->model->config().text;
+  const int64_t max_positions = std::min(text.max_position_embeddings, kSessionContext);
+  INFER_TRY(Backend backend, make_backend(std::move(gpu_ctx), *s->model, *s->pool, max_positions));
+  s->backend_name = backend.name;
+  auto held = std::make_shared<Backend>(std::move(backend));
+  s->forward = std::shared_ptr<Forward>(held, held->forward.get());
+
+  actors::PipelineOptions& p = s->pipeline;
+  p.engine.sampling = resolve_sampling(opts, gen);
+  p.engine.end_ids = end_of_turn_ids(text, gen, s->tokenizer ? &*s->tokenizer : nullptr);
+  p.engine.max_positions = max_positions;
+  p.gate.max_entropy = opts.gate_entropy;
+  p.gate.min_top_prob = opts.gate_top_prob;
+  p.gate.end_prob = opts.gate_end_prob;
+  p.gate.yield_to_input = opts.gate_yield;
+  if (opts.consolidate_after_s) p.consolidate_after_s = *opts.consolidate_after_s;
+  p.tokenizer = s->tokenizer ? &*s->tokenizer : nullptr;
+  return s;
+}
+
+}  // namespace infer::cli

@@ -1,0 +1,42 @@
+// What an actor-pipeline session needs from the command line: the model, its tokenizer, the
+// forward pass (CPU or --gpu) and the pipeline options (sampling, end-of-turn ids, gate,
+// consolidation). The REPL, the pipe mode, --bench-actors and the --serve front end open one.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "actors/pipeline.h"
+#include "base/result.h"
+#include "cli/model_choice.h"
+#include "cli/options.h"
+#include "model/model.h"
+#include "model/thread_pool.h"
+#include "model/tokenizer/tokenizer.h"
+
+namespace infer::cli {
+
+// The context a session holds until the KV ring (--window) lands: positions are allocated up
+// front, so not the model's full max_position_embeddings.
+inline constexpr int64_t kSessionContext = 8192;
+
+struct Session {
+  ModelChoice choice;
+  std::unique_ptr<ThreadPool> pool;
+  std::unique_ptr<Model> model;
+  std::optional<Tokenizer> tokenizer;
+  std::shared_ptr<Forward> forward;  // keeps its backend (and Vulkan context) alive
+  std::string backend_name;
+  actors::PipelineOptions pipeline;  // tokenizer points into this Session
+};
+
+// Loads everything; a missing tokenizer.json is an error when need_tokenizer.
+Result<std::unique_ptr<Session>> open_session(const Options& opts, bool need_tokenizer);
+
+// End-of-turn ids: generation_config's eos ids (else config.json's), config.json's, and the
+// Gemma 4 chat turn markers <|turn> (105) and <turn|> (106) when the tokenizer has them.
+std::vector<int32_t> end_of_turn_ids(const TextConfig& text, const GenerationConfig& gen,
+                                     const Tokenizer* tok);
+
+}  // namespace infer::cli
