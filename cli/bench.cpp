@@ -12,13 +12,14 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <utility>
 #include <nlohmann/json.hpp>
 #include <vector>
 
 #include "cli/backend.h"
+#include "cli/bench_output.h"
+#include "cli/bench_quiescence.h"
 #include "cli/bench_stream.h"
 #include "cli/gpu_profile.h"
 #include "cli/mem_bandwidth.h"
@@ -63,19 +64,6 @@ size_t peak_rss_bytes() {
   return size_t(ru.ru_maxrss) * 1024;  // Linux reports kilobytes
 }
 
-Result<void> write_json(const Options& opts, const nlohmann::ordered_json& j) {
-  const std::string text = j.dump(2) + "\n";
-  if (opts.bench_file.empty()) {
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    std::fflush(stdout);
-    return Ok{};
-  }
-  std::ofstream out(opts.bench_file, std::ios::binary);
-  out << text;
-  out.close();
-  if (!out) return make_error(ErrorCode::kIo, opts.bench_file.string() + ": cannot write");
-  return Ok{};
-}
 
 // The GPU bench's own fields: the device, how its bandwidth was measured, memory used and where
 // a decode step's time goes.
@@ -114,6 +102,7 @@ void add_gpu_fields(const gpu::VulkanContext& ctx, const gpu::GpuForward& fwd, d
 
 Result<void> run_bench(const Options& opts) {
   if (opts.bench_stream || opts.bench_context) return run_bench_stream(opts);
+  if (opts.bench_quiescence) return run_bench_quiescence(opts);
   INFER_TRY(ModelChoice choice, choose_model(opts));
   const int threads = thread_count(opts);
   ThreadPool pool(threads);
@@ -231,7 +220,7 @@ Result<void> run_bench(const Options& opts) {
   if (backend.gpu != nullptr) add_gpu_fields(*backend.ctx, *backend.gpu, backend_s, host_ms,
                                              submit_ms, wait_ms, copy, j);
   if (!profile.is_null()) j["gpu_profile"] = profile;
-  INFER_TRY_VOID(write_json(opts, j));
+  INFER_TRY_VOID(write_bench_json(opts, j));
 
   std::fprintf(stderr,
                "bench: %s (%s weights, %s head), %d threads, %s kernels\n"

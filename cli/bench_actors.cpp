@@ -8,12 +8,12 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
-#include <fstream>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <vector>
 
 #include "actors/pipeline.h"
+#include "cli/bench_output.h"
 #include "cli/session.h"
 
 namespace infer::cli {
@@ -133,14 +133,7 @@ Result<void> run_bench_actors(const Options& opts) {
   j["hop_latency_us_median"] = percentile(hops, 0.5);
   j["hop_latency_us_p90"] = percentile(hops, 0.9);
   j["hop_latency_us_max"] = percentile(hops, 1.0);
-  const std::string text = j.dump(2) + "\n";
-  if (opts.bench_file.empty()) {
-    std::fputs(text.c_str(), stdout);
-  } else {
-    std::ofstream out(opts.bench_file);
-    out << text;
-    if (!out) return make_error(ErrorCode::kIo, opts.bench_file.string() + ": write failed");
-  }
+  INFER_TRY_VOID(write_bench_json(opts, j));
   std::fprintf(stderr,
                "bench-actors: %lld tokens, bare %.1f tokens/s, actors %.1f tokens/s, hop median "
                "%.1f us%s\n",

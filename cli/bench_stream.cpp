@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "cli/backend.h"
+#include "cli/bench_output.h"
 #include "cli/model_choice.h"
 #include "model/cpu_forward.h"
 #include "model/model.h"
@@ -48,19 +49,6 @@ nlohmann::ordered_json ring_json(const std::optional<RingConfig>& r) {
           {"evict", r->evict == EvictPolicy::kMass ? "mass" : "fifo"}};
 }
 
-Result<void> write_json(const Options& opts, const nlohmann::ordered_json& j) {
-  const std::string text = j.dump(2) + "\n";
-  if (opts.bench_file.empty()) {
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    std::fflush(stdout);
-    return Ok{};
-  }
-  std::ofstream out(opts.bench_file, std::ios::binary);
-  out << text;
-  out.close();
-  if (!out) return make_error(ErrorCode::kIo, opts.bench_file.string() + ": cannot write");
-  return Ok{};
-}
 
 // N greedy decode steps from position 0; a point every K tokens: mean and max ms per token over
 // those K, and anonymous RSS.
@@ -179,7 +167,7 @@ Result<void> run_bench_stream(const Options& opts) {
                                                 : choice.random_config.string();
   j["quant"] = quant_name(opts.quant);
   j["threads"] = threads;
-  return write_json(opts, j);
+  return write_bench_json(opts, j);
 }
 
 }  // namespace infer::cli
