@@ -62,6 +62,7 @@ Result<void> Engine::feed_range(std::span<const int32_t> ids) {
     // A short memory: the gate's cost signal follows load changes within a few tokens.
     ms_per_token_ = ms_per_token_ == 0.0f ? float(ms) : 0.8f * ms_per_token_ + 0.2f * float(ms);
   } else {
+    TraceScope chunk(opts_.tracer, "stream", "prefill chunk", int64_t(ids.size()));
     INFER_TRY_VOID(forward_->prefill(ids, logits_.data()));
     prefill_ms_ += ms_since(t0);
     prefilled_ += int64_t(ids.size());

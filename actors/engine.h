@@ -12,6 +12,7 @@
 #include <span>
 #include <vector>
 
+#include "actors/tracer.h"
 #include "base/result.h"
 #include "model/forward.h"
 #include "model/sampling.h"
@@ -23,6 +24,7 @@ struct EngineOptions {
   std::vector<int32_t> end_ids;  // end-of-turn ids: sampling one ends the turn
   int64_t max_positions = 0;     // the Forward's stream length
   int64_t prefill_chunk = 128;   // ids per prefill call; the interrupt is checked between them
+  Tracer* tracer = nullptr;      // a "prefill chunk" span per chunk (on the stream's track)
 };
 
 // One step's outcome and the gate's signals (DESIGN.md §3), measured on the distribution the

@@ -39,6 +39,7 @@ struct Pipeline::Impl {
 Pipeline::Pipeline(std::shared_ptr<Forward> forward, PipelineOptions opts, FrontEnd& front_end)
     : impl_(std::make_unique<Impl>(opts.scheduler_threads)) {
   Impl& m = *impl_;
+  opts.engine.tracer = opts.tracer;
   auto engine = std::make_shared<Engine>(std::move(forward), std::move(opts.engine));
   const auto debounce = std::chrono::milliseconds(int64_t(opts.consolidate_after_s * 1000.0));
   Wiring& w = *m.wiring;

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "model/cpu_forward.h"
+#include "model/quiescence.h"
 
 namespace infer::cli {
 
@@ -51,6 +52,14 @@ Result<Backend> make_backend(std::unique_ptr<gpu::VulkanContext> ctx, const Mode
   b.forward = std::move(f);
   b.name = "vulkan";
   return b;
+}
+
+void apply_quiescence(const Options& opts, Backend& backend) {
+  auto* cpu = dynamic_cast<CpuForward*>(backend.forward.get());
+  if (!opts.quiescence || cpu == nullptr) return;
+  QuiescenceConfig q;
+  q.threshold = opts.quiescence_threshold.value_or(q.threshold);
+  cpu->set_quiescence(&q);
 }
 
 }  // namespace infer::cli

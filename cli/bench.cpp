@@ -19,6 +19,7 @@
 
 #include "cli/backend.h"
 #include "cli/bench_output.h"
+#include "cli/bench_quiescence.h"
 #include "cli/bench_stream.h"
 #include "cli/gpu_profile.h"
 #include "cli/mem_bandwidth.h"
@@ -101,6 +102,7 @@ void add_gpu_fields(const gpu::VulkanContext& ctx, const gpu::GpuForward& fwd, d
 
 Result<void> run_bench(const Options& opts) {
   if (opts.bench_stream || opts.bench_context) return run_bench_stream(opts);
+  if (opts.bench_quiescence) return run_bench_quiescence(opts);
   INFER_TRY(ModelChoice choice, choose_model(opts));
   const int threads = thread_count(opts);
   ThreadPool pool(threads);

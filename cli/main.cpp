@@ -13,6 +13,7 @@
 #include "cli/generate.h"
 #include "cli/options.h"
 #include "cli/repl.h"
+#include "cli/serve.h"
 
 namespace {
 
@@ -40,6 +41,17 @@ int run(const std::vector<std::string_view>& args) {
   // otherwise (stdin /dev/null or closed) the one-shot generation from <bos>, as before.
   const bool session = !opts->bench && !opts->bench_actors && !opts->tokenize && !opts->serve &&
                        !opts->prompt && !opts->prompt_ids && stdin_kind() != StdinKind::kOther;
+  if (!opts->trace_file.empty() && !session && !opts->serve && !opts->bench_actors) {
+    // The trace follows the actor pipeline, which only the session, --serve and --bench-actors
+    // run.
+    std::fprintf(stderr, "infer: --trace applies to the interactive/pipe session and --serve; "
+                         "this run is not traced\n");
+  }
+  if (opts->serve) {
+    const infer::Result<int> served = run_serve(*opts);
+    if (!served) return fail(1, served.error().message);
+    return *served;
+  }
   const infer::Result<void> r = opts->bench          ? run_bench(*opts)
                                 : opts->bench_actors ? run_bench_actors(*opts)
                                 : opts->tokenize     ? run_tokenize(*opts)

@@ -148,6 +148,10 @@ const Switch kSwitches[] = {
      [](Options& o, auto n, Value v) {
        return set_int<int64_t>(o.bench_every, n, v, 1, int64_t(1) << 40);
      }},
+    {"--bench-quiescence", 0, Arg::kRequired,
+     [](Options& o, auto n, Value v) {
+       return set_int<int64_t>(o.bench_quiescence, n, v, 1, int64_t(1) << 20);
+     }},
     {"--bench-context", 0, Arg::kRequired,
      [](Options& o, auto n, Value v) -> Result<void> {
        INFER_TRY(std::vector<int32_t> ids, parse_ids(n, *v));
@@ -264,6 +268,9 @@ Result<void> validate(const Options& o) {
     return bad("--bench-stream and --bench-context are separate benchmarks");
   }
   if (o.bench_every && !o.bench_stream) return bad("--bench-every needs --bench-stream");
+  if (o.bench_quiescence && (!o.bench || o.bench_stream || o.bench_context)) {
+    return bad("--bench-quiescence needs --bench, without --bench-stream/--bench-context");
+  }
   if (o.no_memory && o.memory) return bad("--no-memory conflicts with --memory/--storage");
   if (o.quiescence_threshold && !o.quiescence) {
     return bad("--quiescence-threshold needs --quiescence");
@@ -317,13 +324,11 @@ Result<Options> parse_options(std::span<const std::string_view> args) {
 }
 
 std::string unavailable_feature(const Options& o) {
-  if (o.serve) return "--serve: the serve protocol is not built yet";
   if (o.gpu && (o.anchors || o.window || o.recall || o.evict)) {
     return "--anchors/--window/--recall/--evict: the KV ring is not on the GPU path yet";
   }
   if (o.memory || o.mem_capacity) return "--memory/--storage: episodic memory is not built yet";
-  if (o.quiescence) return "--quiescence: layer skipping is not built yet";
-  if (!o.trace_file.empty()) return "--trace: tracing is not built yet";
+  if (o.gpu && o.quiescence) return "--quiescence: layer skipping is not on the GPU path yet";
   if (!o.tools_root.empty()) return "--tools: tools are not built yet";
   return "";
 }

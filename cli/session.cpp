@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "cli/backend.h"
+#include "cli/gpu_trace.h"
 
 namespace infer::cli {
 
@@ -26,6 +27,9 @@ std::vector<int32_t> end_of_turn_ids(const TextConfig& text, const GenerationCon
 Result<std::unique_ptr<Session>> open_session(const Options& opts, bool need_tokenizer) {
   auto s = std::make_unique<Session>();
   INFER_TRY(s->choice, choose_model(opts));
+  if (!opts.trace_file.empty()) {  // opened first: a path that cannot be written fails fast
+    INFER_TRY(s->trace, actors::ChromeTrace::open(opts.trace_file));
+  }
   s->pool = std::make_unique<ThreadPool>(thread_count(opts));
   INFER_TRY(std::unique_ptr<gpu::VulkanContext> gpu_ctx, open_gpu(opts));
   INFER_TRY(s->model, load_model(s->choice, LoadOptions{opts.quant}, *s->pool));
@@ -40,9 +44,13 @@ Result<std::unique_ptr<Session>> open_session(const Options& opts, bool need_tok
   const TextConfig& text = s->model->config().text;
   const int64_t max_positions = std::min(text.max_position_embeddings, kSessionContext);
   INFER_TRY(Backend backend, make_backend(std::move(gpu_ctx), *s->model, *s->pool, max_positions));
+  apply_quiescence(opts, backend);
   s->backend_name = backend.name;
   auto held = std::make_shared<Backend>(std::move(backend));
   s->forward = std::shared_ptr<Forward>(held, held->forward.get());
+  if (s->trace && held->gpu != nullptr) {
+    s->forward = std::make_shared<GpuTracedForward>(s->forward, held->gpu, s->trace.get());
+  }
 
   actors::PipelineOptions& p = s->pipeline;
   p.engine.sampling = resolve_sampling(opts, gen);
@@ -54,6 +62,7 @@ Result<std::unique_ptr<Session>> open_session(const Options& opts, bool need_tok
   p.gate.yield_to_input = opts.gate_yield;
   if (opts.consolidate_after_s) p.consolidate_after_s = *opts.consolidate_after_s;
   p.tokenizer = s->tokenizer ? &*s->tokenizer : nullptr;
+  p.tracer = s->trace.get();
   return s;
 }
 

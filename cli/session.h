@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "actors/chrome_trace.h"
 #include "actors/pipeline.h"
 #include "base/result.h"
 #include "cli/model_choice.h"
@@ -23,6 +24,9 @@ inline constexpr int64_t kSessionContext = 8192;
 
 struct Session {
   ModelChoice choice;
+  // --trace: declared before forward and pipeline, so it closes (writing the final ']') after
+  // every user of it; the Pipeline built from `pipeline` must be gone before the Session.
+  std::unique_ptr<actors::ChromeTrace> trace;
   std::unique_ptr<ThreadPool> pool;
   std::unique_ptr<Model> model;
   std::optional<Tokenizer> tokenizer;

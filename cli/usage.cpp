@@ -44,7 +44,7 @@ modes
                            bandwidth and tokenizer speed; JSON to stdout or FILE
       --profile            with --bench --gpu: GPU time of every command of one decode step and
                            one prefill chunk (timestamps), summed per pipeline into the JSON
-      --serve              binary full-duplex protocol on stdin/stdout (not built yet)
+      --serve              binary full-duplex protocol on stdin/stdout (docs/PROTOCOL.md)
 
 KV ring (CPU; any of these turns it on, the others take their defaults): an endless stream in
 fixed buffers, equal to the exact model while it fits in anchors + window
@@ -56,11 +56,15 @@ fixed buffers, equal to the exact model while it fits in anchors + window
       --bench-every K      K tokens (default N/50): ms/token and resident memory
       --bench-context N,.. with --bench: decode speed after N tokens, exact cache vs ring
                            (caches filled with synthetic rows; the decode steps are real)
+      --quiescence         CPU: decode tokens whose residual stream barely moves skip the upper
+                           layers (their effect carried from the last full token, KV still filled)
+      --quiescence-threshold T  skip below this smoothed velocity, 1 - cos (default 0.001)
+      --bench-quiescence N with --bench: N greedy tokens, exact vs --quiescence at several
+                           thresholds (layers skipped, speedup, greedy agreement, KL)
 
 streaming engine (not built yet: giving these is an error for now)
       --memory [PATH], --storage PATH, --mem-capacity N, --no-memory
-      --quiescence, --quiescence-threshold T
-      --trace FILE, --tools ROOT
+      --tools ROOT
 
 interactive session (no prompt: a tty on stdin opens the REPL, a pipe is read one turn a line)
       --gate-entropy F     the gate stops and listens when a step's entropy is above F nats
@@ -69,6 +73,8 @@ interactive session (no prompt: a tty on stdin opens the REPL, a pipe is read on
       --gate-yield         ... as soon as more input is waiting
                            (default: speak until the end of the turn or -n tokens)
       --consolidate-after S  seconds without input before a quiet span (default 6)
+      --trace FILE         Chrome trace-event JSON of the session (open in ui.perfetto.dev):
+                           a span per actor message, token, prefill chunk, GPU submit/wait
       --bench-actors [FILE]  tokens/s through the actor pipeline vs the bare decode loop and
                            the added latency per token; JSON to stdout or FILE
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <memory>
 #include <string>
 
@@ -16,6 +17,7 @@
 #include "model/ops/matmul.h"
 #include "model/ops/matmul_kernels.h"
 #include "model/ops/rms_norm.h"
+#include "model/quiescence.h"
 #include "model/thread_pool.h"
 
 namespace infer {
@@ -62,6 +64,9 @@ struct CpuForward::Impl {
   // want_last (intermediate chunks of a prefill skip the head).
   void forward_chunk(const int32_t* ids, int64_t T, float* logits, bool all_rows, bool want_last);
   void head(const float* x_rows, int64_t T, float* logits);
+  // Quiescence, after layer i: probes, the skip decision and the snapshots of a full token.
+  // Returns true when this token skips the layers after i (x then already carries them).
+  bool quiescence_after(const ForwardContext& c, int i);
 
   const ModelConfig& cfg;
   const ModelWeights& w;
@@ -78,7 +83,41 @@ struct CpuForward::Impl {
   LayerHook hook = nullptr;
   void* hook_ctx = nullptr;
   EvictionSink* sink = nullptr;
+  std::unique_ptr<Quiescence> quiet;  // null: off
 };
+
+bool CpuForward::Impl::quiescence_after(const ForwardContext& c, int i) {
+  Quiescence& q = *quiet;
+  const int64_t T = c.T, H = cfg.text.hidden_size, L = cfg.text.num_hidden_layers;
+  const int d = q.skip_depth();
+  float* x = s.x.data();
+  if (q.is_probe(i)) q.observe(i, x, T);
+  if (i == d && q.decide(T, T == 1)) {
+    // Skip (T == 1). Layer j > d gets the carried input x + (snap[j-1] - snap[d]); only its K/V
+    // are computed, so later tokens still attend to this position. x gets the whole carried
+    // upper contribution snap[L-1] - snap[d].
+    const float* base = q.snapshot(d);
+    float* x_in = s.o.data();
+    for (int j = d + 1; j < L; ++j) {
+      if (cfg.layers[size_t(j)].kv_shared) continue;
+      const float* before = q.snapshot(j - 1);
+      for (int64_t k = 0; k < H; ++k) x_in[k] = x[k] + (before[k] - base[k]);
+      attention_kv_only(c, j, x_in);
+    }
+    const float* top = q.snapshot(int(L - 1));
+    for (int64_t k = 0; k < H; ++k) x[k] += top[k] - base[k];
+    q.stats().skipped_tokens += 1;
+    q.stats().skipped_layers += L - 1 - d;
+    q.stats().last_skipped = true;
+    return true;
+  }
+  if (i >= d) std::memcpy(q.snapshot(i), x + (T - 1) * H, size_t(H) * sizeof(float));
+  if (i == L - 1) {
+    q.mark_full();
+    q.stats().last_skipped = false;
+  }
+  return false;
+}
 
 void CpuForward::Impl::head(const float* x_rows, int64_t T, float* logits) {
   // x_rows: [T, H] -> logits: [T, V] = softcap(lm_head · rmsnorm(x; norm)) (§4.10).
@@ -128,7 +167,9 @@ void CpuForward::Impl::forward_chunk(const int32_t* ids, int64_t T, float* logit
     const float scalar = w.layers[size_t(i)].layer_scalar;  // the whole stream, after PLE (§4.4)
     for (int64_t j = 0; j < T * H; ++j) x[j] *= scalar;
     if (hook != nullptr) hook(hook_ctx, i, pos, T, x);
+    if (quiet && quiescence_after(c, i)) break;
   }
+  if (quiet && T == 1) quiet->stats().tokens += 1;
   // Donors' K/V were read by their shared layers above; only now may they enter the ring (§5).
   for (int i = 0; i < tc.num_hidden_layers; ++i) {
     if (cfg.layers[size_t(i)].is_donor) kv.commit(i, pos, T);
@@ -200,6 +241,7 @@ Result<void> CpuForward::decode(int32_t id, float* logits) {
 
 void CpuForward::reset() {
   impl_->pos = 0;
+  if (impl_->quiet) impl_->quiet->reset();
   if (impl_->ring) impl_->ring->reset();
 }
 int64_t CpuForward::position() const { return impl_->pos; }
@@ -208,6 +250,17 @@ int64_t CpuForward::vocab_size() const { return impl_->cfg.text.vocab_size; }
 void CpuForward::set_layer_hook(LayerHook hook, void* ctx) {
   impl_->hook = hook;
   impl_->hook_ctx = ctx;
+}
+
+void CpuForward::set_quiescence(const QuiescenceConfig* q) {
+  Impl& m = *impl_;
+  m.quiet = q ? std::make_unique<Quiescence>(*q, int(m.cfg.text.num_hidden_layers),
+                                             m.cfg.text.hidden_size, m.max_chunk)
+              : nullptr;
+}
+
+const QuiescenceStats* CpuForward::quiescence_stats() const {
+  return impl_->quiet ? &impl_->quiet->stats() : nullptr;
 }
 
 size_t CpuForward::kv_bytes() const { return impl_->kv.bytes(); }

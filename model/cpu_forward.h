@@ -12,6 +12,8 @@
 namespace infer {
 
 class ThreadPool;
+struct QuiescenceConfig;
+struct QuiescenceStats;
 
 class CpuForward final : public Forward, public KvRingAccess {
  public:
@@ -48,6 +50,11 @@ class CpuForward final : public Forward, public KvRingAccess {
   // synthetic values, position() = n. Exact mode needs n < max_positions.
   Result<void> fast_forward(int64_t n, uint64_t seed = 1);
   size_t kv_bytes() const;  // K/V rows held (exact: sized by max_positions; ring: fixed)
+
+  // Quiescence (DESIGN.md §6, model/quiescence.h): decode tokens whose stream barely moves skip
+  // the upper layers. nullptr: off (the default). Sizes its buffers here; forgets the history.
+  void set_quiescence(const QuiescenceConfig* cfg);
+  const QuiescenceStats* quiescence_stats() const;  // nullptr when off
 
   // Diagnostics: after the embedding (layer -1) and after every layer, hook(ctx, layer, pos0, T, x)
   // sees the chunk's stream x [T, H] f32 (tests locate the first diverging layer). nullptr: off.

@@ -12,6 +12,43 @@
 #include "model/ops/rope.h"
 
 namespace infer {
+namespace {
+
+// The chunk's raw k (and v) projections of a layer owning KV -> its cache-ready K/V rows: v from
+// k on K=V layers, k_norm, RoPE (exact mode; the ring rotates at gather), v_norm (§4.5).
+void finish_kv(const ForwardContext& c, int layer) {
+  const LayerPlan& plan = c.cfg.layers[size_t(layer)];
+  const LayerWeights& lw = c.w.layers[size_t(layer)];
+  const int64_t T = c.T, d = plan.head_dim, n_kv = plan.num_key_value_heads;
+  const float eps = float(c.cfg.text.rms_norm_eps);
+  const bool ring = c.kv.ring_mode();
+  float* k = c.kv.chunk_k(layer);
+  float* v = c.kv.chunk_v(layer);
+  if (plan.k_eq_v) {
+    // V is the raw k projection, taken before k_norm and RoPE (§4.5).
+    std::memcpy(v, k, size_t(T * n_kv * d) * sizeof(float));
+  }
+  rms_norm(k, lw.k_norm, T * n_kv, d, eps, k);
+  if (!ring) rope_apply(k, T, n_kv, d, c.rope.cos(layer), c.rope.sin(layer));
+  rms_norm(v, nullptr, T * n_kv, d, eps, v);  // v_norm: no weight, no RoPE
+  if (ring) c.kv.gather(layer, c.pos0, T, c.rope.cos(layer), c.rope.sin(layer));
+}
+
+}  // namespace
+
+void attention_kv_only(const ForwardContext& c, int layer, const float* x_in) {
+  const LayerPlan& plan = c.cfg.layers[size_t(layer)];
+  const LayerWeights& lw = c.w.layers[size_t(layer)];
+  INFER_CHECK(!plan.kv_shared, "layer %d owns no KV", layer);
+  const TextConfig& tc = c.cfg.text;
+  float* h = c.s.h.data();
+  rms_norm(x_in, lw.input_layernorm, c.T, tc.hidden_size, float(tc.rms_norm_eps), h);
+  const MatmulJob jobs[] = {{&lw.k_proj, h, c.kv.chunk_k(layer)},
+                            {&lw.v_proj, h, c.kv.chunk_v(layer)}};
+  matmul_multi(std::span<const MatmulJob>(jobs, plan.k_eq_v ? 1 : 2), c.T, c.pool);
+  finish_kv(c, layer);
+  if (!plan.is_donor) c.kv.commit(layer, c.pos0, c.T);
+}
 
 void attention_block(const ForwardContext& c, int layer) {
   // x: [T, H] -> x: [T, H]; q/att: [T, n_q, d], chunk K/V: [T, n_kv, d] (all f32).
@@ -43,19 +80,7 @@ void attention_block(const ForwardContext& c, int layer) {
   rms_norm(q, lw.q_norm, T * n_q, d, eps, q);
   rope_apply(q, T, n_q, d, c.rope.cos(layer) + rot, c.rope.sin(layer) + rot);
 
-  if (!plan.kv_shared) {
-    const int64_t n_kv = plan.num_key_value_heads;
-    float* k = c.kv.chunk_k(layer);
-    float* v = c.kv.chunk_v(layer);
-    if (plan.k_eq_v) {
-      // V is the raw k projection, taken before k_norm and RoPE (§4.5).
-      std::memcpy(v, k, size_t(T * n_kv * d) * sizeof(float));
-    }
-    rms_norm(k, lw.k_norm, T * n_kv, d, eps, k);
-    if (!ring) rope_apply(k, T, n_kv, d, c.rope.cos(layer), c.rope.sin(layer));
-    rms_norm(v, nullptr, T * n_kv, d, eps, v);  // v_norm: no weight, no RoPE
-    if (ring) c.kv.gather(layer, c.pos0, T, c.rope.cos(layer), c.rope.sin(layer));
-  }
+  if (!plan.kv_shared) finish_kv(c, layer);
 
   // A KV-shared layer reads its donor's cache and this chunk's donor K/V (§5).
   const LayerPlan& src_plan = c.cfg.layers[size_t(src)];

@@ -78,6 +78,10 @@ void embed_chunk(const ForwardContext& c, const int32_t* ids);
 // K/V to its cache unless it is a donor (donors commit after the layer loop, §5). In ring mode
 // keys are cached before RoPE and queries rotated at their cache position (kv_cache.h).
 void attention_block(const ForwardContext& c, int layer);
+// Quiescence (quiescence.h): a skipped layer's K/V alone, from its carried input stream x_in
+// [T, H], normed, projected, normed/rotated and committed exactly as attention_block does; x is
+// untouched. Only for layers that own KV.
+void attention_kv_only(const ForwardContext& c, int layer, const float* x_in);
 // x += rmsnorm(mlp (+ experts); post_feedforward_layernorm) (§4.4, §4.8, §4.9).
 void mlp_block(const ForwardContext& c, int layer);
 // MoE routing of one token (§4.9): prob [E] (the router softmax) -> idx/w [k], the k largest (ties

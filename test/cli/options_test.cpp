@@ -89,20 +89,27 @@ TEST(Options, LaterFeaturesParseButAreReportedUnavailable) {
   auto r = parse({"--gpu", "--device", "1"});
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(unavailable_feature(*r), "");  // the Vulkan backend is built
-  for (std::vector<std::string_view> args : {std::vector<std::string_view>{"--serve"},
-                                             {"--gpu", "--anchors", "32"},
+  EXPECT_EQ(unavailable_feature(*parse({"--serve"})), "");  // built
+  for (std::vector<std::string_view> args : {std::vector<std::string_view>{"--gpu", "--anchors", "32"},
                                              {"--gpu", "--evict", "mass"},
                                              {"--memory"},
                                              {"--storage", "x.mem"},
                                              {"--mem-capacity", "64"},
-                                             {"--quiescence", "--quiescence-threshold", "0.1"},
-                                             {"--trace", "t.json"},
+                                             {"--gpu", "--quiescence", "--quiescence-threshold", "0.1"},
                                              {"--tools", "/tmp"}}) {
     r = parse(args);
     ASSERT_TRUE(r.ok()) << args[0] << ": " << r.error().message;
     EXPECT_NE(unavailable_feature(*r), "") << args[0];
   }
+  r = parse({"--quiescence", "--quiescence-threshold", "0.1"});  // built on the CPU path
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(unavailable_feature(*r), "");
+  EXPECT_FALSE(parse({"--bench-quiescence", "8"}).ok());  // needs --bench
+  EXPECT_TRUE(parse({"--bench", "--bench-quiescence", "8"}).ok());
   r = parse({"--no-memory", "hi"});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(unavailable_feature(*r), "");
+  r = parse({"--trace", "t.json"});  // built: the session and --serve write it
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(unavailable_feature(*r), "");
   // The actor pipeline is built: its switches work in the interactive session.

@@ -10,6 +10,7 @@
 
 #include "model/cpu_forward.h"
 #include "model/model.h"
+#include "model/quiescence.h"
 #include "model/thread_pool.h"
 #include "test/model/golden_fixture.h"
 #include "test/test_paths.h"
@@ -159,6 +160,31 @@ TEST(DecodeAllocRing, DecodeAndPrefillPastTheWindowAllocateNothing) {
     EXPECT_EQ(allocs, 0);
   }
   EXPECT_GT(sink.n, 0);
+}
+
+// Quiescence on (model/quiescence.h), skipping most tokens (a huge threshold) on dense-mini, whose
+// skipped layers own KV: the skip path (carry, K/V of skipped layers) allocates nothing either.
+TEST(DecodeAllocQuiescence, SkippingDecodeAllocatesNothing) {
+  ThreadPool pool(2);
+  const auto dir = test::repo_fixtures() / "gemma4-text" / "dense-mini";
+  const test::FixtureGolden golden = test::read_fixture_golden(dir);
+  auto m = Model::load(dir, LoadOptions{Quant::kAsStored, EmbedScale::kF32}, pool);
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  CpuForward fwd(**m, pool, 256, 32);
+  QuiescenceConfig qc;
+  qc.threshold = 1e9f;
+  fwd.set_quiescence(&qc);
+  std::vector<float> logits(static_cast<size_t>(golden.vocab));
+  ASSERT_TRUE(fwd.prefill(golden.prompt_ids, logits.data()).ok());
+  bool ok = true;
+  const int64_t allocs = count_allocations([&] {
+    for (int i = 0; i < 32; ++i) {
+      ok &= fwd.decode(test::argmax(logits.data(), golden.vocab), logits.data()).ok();
+    }
+  });
+  EXPECT_TRUE(ok);
+  EXPECT_EQ(allocs, 0);
+  EXPECT_GT(fwd.quiescence_stats()->skipped_tokens, 20);
 }
 
 std::vector<int>* volatile g_sink = nullptr;  // keeps the compiler from eliding new/delete
