@@ -42,12 +42,10 @@ Result<Backend> make_backend(std::unique_ptr<gpu::VulkanContext> ctx, const Mode
     b.name = "cpu";
     return b;
   }
-  if (ring) {
-    return make_error(ErrorCode::kUnsupported, "the KV ring is not on the GPU path yet");
-  }
   b.ctx = std::move(ctx);
   INFER_TRY(std::unique_ptr<gpu::GpuForward> f,
-            gpu::GpuForward::create(*b.ctx, model, pool, max_positions));
+            ring ? gpu::GpuForward::create(*b.ctx, model, pool, *ring)
+                 : gpu::GpuForward::create(*b.ctx, model, pool, max_positions));
   b.gpu = f.get();
   b.forward = std::move(f);
   b.name = "vulkan";

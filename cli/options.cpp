@@ -324,8 +324,8 @@ Result<Options> parse_options(std::span<const std::string_view> args) {
 }
 
 std::string unavailable_feature(const Options& o) {
-  if (o.gpu && (o.anchors || o.window || o.recall || o.evict)) {
-    return "--anchors/--window/--recall/--evict: the KV ring is not on the GPU path yet";
+  if (o.gpu && o.evict == EvictPolicy::kMass) {
+    return "--evict mass: attention-mass eviction is not on the GPU path yet (FIFO is)";
   }
   if (o.memory || o.mem_capacity) return "--memory/--storage: episodic memory is not built yet";
   if (o.gpu && o.quiescence) return "--quiescence: layer skipping is not on the GPU path yet";

@@ -12,6 +12,7 @@
 #include "gpu/context.h"
 #include "gpu/gpu_forward_impl.h"
 #include "model/thread_pool.h"
+#include "shaders/attention.h"
 #include "shaders/step.h"
 
 namespace infer::gpu {
@@ -33,6 +34,33 @@ GpuForward::~GpuForward() = default;
 Result<std::unique_ptr<GpuForward>> GpuForward::create(VulkanContext& ctx, const Model& model,
                                                        ThreadPool& pool, int64_t max_positions,
                                                        int64_t max_chunk) {
+  return make(ctx, model, pool, max_positions, max_chunk, nullptr);
+}
+
+Result<std::unique_ptr<GpuForward>> GpuForward::create(VulkanContext& ctx, const Model& model,
+                                                       ThreadPool& pool, const RingConfig& ring,
+                                                       int64_t max_chunk) {
+  INFER_TRY_VOID(validate(ring));
+  if (ring.evict == EvictPolicy::kMass) {
+    return make_error(ErrorCode::kUnsupported,
+                      "--evict mass is not on the GPU path yet (FIFO eviction only)");
+  }
+  if (max_chunk <= 0) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "gpu forward: max_chunk " + std::to_string(max_chunk));
+  }
+  // Cache positions stay below max(A + W + R, sliding_window) + chunk for ever: the bound the
+  // attention ops size their decode scores for.
+  const infer::KvRing probe(ring);
+  const int64_t chunk = std::min(max_chunk, probe.max_chunk());
+  const int64_t bound =
+      std::max<int64_t>(probe.capacity(), model.config().text.sliding_window) + chunk;
+  return make(ctx, model, pool, bound, chunk, &ring);
+}
+
+Result<std::unique_ptr<GpuForward>> GpuForward::make(VulkanContext& ctx, const Model& model,
+                                                     ThreadPool& pool, int64_t max_positions,
+                                                     int64_t max_chunk, const RingConfig* ring) {
   if (max_positions <= 0 || max_chunk <= 0 || max_positions > int64_t(UINT32_MAX)) {
     return make_error(ErrorCode::kInvalidArgument,
                       "gpu forward: max_positions " + std::to_string(max_positions) +
@@ -46,10 +74,20 @@ Result<std::unique_ptr<GpuForward>> GpuForward::create(VulkanContext& ctx, const
   m.max_positions = max_positions;
   m.max_chunk = std::min(max_chunk, max_positions);
   const ModelConfig& cfg = model.config();
+  if (ring != nullptr) m.ring = std::make_unique<infer::KvRing>(*ring);
+  const int64_t tiered = m.ring ? m.ring->capacity() : 0;
   INFER_TRY(m.weights, GpuWeights::upload(ctx, cfg, model.weights()));
-  INFER_TRY(m.kv, GpuKv::create(ctx, cfg, m.max_positions, m.max_chunk));
+  INFER_TRY(m.kv, GpuKv::create(ctx, cfg, m.max_positions, m.max_chunk, tiered));
   INFER_TRY_VOID(create_ops(ctx, cfg, model.weights(), m.max_positions, m.max_chunk, m.ops));
-  INFER_TRY_VOID(create_activations(ctx, cfg, m.max_chunk, m.a));
+  INFER_TRY_VOID(create_activations(ctx, cfg, m.max_chunk, tiered, m.a));
+  if (m.ring) {
+    std::vector<int> layers;
+    for (size_t i = 0; i < cfg.layers.size(); ++i) {
+      const gpu::KvRing* own = m.kv->own(int(i));
+      if (own != nullptr && own->mode == INFER_KV_TIERED) layers.push_back(int(i));
+    }
+    m.rows = std::make_unique<GpuKvRows>(ctx, *m.kv, std::move(layers));
+  }
   // Decode is recorded once here and replayed for every token.
   INFER_TRY(m.decode_logits, Recorder::create(ctx));
   INFER_TRY(m.decode_greedy, Recorder::create(ctx));
@@ -70,7 +108,7 @@ Result<void> GpuForward::Impl::check_ids(const int32_t* ids, int64_t n) const {
                             " is outside the vocabulary [0, " + std::to_string(vocab) + ")");
     }
   }
-  if (pos + n > max_positions) {
+  if (!ring && pos + n > max_positions) {
     return make_error(ErrorCode::kInvalidArgument,
                       std::to_string(n) + " tokens at position " + std::to_string(pos) +
                           " exceed max_positions " + std::to_string(max_positions));
@@ -122,6 +160,19 @@ Result<void> GpuForward::Impl::run(Recorder& rec, const int32_t* ids, int64_t T,
   step[INFER_STEP_POS0] = uint32_t(pos);
   step[INFER_STEP_T] = uint32_t(T);
   for (int64_t t = 0; t < T; ++t) step[INFER_STEP_IDS + t] = uint32_t(ids[t]);
+  if (ring) {
+    // Slots, victims and cache positions once per chunk (as CpuForward); the victims' rows are
+    // still in their slots while the sink reads them (kv_commit overwrites them at the end).
+    const RingPlan& plan = ring->plan(pos, ids, T);
+    if (sink != nullptr && !plan.evicted.empty()) sink->on_evict(plan.evicted, *rows);
+    step[INFER_STEP_N_KEYS] = uint32_t(plan.n_keys);
+    step[INFER_STEP_N_SLIDE] =
+        uint32_t(std::min<int64_t>(pos, int64_t(tc.sliding_window) - 1));
+    uint32_t* writes = step + INFER_STEP_WRITES(T);
+    for (int64_t t = 0; t < T; ++t) writes[t] = uint32_t(plan.write_slots[size_t(t)]);
+    uint32_t* keys = step + INFER_STEP_KEYS(T);
+    for (int64_t i = 0; i < plan.n_keys; ++i) keys[i] = uint32_t(plan.key_slots[size_t(i)]);
+  }
   const int64_t LP = int64_t(tc.num_hidden_layers) * tc.hidden_size_per_layer_input;
   if (LP > 0) {
     // The PLE table stays in host memory (DESIGN.md §7): gather the chunk's rows (§4.3.1).
@@ -141,6 +192,7 @@ Result<void> GpuForward::Impl::run(Recorder& rec, const int32_t* ids, int64_t T,
   INFER_TRY_VOID(rec.wait());
   timing.submit_s = rec.last_timing().submit_s;
   timing.wait_s = rec.last_timing().wait_s;
+  if (ring) ring->commit();
   pos += T;
   return Ok{};
 }
@@ -192,7 +244,10 @@ Result<int32_t> GpuForward::decode_greedy(int32_t id) {
   return int32_t(*static_cast<const uint32_t*>(m.a.id_host.mapped()));
 }
 
-void GpuForward::reset() { impl_->pos = 0; }  // a slot is always written before it is read
+void GpuForward::reset() {
+  impl_->pos = 0;  // a slot is always written before it is read
+  if (impl_->ring) impl_->ring->reset();
+}
 int64_t GpuForward::position() const { return impl_->pos; }
 int64_t GpuForward::max_chunk() const { return impl_->max_chunk; }
 int64_t GpuForward::vocab_size() const { return impl_->model->config().text.vocab_size; }

@@ -11,6 +11,7 @@
 
 #include "base/result.h"
 #include "model/forward.h"
+#include "model/kv_ring_api.h"
 #include "model/model.h"
 
 namespace infer {
@@ -43,11 +44,18 @@ struct CommandTime {
   double us = 0;
 };
 
-class GpuForward final : public Forward {
+class GpuForward final : public Forward, public KvRingAccess {
  public:
   // Uploads the model's bound weights (quantized as loaded); `pool` gathers PLE rows.
   static Result<std::unique_ptr<GpuForward>> create(VulkanContext& ctx, const Model& model,
                                                     ThreadPool& pool, int64_t max_positions,
+                                                    int64_t max_chunk = 256);
+  // The KV ring (DESIGN.md §4, docs/KV_RING.md), as CpuForward's ring constructor: the same
+  // KvRing bookkeeping on the host (plan, sink, commit per chunk), rows on the device; an endless
+  // stream in buffers fixed here; chunks of at most ring.max_chunk(). FIFO eviction only
+  // (kMass needs per-key attention mass read back: kUnsupported).
+  static Result<std::unique_ptr<GpuForward>> create(VulkanContext& ctx, const Model& model,
+                                                    ThreadPool& pool, const RingConfig& ring,
                                                     int64_t max_chunk = 256);
   ~GpuForward() override;
 
@@ -75,8 +83,18 @@ class GpuForward final : public Forward {
   // decode_greedy replays; more, a prefill chunk with the last token's logits. For --profile.
   Result<std::vector<CommandTime>> profile(std::span<const int32_t> ids);
 
+  KvRingAccess* kv_ring() override;  // this in ring mode, else nullptr
+  // KvRingAccess (ring mode only). Rows are read from / written to the device (waits).
+  const infer::KvRing& ring() const override;
+  void set_eviction_sink(EvictionSink* sink) override;
+  Result<void> set_recall(const KvBlock& block) override;
+  Result<void> read_kv(int64_t pos, int64_t n, KvBlock* out) const override;
+
  private:
   GpuForward();
+  static Result<std::unique_ptr<GpuForward>> make(VulkanContext& ctx, const Model& model,
+                                                  ThreadPool& pool, int64_t max_positions,
+                                                  int64_t max_chunk, const RingConfig* ring);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

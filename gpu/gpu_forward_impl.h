@@ -20,6 +20,8 @@
 #include "gpu/ops/moe.h"
 #include "gpu/ops/norm.h"
 #include "gpu/recorder.h"
+#include "model/kv_ring.h"
+#include "model/kv_ring_api.h"
 
 namespace infer::gpu {
 
@@ -47,7 +49,8 @@ struct GpuOps {
 
 // Device buffers of one chunk of up to C = max_chunk tokens (f32 unless said otherwise).
 struct GpuActivations {
-  Buffer step;        // host-written uint [INFER_STEP_WORDS(C)] (shaders/step.h)
+  Buffer step;        // host-written uint [INFER_STEP_(RING_)WORDS] (shaders/step.h)
+  Buffer step_dev;    // KV ring only: the step copied to the device at the chunk's start
   Buffer ple_rows;    // host-written [C, L·P]: the PLE table rows of the chunk's ids (§4.3.1)
   Buffer x, h, o;     // [C, H]: stream, normed block input, block output
   Buffer x2, m2;      // [C, H]: MoE expert input and output
@@ -64,6 +67,22 @@ struct GpuActivations {
   Buffer id_host;     // host uint [1]
   Buffer all_logits, all_logits_host;  // [C, V], device and host; made on first use
   size_t bytes = 0;   // device bytes, all_logits excluded
+};
+
+// KvRows over the device caches of the KV ring's tiered layers (reads wait for the device).
+class GpuKvRows final : public KvRows {
+ public:
+  GpuKvRows(const VulkanContext& ctx, const GpuKv& kv, std::vector<int> tiered)
+      : ctx_(ctx), kv_(kv), tiered_(std::move(tiered)) {}
+  std::span<const int> tiered_layers() const override { return tiered_; }
+  int64_t row_floats(int layer) const override;
+  void read_row(int layer, int32_t slot, float* k, float* v) const override;
+  Result<void> write_row(int layer, int32_t slot, const float* k, const float* v) const;
+
+ private:
+  const VulkanContext& ctx_;
+  const GpuKv& kv_;
+  std::vector<int> tiered_;
 };
 
 struct GpuForward::Impl {
@@ -91,6 +110,11 @@ struct GpuForward::Impl {
   int64_t pos = 0;
   StepTiming timing;
 
+  // The KV ring (null: exact mode). Planned on the host per chunk, rows on the device.
+  std::unique_ptr<infer::KvRing> ring;
+  std::unique_ptr<GpuKvRows> rows;
+  EvictionSink* sink = nullptr;
+
   // Records the whole forward of T tokens (positions and ids from the step buffer) and `head`.
   Result<void> record(Recorder& rec, uint32_t T, Head head);
   // The prefill recording for (T, head), recorded now unless kept from an earlier chunk.
@@ -103,9 +127,10 @@ struct GpuForward::Impl {
   Result<void> ensure_all_logits();
 };
 
-// Allocates the chunk buffers (gpu_forward_setup.cpp).
+// Allocates the chunk buffers (gpu_forward_setup.cpp); ring_keys: A + W + R with the KV ring,
+// else 0.
 Result<void> create_activations(const VulkanContext& ctx, const ModelConfig& cfg,
-                                int64_t max_chunk, GpuActivations& a);
+                                int64_t max_chunk, int64_t ring_keys, GpuActivations& a);
 // Creates the ops the model needs (gpu_forward_setup.cpp).
 Result<void> create_ops(const VulkanContext& ctx, const ModelConfig& cfg, const ModelWeights& w,
                         int64_t max_positions, int64_t max_chunk, GpuOps& ops);

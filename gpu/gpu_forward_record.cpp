@@ -6,6 +6,7 @@
 
 #include "base/check.h"
 #include "gpu/gpu_forward_impl.h"
+#include "shaders/attention.h"
 
 namespace infer::gpu {
 namespace {
@@ -31,7 +32,7 @@ struct ChunkRecorder {
   // x [T, H] = embed_tokens[ids] · √H; ple [T, L·P] (§4.2, §4.3).
   Result<void> inputs() const {
     const TextConfig& tc = cfg.text;
-    const Binding step = whole(a.step);
+    const Binding step = whole(*step_buf);
     INFER_TRY_VOID(ops.embed->embed(rec, step, w.embed_tokens, embed_scale, whole(a.x), T));
     const uint32_t P = uint32_t(tc.hidden_size_per_layer_input);
     if (P == 0) return Ok{};
@@ -49,7 +50,7 @@ struct ChunkRecorder {
     const LayerPlan& plan = cfg.layers[size_t(i)];
     const GpuLayerWeights& lw = w.layers[size_t(i)];
     const KvRing& ring = kv.ring(i);
-    const Binding step = whole(a.step), h = whole(a.h), q = whole(a.q);
+    const Binding step = whole(*step_buf), h = whole(a.h), q = whole(a.q);
     // One matvec: qkv[t] = [q | k | v] (gpu/gpu_weights.h), then one qkv_prep.
     INFER_TRY_VOID(matvec(lw.qkv_proj, h, whole(a.qkv), T));
     QkvShape qs;
@@ -62,6 +63,7 @@ struct ChunkRecorder {
     qs.stride = uint32_t(lw.qkv_proj.rows);
     qs.k_offset = lw.qkv_k_offset;
     qs.v_offset = lw.qkv_v_offset;  // == k_offset on K=V layers: V is the raw k projection
+    qs.mode = ring.mode;
     Binding k_cache, v_cache;  // empty on KV-shared layers: nothing written there
     if (!plan.kv_shared) {
       k_cache = whole(ring.k);
@@ -76,8 +78,9 @@ struct ChunkRecorder {
     ad.d = qs.d;
     ad.slots = ring.slots;
     ad.window = plan.type == LayerType::kSliding ? uint32_t(tc.sliding_window) : 0;
+    ad.mode = ring.mode;  // a KV-shared layer rotates its donor's keys with its own RoPE
     INFER_TRY_VOID(ops.attention->attend(rec, step, ad, q, whole(ring.k), whole(ring.v),
-                                         whole(a.att)));
+                                         whole(a.att), lw.inv_freq));
     INFER_TRY_VOID(matvec(lw.o_proj, whole(a.att), whole(a.o), T));
     return ops.norm->add_norm(rec, whole(a.x), whole(a.o), lw.post_attention_layernorm, 1.0f,
                               lw.pre_feedforward_layernorm, h, T, H(), eps());
@@ -171,6 +174,7 @@ struct ChunkRecorder {
 
   float embed_scale = 1.0f;
   float ple_scale = 1.0f;
+  const Buffer* step_buf = nullptr;  // what the shaders read the step from
 };
 
 }  // namespace
@@ -183,6 +187,13 @@ Result<void> GpuForward::Impl::record(Recorder& rec, uint32_t T, Head head) {
   ChunkRecorder c{cfg, *weights, *kv, ops, a, rec, T, mw.embed_scale, mw.ple_scale};
   const int L = cfg.text.num_hidden_layers;
   INFER_TRY_VOID(rec.begin(/*reusable=*/true));
+  c.step_buf = &a.step;
+  if (ring) {
+    // The ring's shaders read a key slot per key: from device memory, not across the bus from
+    // the host-visible step buffer (one copy of a few KB per chunk).
+    rec.copy(a.step, 0, a.step_dev, 0, a.step.size());
+    c.step_buf = &a.step_dev;
+  }
   INFER_TRY_VOID(c.inputs());
   // h = rmsnorm(x) · the first layer's input norm; later ones come fused from add_norm.
   const Binding first_norm = L > 0 ? weights->layers[0].input_layernorm : weights->norm;
@@ -193,6 +204,15 @@ Result<void> GpuForward::Impl::record(Recorder& rec, uint32_t T, Head head) {
     const Binding next_w = i + 1 < L ? weights->layers[size_t(i) + 1].input_layernorm
                                      : weights->norm;
     INFER_TRY_VOID(c.feed_forward(i, next_w));
+  }
+  // KV ring: the chunk's rows of the tiered layers leave their staging slots for the plan's
+  // write slots only now, after every layer (donors' shared layers included) attended the
+  // victims they replace.
+  for (int i = 0; i < L; ++i) {
+    const KvRing* own = kv->own(i);
+    if (own == nullptr || own->mode != INFER_KV_TIERED) continue;
+    INFER_TRY_VOID(ops.attention->kv_commit(rec, whole(*c.step_buf), T, own->n_kv * own->d,
+                                            own->slots, whole(own->k), whole(own->v)));
   }
   INFER_TRY_VOID(c.output(head));
   return rec.end();

@@ -74,7 +74,7 @@ Result<void> create_ops(const VulkanContext& ctx, const ModelConfig& cfg, const 
 }
 
 Result<void> create_activations(const VulkanContext& ctx, const ModelConfig& cfg,
-                                int64_t max_chunk, GpuActivations& a) {
+                                int64_t max_chunk, int64_t ring_keys, GpuActivations& a) {
   const TextConfig& tc = cfg.text;
   const uint64_t C = uint64_t(max_chunk), H = uint64_t(tc.hidden_size);
   const uint64_t P = uint64_t(tc.hidden_size_per_layer_input);
@@ -98,7 +98,13 @@ Result<void> create_activations(const VulkanContext& ctx, const ModelConfig& cfg
     return Ok{};
   };
   const bool moe = tc.enable_moe_block;
-  INFER_TRY_VOID(make(a.step, INFER_STEP_WORDS(C), BufferKind::kHost, "step"));
+  // The KV ring adds the chunk's write slots and up to A + W + R key slots (shaders/step.h).
+  const uint64_t step_words = ring_keys > 0 ? INFER_STEP_RING_WORDS(C, uint64_t(ring_keys))
+                                            : INFER_STEP_WORDS(C);
+  INFER_TRY_VOID(make(a.step, step_words, BufferKind::kHost, "step"));
+  if (ring_keys > 0) {
+    INFER_TRY_VOID(make(a.step_dev, step_words, BufferKind::kDevice, "step (device)"));
+  }
   INFER_TRY_VOID(make(a.ple_rows, C * LP, BufferKind::kHost, "ple rows"));
   INFER_TRY_VOID(make(a.x, C * H, BufferKind::kDevice, "x"));
   INFER_TRY_VOID(make(a.h, C * H, BufferKind::kDevice, "h"));

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "base/check.h"
+#include "shaders/attention.h"
 
 namespace infer::gpu {
 
@@ -19,7 +20,8 @@ int64_t kv_ring_slots(const ModelConfig& cfg, LayerType type, int64_t max_positi
 }
 
 Result<std::unique_ptr<GpuKv>> GpuKv::create(const VulkanContext& ctx, const ModelConfig& cfg,
-                                             int64_t max_positions, int64_t max_chunk) {
+                                             int64_t max_positions, int64_t max_chunk,
+                                             int64_t tiered) {
   INFER_CHECK(max_positions > 0 && max_chunk > 0, "GpuKv: max_positions %lld, max_chunk %lld",
               (long long)max_positions, (long long)max_chunk);
   std::unique_ptr<GpuKv> kv(new GpuKv());
@@ -30,8 +32,12 @@ Result<std::unique_ptr<GpuKv>> GpuKv::create(const VulkanContext& ctx, const Mod
     const LayerPlan& plan = cfg.layers[i];
     kv->owner_[i] = plan.kv_shared ? plan.kv_source : int(i);
     if (plan.kv_shared) continue;
-    const int64_t slots = kv_ring_slots(cfg, plan.type, max_positions, max_chunk);
-    const uint64_t floats = uint64_t(slots) * uint64_t(plan.num_key_value_heads) *
+    const bool sliding = plan.type == LayerType::kSliding;
+    const bool is_tiered = tiered > 0 && !sliding;
+    const int64_t slots =
+        is_tiered ? tiered : kv_ring_slots(cfg, plan.type, max_positions, max_chunk);
+    const int64_t rows = is_tiered ? slots + max_chunk : slots;  // tiered: staging rows after
+    const uint64_t floats = uint64_t(rows) * uint64_t(plan.num_key_value_heads) *
                             uint64_t(plan.head_dim);
     if (slots > std::numeric_limits<uint32_t>::max() || floats == 0) {
       return make_error(ErrorCode::kShape, "KV ring of layer " + std::to_string(i) + ": " +
@@ -41,6 +47,7 @@ Result<std::unique_ptr<GpuKv>> GpuKv::create(const VulkanContext& ctx, const Mod
     ring->slots = uint32_t(slots);
     ring->n_kv = uint32_t(plan.num_key_value_heads);
     ring->d = uint32_t(plan.head_dim);
+    ring->mode = tiered == 0 ? INFER_KV_EXACT : is_tiered ? INFER_KV_TIERED : INFER_KV_SLIDING;
     const std::string name = "layers." + std::to_string(i) + ".";
     INFER_TRY(ring->k, Buffer::create(ctx, floats * sizeof(float), BufferKind::kDevice,
                                       name + "k ring"));

@@ -21,6 +21,9 @@ struct KvRing {
   uint32_t slots = 0;
   uint32_t n_kv = 0;
   uint32_t d = 0;
+  // INFER_KV_* (shaders/attention.h). Tiered (the KV ring's full layers): `slots` = A + W + R
+  // ring rows, then max_chunk staging rows for the chunk being attended (kv_commit moves them).
+  uint32_t mode = 0;
 };
 
 class GpuKv {
@@ -28,11 +31,16 @@ class GpuKv {
   // Rings hold every key a query of a chunk of up to max_chunk tokens needs after the whole chunk
   // is written: sliding layers W - 1 + max_chunk slots, full layers max_positions (both capped
   // at max_positions, where no slot is ever reused).
+  // tiered > 0: the KV ring (DESIGN.md §4) with `tiered` = A + W + R slots on full layers;
+  // max_positions then only caps nothing (pass a bound above W - 1 + max_chunk).
   static Result<std::unique_ptr<GpuKv>> create(const VulkanContext& ctx, const ModelConfig& cfg,
-                                               int64_t max_positions, int64_t max_chunk);
+                                               int64_t max_positions, int64_t max_chunk,
+                                               int64_t tiered = 0);
 
   // The ring layer `layer` attends over: its own, or its donor's when KV-shared.
   const KvRing& ring(int layer) const { return *rings_[size_t(owner_[size_t(layer)])]; }
+  // Layer `layer`'s own cache (nullptr on KV-shared layers).
+  const KvRing* own(int layer) const { return rings_[size_t(layer)].get(); }
   size_t bytes() const { return bytes_; }
 
  private:

@@ -5,6 +5,8 @@
 //   out:     binding 4, [T, n_q, d] f32
 //   scratch: binding 5, split partials (layout in attention.h)
 //   counters: binding 6, uint per (token group, head group): splits done, 0 between dispatches
+//   inv_freq: binding 7, [d/2] f32: ring modes rotate keys at their cache position on load
+//   (positions are cache positions and key s sits at kv_slot(s), common/kv_ring.glsl)
 //   push: AttendPush (attention.h). spec: LOCAL_SIZE, ROWS query rows, TILE keys per tile,
 //   MAX_D >= d, DIMS = ceil(MAX_D / LOCAL_SIZE).
 // A workgroup's ROWS rows (query heads of one KV head, for one or a few tokens) share every
@@ -40,6 +42,11 @@ layout(binding = 3, std430) readonly buffer VCache { float v_cache[]; };
 layout(binding = 4, std430) writeonly buffer Out { float out_rows[]; };
 layout(binding = 5, std430) coherent buffer Scratch { float scratch[]; };
 layout(binding = 6, std430) coherent buffer Counters { uint counters[]; };
+layout(binding = 7, std430) readonly buffer InvFreq { float inv_freq[]; };  // ring modes: [d/2]
+
+#define INFER_KV_ROTATE_KEYS
+#include "common/rope.glsl"
+#include "common/kv_ring.glsl"
 
 // A masked score, and the running max before any key: finite, so no inf - inf. Real scores
 // are dot products of normed rows, nowhere near it.
@@ -63,7 +70,7 @@ void main() {
   const uint h_end = (kvh + 1) * group;
   const uint t0 = gl_WorkGroupID.y * pc.tokens_per_group;
   const uint t_end = min(t0 + pc.tokens_per_group, pc.T);
-  const uint pos0 = step[INFER_STEP_POS0];
+  const uint pos0 = kv_cache_pos0(pc.mode);  // cache position of token 0
 
   // Keys of this split: [k_begin, k_end) within [lo, p_last], whole tiles per split.
   const uint p_last = pos0 + t_end - 1;
@@ -101,9 +108,9 @@ void main() {
       for (uint r = 0; r < kRows; ++r) dot[r] = 0.0;
       const uint s = base + i;
       if (i < n_tile) {
-        const uint kb = (s % pc.slots) * kv_stride + kv_off;
+        const uint kb = kv_slot(pc.mode, s, pc.slots) * kv_stride + kv_off;
         for (uint e = gl_SubgroupInvocationID; e < d; e += gl_SubgroupSize) {
-          const float kv = k_cache[kb + e];
+          const float kv = kv_key(kb, e, d, s, pc.mode != INFER_KV_EXACT);
           for (uint r = 0; r < kRows; ++r) dot[r] += q_sh[r * kMaxD + e] * kv;
         }
       }
@@ -144,7 +151,7 @@ void main() {
       for (uint r = 0; r < kRows; ++r) acc[r * kDims + c] *= alpha_sh[r];
     }
     for (uint i = 0; i < n_tile; ++i) {
-      const uint vb = ((base + i) % pc.slots) * kv_stride + kv_off;
+      const uint vb = kv_slot(pc.mode, base + i, pc.slots) * kv_stride + kv_off;
       for (uint c = 0; c < kDims; ++c) {
         const uint j = lid + c * gl_WorkGroupSize.x;
         if (j < d) {

@@ -23,6 +23,8 @@ layout(binding = 1, std430) readonly buffer Scores { float scores[]; };
 layout(binding = 2, std430) readonly buffer VCache { float v_cache[]; };
 layout(binding = 3, std430) writeonly buffer Out { float out_rows[]; };
 
+#include "common/kv_ring.glsl"
+
 const uint kUnroll = 8;
 
 shared float m_sh[kHeads];    // max score of each head
@@ -40,7 +42,7 @@ void main() {
   const uint h0 = kvh * group + (gl_WorkGroupID.z % head_groups) * pc.heads_per_group;
   const uint n_heads = min(pc.heads_per_group, (kvh + 1) * group - h0);
 
-  const uint p = step[INFER_STEP_POS0];
+  const uint p = kv_cache_pos0(pc.mode);
   const uint lo = (pc.window > 0 && p + 1 > pc.window) ? p + 1 - pc.window : 0;
   const uint n_keys = p + 1 - lo;
 
@@ -85,14 +87,16 @@ void main() {
       for (; k + (kUnroll - 1) * key_lanes < n_tile; k += kUnroll * key_lanes) {
         float vv[kUnroll];
         for (uint u = 0; u < kUnroll; ++u) {
-          vv[u] = v_cache[((lo + base + k + u * key_lanes) % pc.slots) * kv_stride + kv_off + j];
+          vv[u] = v_cache[kv_slot(pc.mode, lo + base + k + u * key_lanes, pc.slots) * kv_stride +
+                          kv_off + j];
         }
         for (uint u = 0; u < kUnroll; ++u) {
           for (uint h = 0; h < kHeads; ++h) acc[h] += p_sh[h * kTile + k + u * key_lanes] * vv[u];
         }
       }
       for (; k < n_tile; k += key_lanes) {
-        const float vv = v_cache[((lo + base + k) % pc.slots) * kv_stride + kv_off + j];
+        const uint slot = kv_slot(pc.mode, lo + base + k, pc.slots);
+        const float vv = v_cache[slot * kv_stride + kv_off + j];
         for (uint h = 0; h < kHeads; ++h) acc[h] += p_sh[h * kTile + k] * vv;
       }
     }

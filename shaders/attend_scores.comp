@@ -1,6 +1,7 @@
 // Decode attention, pass 1 (attention.h, "Decode"): scores of the token's query heads against
 // a block of keys. Bindings: 0 step (step.h), 1 q [n_q, d] (normed, rotated), 2 k_cache
-// [slots, n_kv, d] (position s at row s % slots), 3 scores [n_q, key_stride].
+// [slots, n_kv, d] (key s at row kv_slot(s), common/kv_ring.glsl), 3 scores [n_q, key_stride],
+// 4 inv_freq [d/2] (ring modes rotate keys at their cache position as they load them).
 // Workgroup x: keys [x·block, (x+1)·block), block = subgroups · KEYS_PER_SUBGROUP; z: the
 // heads_per_group query heads of one KV head's group. Each subgroup loads its keys' rows at
 // once (lanes over d, coalesced) so several rows are in flight, and reduces with subgroupAdd.
@@ -23,6 +24,11 @@ layout(binding = 0, std430) readonly buffer Step { uint step[]; };
 layout(binding = 1, std430) readonly buffer Q { float q[]; };
 layout(binding = 2, std430) readonly buffer KCache { float k_cache[]; };
 layout(binding = 3, std430) writeonly buffer Scores { float scores[]; };
+layout(binding = 4, std430) readonly buffer InvFreq { float inv_freq[]; };  // ring modes: [d/2]
+
+#define INFER_KV_ROTATE_KEYS
+#include "common/rope.glsl"
+#include "common/kv_ring.glsl"
 
 shared float q_sh[kHeads * kMaxD];
 
@@ -35,7 +41,7 @@ void main() {
   const uint h0 = kvh * group + (gl_WorkGroupID.z % head_groups) * pc.heads_per_group;
   const uint n_heads = min(pc.heads_per_group, (kvh + 1) * group - h0);
 
-  const uint p = step[INFER_STEP_POS0];
+  const uint p = kv_cache_pos0(pc.mode);  // the token's cache position
   const uint lo = (pc.window > 0 && p + 1 > pc.window) ? p + 1 - pc.window : 0;
   const uint n_keys = p + 1 - lo;
   const uint block = gl_NumSubgroups * kKeys;
@@ -57,7 +63,8 @@ void main() {
     float kv[kKeys];
     for (uint j = 0; j < kKeys; ++j) {
       const uint i = min(first + j, n_keys - 1);  // past the end: a valid row, never written
-      kv[j] = k_cache[((lo + i) % pc.slots) * kv_stride + kv_off + e];
+      kv[j] = kv_key(kv_slot(pc.mode, lo + i, pc.slots) * kv_stride + kv_off, e, d, lo + i,
+                     pc.mode != INFER_KV_EXACT);
     }
     for (uint h = 0; h < kHeads; ++h) {
       const float qv = q_sh[h * kMaxD + e];

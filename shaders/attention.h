@@ -8,6 +8,12 @@
 
 #include "common/host_shared.h"
 
+// How a layer's cache is addressed (common/kv_ring.glsl): exact positions, or the KV ring's
+// tiered (full-attention) or sliding layers, which store K before RoPE (DESIGN.md §4).
+#define INFER_KV_EXACT 0u
+#define INFER_KV_TIERED 1u
+#define INFER_KV_SLIDING 2u
+
 // For t < T at p = step[POS0] + t, the raw projections of token t sit in one row of `stride`
 // floats: q heads at 0, K heads at k_offset, V heads at v_offset (the stacked q|k|v matvec
 // output; v_offset == k_offset on K=V layers). Each head row [d] is RMS-normed (eps inside the
@@ -26,6 +32,7 @@ uint stride;    // floats per token row of qkv
 uint k_offset;  // floats into a token row
 uint v_offset;
 float eps;
+uint mode;  // INFER_KV_*: ring modes write K unrotated, tiered ones at staging slot slots + t
 INFER_PUSH_END(QkvPrepPush)
 #endif
 
@@ -48,6 +55,7 @@ uint n_splits;
 uint heads_per_group;   // <= ROWS and <= n_q / n_kv
 uint tokens_per_group;  // ROWS / heads_per_group (1 for decode)
 uint min_keys;          // keys per split at least (a multiple of TILE)
+uint mode;              // INFER_KV_*
 INFER_PUSH_END(AttendPush)
 #endif
 
@@ -68,7 +76,18 @@ uint slots;
 uint window;           // 0: full
 uint heads_per_group;  // <= HEADS and <= n_q / n_kv
 uint key_stride;       // floats per head row of scores
+uint mode;             // INFER_KV_*
 INFER_PUSH_END(DecodeAttendPush)
+#endif
+
+// KV ring, tiered layers: after the forward, token t's K and V rows move from the staging slot
+// slots + t to step's write slot t (kv_commit.comp; workgroup t, row = n_kv · d floats).
+#if defined(__cplusplus) || defined(INFER_ATTN_KV_COMMIT)
+INFER_PUSH_BEGIN(KvCommitPush)
+uint T;
+uint row;
+uint slots;
+INFER_PUSH_END(KvCommitPush)
 #endif
 
 // Scratch layout (f32): o [n_splits, n_rows, d], then (m, l) [n_splits, n_rows, 2], n_rows =

@@ -6,7 +6,8 @@
 //             same as K on K=V layers)
 //   q_norm:   binding 2, k_norm: binding 3, [d] f32; inv_freq: binding 4, [d/2] f32
 //   q_out:    binding 5, [T, n_q, d] f32
-//   k_cache:  binding 6, v_cache: binding 7, [slots, n_kv, d] f32, row p % slots
+//   k_cache:  binding 6, v_cache: binding 7, [slots, n_kv, d] f32, row p % slots (exact and
+//             sliding ring; tiered ring: staging row slots + t, K unrotated in ring modes)
 //   push: QkvPrepPush (attention.h). spec: LOCAL_SIZE, MAX_SUBGROUPS.
 // Workgroup (x, y = t) does one head row: x < n_q a q head, then n_kv K heads, then n_kv V
 // heads. Invocation i owns the RoPE pairs (j, j + d/2) for j = i, i + LOCAL_SIZE, ..
@@ -34,19 +35,22 @@ layout(binding = 7, std430) writeonly buffer VCache { float v_cache[]; };
 shared float red_partial[kMaxSubgroups];
 #include "common/reduce.glsl"
 #include "common/rope.glsl"
+#include "common/kv_ring.glsl"
 
 const uint kQ = 0, kK = 1, kV = 2;
 
 void main() {
   const uint t = gl_WorkGroupID.y;
   const uint d = pc.d, half_d = pc.d / 2;
-  const uint pos = step[INFER_STEP_POS0] + t;
+  const uint pos = step[INFER_STEP_POS0] + t;         // logical: the exact ring slot
+  const uint rope_pos = kv_cache_pos0(pc.mode) + t;  // where q (and exact K) are rotated
   const uint x = gl_WorkGroupID.x;
   const uint kind = x < pc.n_q ? kQ : x < pc.n_q + pc.n_kv ? kK : kV;
   const uint head = kind == kQ ? x : kind == kK ? x - pc.n_q : x - pc.n_q - pc.n_kv;
   const uint src = t * pc.stride + (kind == kQ ? 0 : kind == kK ? pc.k_offset : pc.v_offset) +
                    head * d;
-  const uint dst = kind == kQ ? (t * pc.n_q + head) * d : ((pos % pc.slots) * pc.n_kv + head) * d;
+  const uint slot = pc.mode == INFER_KV_TIERED ? pc.slots + t : pos % pc.slots;
+  const uint dst = kind == kQ ? (t * pc.n_q + head) * d : (slot * pc.n_kv + head) * d;
 
   float sum_sq = 0.0;
   for (uint j = gl_LocalInvocationID.x; j < half_d; j += gl_WorkGroupSize.x) {
@@ -67,8 +71,13 @@ void main() {
     const float w_b = kind == kQ ? q_norm[j + half_d] : k_norm[j + half_d];
     const float a = qkv[src + j] * inv * w_a;
     const float b = qkv[src + j + half_d] * inv * w_b;
+    if (kind == kK && pc.mode != INFER_KV_EXACT) {  // the ring stores K before RoPE
+      k_cache[dst + j] = a;
+      k_cache[dst + j + half_d] = b;
+      continue;
+    }
     float s, c;
-    precise float angle = float(pos) * inv_freq[j];  // rounded in f32 like the reference
+    precise float angle = float(rope_pos) * inv_freq[j];  // rounded in f32 like the reference
     rope_sincos(angle, s, c);
     const float ra = a * c - b * s, rb = b * c + a * s;
     if (kind == kQ) {

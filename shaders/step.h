@@ -6,7 +6,18 @@
 
 #define INFER_STEP_POS0 0  // position of the chunk's first token
 #define INFER_STEP_T 1     // tokens in the chunk (1 for decode)
+// KV ring only (DESIGN.md §4, docs/KV_RING.md; the exact path leaves them unread): the cache
+// position of the chunk's first token on tiered (full) layers, n_keys = the keys it attends
+// besides itself, and on sliding layers n_s = min(pos0, sliding_window - 1).
+#define INFER_STEP_N_KEYS 2
+#define INFER_STEP_N_SLIDE 3
 #define INFER_STEP_IDS 4   // the chunk's T token ids start here
+// KV ring only, after the ids: the T slots the chunk's rows go to (plan.write_slots), then the
+// n_keys slots of the keys at cache positions 0 .. n_keys-1 (plan.key_slots). T is
+// step[INFER_STEP_T], so the layout needs no other constant.
+#define INFER_STEP_WRITES(T) (INFER_STEP_IDS + (T))
+#define INFER_STEP_KEYS(T) (INFER_STEP_IDS + 2 * (T))
 #define INFER_STEP_WORDS(max_chunk) (INFER_STEP_IDS + (max_chunk))
+#define INFER_STEP_RING_WORDS(max_chunk, max_keys) (INFER_STEP_IDS + 2 * (max_chunk) + (max_keys))
 
 #endif  // INFER_SHADERS_STEP_H_

@@ -15,9 +15,10 @@
 namespace infer::gpu {
 namespace {
 
-static_assert(sizeof(shader::QkvPrepPush) == 9 * sizeof(uint32_t), "QkvPrepPush: 32-bit scalars");
-static_assert(sizeof(shader::AttendPush) == 10 * sizeof(uint32_t), "AttendPush: 32-bit scalars");
-static_assert(sizeof(shader::DecodeAttendPush) == 7 * sizeof(uint32_t),
+static_assert(sizeof(shader::QkvPrepPush) == 10 * sizeof(uint32_t), "QkvPrepPush: 32-bit scalars");
+static_assert(sizeof(shader::AttendPush) == 11 * sizeof(uint32_t), "AttendPush: 32-bit scalars");
+static_assert(sizeof(shader::KvCommitPush) == 3 * sizeof(uint32_t), "KvCommitPush: 32-bit scalars");
+static_assert(sizeof(shader::DecodeAttendPush) == 8 * sizeof(uint32_t),
               "DecodeAttendPush: 32-bit scalars");
 
 // As matvec: enough invocations for coalesced rows of d = 256/512 on 32- and 64-wide GPUs.
@@ -77,7 +78,7 @@ struct AttentionOps::Pipelines {
   uint32_t subgroup = 1;           // attend_scores: a subgroup per key; its workgroup holds
   uint32_t scores_pass_local = 1;  // scores_pass_local / subgroup of them
   uint64_t scratch_floats = 0;
-  std::unique_ptr<Pipeline> qkv, attend_prefill, scores_pass, pv_pass;
+  std::unique_ptr<Pipeline> qkv, attend_prefill, scores_pass, pv_pass, commit;
   Buffer scratch;
   Buffer scores;  // decode: f32 [max_n_q, max_positions]
   Buffer counters;  // uint per (token group, head group) of an attend dispatch, zero between
@@ -150,7 +151,8 @@ Result<std::unique_ptr<AttentionOps>> AttentionOps::create(const VulkanContext& 
   const uint32_t dims = div_up(limits.max_d, local_size);
   auto make_attend = [&](uint32_t rows) {
     return make("attend",
-                {A::kRead, A::kRead, A::kRead, A::kRead, A::kWrite, A::kReadWrite, A::kReadWrite},
+                {A::kRead, A::kRead, A::kRead, A::kRead, A::kWrite, A::kReadWrite, A::kReadWrite,
+                 A::kRead},
                 sizeof(shader::AttendPush),
                 {{INFER_ATTN_SPEC_ROWS, rows},
                  {INFER_ATTN_SPEC_TILE, kTile},
@@ -158,8 +160,10 @@ Result<std::unique_ptr<AttentionOps>> AttentionOps::create(const VulkanContext& 
                  {INFER_ATTN_SPEC_DIMS, dims}});
   };
   INFER_TRY(p.attend_prefill, make_attend(p.prefill_rows));
+  INFER_TRY(p.commit, make("kv_commit", {A::kRead, A::kReadWrite, A::kReadWrite},
+                           sizeof(shader::KvCommitPush), {}));
   INFER_TRY(p.scores_pass,
-            make("attend_scores", {A::kRead, A::kRead, A::kRead, A::kWrite},
+            make("attend_scores", {A::kRead, A::kRead, A::kRead, A::kWrite, A::kRead},
                  sizeof(shader::DecodeAttendPush),
                  {{INFER_ATTN_SPEC_ROWS, p.decode_rows},
                   {INFER_ATTN_SPEC_MAX_D, limits.max_d},
@@ -209,8 +213,8 @@ uint32_t AttentionOps::splits(const AttentionDims& dims) const {
   const uint32_t tokens = dims.T == 1 ? 1 : rows / heads;
   // The most keys one workgroup's queries can see: W + tokens - 1 on a sliding layer, else
   // the whole ring.
-  const uint32_t keys =
-      dims.window > 0 ? std::min(dims.window + tokens - 1, dims.slots) : dims.slots;
+  const uint32_t keys = dims.window > 0 ? std::min(dims.window + tokens - 1, dims.slots)
+                        : dims.slots + (dims.mode == INFER_KV_TIERED ? dims.T : 0);
   uint32_t n = std::clamp(div_up(keys, kMinKeysPerSplit), 1u, kMaxSplits);
   if (dims.T > 1) {
     const uint32_t groups = div_up(dims.T, tokens) * dims.n_kv * div_up(group, heads);
@@ -245,8 +249,10 @@ Result<void> AttentionOps::qkv_prep(Recorder& rec, Binding step, const QkvShape&
   if (s.n_kv > 0) {
     INFER_CHECK(s.slots >= s.T, "qkv_prep: slots %u for T %u", s.slots, s.T);
     check_floats("qkv_prep", "k_norm", k_norm, s.d);
-    check_floats("qkv_prep", "k_cache", k_cache, uint64_t(s.slots) * kv_row);
-    check_floats("qkv_prep", "v_cache", v_cache, uint64_t(s.slots) * kv_row);
+    // Tiered ring layers stage the chunk's rows after the ring's slots.
+    const uint64_t rows = uint64_t(s.slots) + (s.mode == INFER_KV_TIERED ? s.T : 0);
+    check_floats("qkv_prep", "k_cache", k_cache, rows * kv_row);
+    check_floats("qkv_prep", "v_cache", v_cache, rows * kv_row);
   } else {
     // A KV-shared layer writes no K/V: unused bindings still need a buffer, and these add no
     // dependency the dispatch does not have anyway.
@@ -265,13 +271,14 @@ Result<void> AttentionOps::qkv_prep(Recorder& rec, Binding step, const QkvShape&
   push.k_offset = s.k_offset;
   push.v_offset = s.v_offset;
   push.eps = s.eps;
+  push.mode = s.mode;
   return rec.dispatch(*p.qkv, {step, qkv, q_norm, k_norm, inv_freq, q_out, k_cache, v_cache},
                       push, Groups{s.n_q + 2 * s.n_kv, s.T, 1});
 }
 
 Result<void> AttentionOps::attend(Recorder& rec, Binding step, const AttentionDims& dims,
-                                  Binding q, Binding k_cache, Binding v_cache,
-                                  Binding out) const {
+                                  Binding q, Binding k_cache, Binding v_cache, Binding out,
+                                  Binding inv_freq) const {
   const Pipelines& p = *p_;
   INFER_CHECK(dims.T >= 1 && dims.T <= p.limits.max_T, "attend: T %u (max %u)", dims.T,
               p.limits.max_T);
@@ -284,11 +291,17 @@ Result<void> AttentionOps::attend(Recorder& rec, Binding step, const AttentionDi
   check_floats("attend", "step", step, INFER_STEP_IDS);
   check_floats("attend", "q", q, rows);
   check_floats("attend", "out", out, rows);
-  check_floats("attend", "k_cache", k_cache, uint64_t(dims.slots) * dims.n_kv * dims.d);
-  check_floats("attend", "v_cache", v_cache, uint64_t(dims.slots) * dims.n_kv * dims.d);
+  const uint64_t cache_rows = uint64_t(dims.slots) + (dims.mode == INFER_KV_TIERED ? dims.T : 0);
+  check_floats("attend", "k_cache", k_cache, cache_rows * dims.n_kv * dims.d);
+  check_floats("attend", "v_cache", v_cache, cache_rows * dims.n_kv * dims.d);
+  if (dims.mode != INFER_KV_EXACT) {
+    check_floats("attend", "inv_freq", inv_freq, dims.d / 2);
+  } else if (inv_freq.buffer == nullptr) {
+    inv_freq = q;  // read by no invocation; a binding still needs a buffer
+  }
 
   const uint32_t group = dims.n_q / dims.n_kv;
-  if (dims.T == 1) return attend_decode(rec, step, dims, q, k_cache, v_cache, out);
+  if (dims.T == 1) return attend_decode(rec, step, dims, q, k_cache, v_cache, out, inv_freq);
   shader::AttendPush push{};
   push.T = dims.T;
   push.n_q = dims.n_q;
@@ -300,19 +313,21 @@ Result<void> AttentionOps::attend(Recorder& rec, Binding step, const AttentionDi
   push.heads_per_group = std::min(group, p.prefill_rows);
   push.tokens_per_group = p.prefill_rows / push.heads_per_group;
   push.min_keys = kMinKeysPerSplit;
+  push.mode = dims.mode;
   const Groups groups{push.n_splits, div_up(dims.T, push.tokens_per_group),
                       dims.n_kv * div_up(group, push.heads_per_group)};
   // One counter per (y, z) workgroup column; each holds at least one query row.
   INFER_CHECK(uint64_t(groups.y) * groups.z <= uint64_t(p.limits.max_T) * p.limits.max_n_q,
               "attend: %u x %u counters", groups.y, groups.z);
   return rec.dispatch(*p.attend_prefill,
-                      {step, q, k_cache, v_cache, out, Binding{&p.scratch}, Binding{&p.counters}},
+                      {step, q, k_cache, v_cache, out, Binding{&p.scratch}, Binding{&p.counters},
+                       inv_freq},
                       push, groups);
 }
 
 Result<void> AttentionOps::attend_decode(Recorder& rec, Binding step, const AttentionDims& dims,
                                          Binding q, Binding k_cache, Binding v_cache,
-                                         Binding out) const {
+                                         Binding out, Binding inv_freq) const {
   const Pipelines& p = *p_;
   const uint32_t group = dims.n_q / dims.n_kv;
   shader::DecodeAttendPush push{};
@@ -323,17 +338,35 @@ Result<void> AttentionOps::attend_decode(Recorder& rec, Binding step, const Atte
   push.window = dims.window;
   push.heads_per_group = std::min(group, p.decode_rows);
   push.key_stride = p.limits.max_positions;
+  push.mode = dims.mode;
   const uint32_t head_groups = dims.n_kv * div_up(group, push.heads_per_group);
   // The most keys the token sees (its position is below max_positions); workgroups past the
   // keys of the current position return at once.
-  const uint32_t keys = std::min(dims.window > 0 ? std::min(dims.window, dims.slots) : dims.slots,
+  // Tiered ring layers: every ring slot, then the token itself.
+  const uint32_t full = dims.slots + (dims.mode == INFER_KV_TIERED ? 1 : 0);
+  const uint32_t keys = std::min(dims.window > 0 ? std::min(dims.window, dims.slots) : full,
                                  p.limits.max_positions);
   const uint32_t block = std::max(1u, p.scores_pass_local / p.subgroup) * kDecodeKeysPerSubgroup;
   const Binding scores{&p.scores};
-  INFER_TRY_VOID(rec.dispatch(*p.scores_pass, {step, q, k_cache, scores}, push,
+  INFER_TRY_VOID(rec.dispatch(*p.scores_pass, {step, q, k_cache, scores, inv_freq}, push,
                               Groups{div_up(keys, block), 1, head_groups}));
   return rec.dispatch(*p.pv_pass, {step, scores, v_cache, out}, push,
                       Groups{div_up(dims.d, kDecodeDimChunk), 1, head_groups});
+}
+
+Result<void> AttentionOps::kv_commit(Recorder& rec, Binding step, uint32_t T, uint32_t row,
+                                     uint32_t slots, Binding k_cache, Binding v_cache) const {
+  const Pipelines& p = *p_;
+  INFER_CHECK(T >= 1 && T <= p.limits.max_T && row >= 1, "kv_commit: T %u (max %u), row %u", T,
+              p.limits.max_T, row);
+  check_floats("kv_commit", "step", step, INFER_STEP_WRITES(uint64_t(T)) + T);
+  check_floats("kv_commit", "k_cache", k_cache, (uint64_t(slots) + T) * row);
+  check_floats("kv_commit", "v_cache", v_cache, (uint64_t(slots) + T) * row);
+  shader::KvCommitPush push{};
+  push.T = T;
+  push.row = row;
+  push.slots = slots;
+  return rec.dispatch(*p.commit, {step, k_cache, v_cache}, push, Groups{T, 1, 1});
 }
 
 }  // namespace infer::gpu

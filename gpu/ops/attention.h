@@ -34,6 +34,7 @@ struct QkvShape {
   uint32_t stride = 0;    // floats per token row of qkv
   uint32_t k_offset = 0;  // floats into a token row
   uint32_t v_offset = 0;
+  uint32_t mode = 0;  // INFER_KV_* (shaders/attention.h): the KV ring's layers store K unrotated
 };
 
 struct AttentionDims {
@@ -43,6 +44,10 @@ struct AttentionDims {
   uint32_t d = 0;       // head dim
   uint32_t slots = 0;   // ring rows of the cache read
   uint32_t window = 0;  // W on sliding layers (key s allowed iff p - W < s <= p); 0: full
+  // INFER_KV_* (shaders/attention.h, common/kv_ring.glsl). The KV ring's modes use cache
+  // positions from the step buffer and rotate keys on load; tiered caches hold slots + T rows
+  // (the chunk's own in staging rows slots + t).
+  uint32_t mode = 0;
 };
 
 class AttentionOps {
@@ -74,8 +79,14 @@ class AttentionOps {
   // out[t, h] = softmax_s(q[t, h] · k_s) · v_s over the keys s the query at p may see, scores
   // unscaled (scale 1.0, §4.7), fp32 softmax. q, out: [T, n_q·d] f32. Decode (T = 1): two
   // dispatches (scores, then softmax · V); prefill: one (split-K flash attention).
+  // inv_freq [d/2]: the keys' RoPE, needed in the ring modes only.
   Result<void> attend(Recorder& rec, Binding step, const AttentionDims& dims, Binding q,
-                      Binding k_cache, Binding v_cache, Binding out) const;
+                      Binding k_cache, Binding v_cache, Binding out, Binding inv_freq = {}) const;
+
+  // KV ring, tiered layers: moves the chunk's T rows (row = n_kv · d floats) from the staging
+  // slots slots + t to the step buffer's write slots, once nothing reads the old rows.
+  Result<void> kv_commit(Recorder& rec, Binding step, uint32_t T, uint32_t row, uint32_t slots,
+                         Binding k_cache, Binding v_cache) const;
 
   // Prefill (T > 1). The most key ranges attend() splits `dims` into (its grid's x,
   // fixed at record time); at run time only ranges of >= min_keys_per_split() keys are used: one
@@ -86,7 +97,8 @@ class AttentionOps {
  private:
   AttentionOps() = default;
   Result<void> attend_decode(Recorder& rec, Binding step, const AttentionDims& dims, Binding q,
-                             Binding k_cache, Binding v_cache, Binding out) const;
+                             Binding k_cache, Binding v_cache, Binding out,
+                             Binding inv_freq) const;
   struct Pipelines;
   std::unique_ptr<Pipelines> p_;
 };

@@ -90,8 +90,7 @@ TEST(Options, LaterFeaturesParseButAreReportedUnavailable) {
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(unavailable_feature(*r), "");  // the Vulkan backend is built
   EXPECT_EQ(unavailable_feature(*parse({"--serve"})), "");  // built
-  for (std::vector<std::string_view> args : {std::vector<std::string_view>{"--gpu", "--anchors", "32"},
-                                             {"--gpu", "--evict", "mass"},
+  for (std::vector<std::string_view> args : {std::vector<std::string_view>{"--gpu", "--evict", "mass"},
                                              {"--memory"},
                                              {"--storage", "x.mem"},
                                              {"--mem-capacity", "64"},
@@ -101,6 +100,9 @@ TEST(Options, LaterFeaturesParseButAreReportedUnavailable) {
     ASSERT_TRUE(r.ok()) << args[0] << ": " << r.error().message;
     EXPECT_NE(unavailable_feature(*r), "") << args[0];
   }
+  r = parse({"--gpu", "--anchors", "32", "--window", "64", "--evict", "fifo"});  // GPU ring
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(unavailable_feature(*r), "");
   r = parse({"--quiescence", "--quiescence-threshold", "0.1"});  // built on the CPU path
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(unavailable_feature(*r), "");
