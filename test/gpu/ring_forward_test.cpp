@@ -259,7 +259,12 @@ TEST_F(RingGpu, RefusesMassEviction) {
 TEST_F(RingGpu, LongDecodeReplaysOneRecordingInFixedMemory) {
   auto model = load("e2b-mini");
   ASSERT_NE(model, nullptr);
-  const int64_t V = golden_.vocab, n = 1000;
+#if defined(__SANITIZE_ADDRESS__)
+  const int64_t n = 400;  // ASan + lavapipe: ~4x slower a step; still 12 windows
+#else
+  const int64_t n = 1000;
+#endif
+  const int64_t V = golden_.vocab;
   const RingConfig c = ring(4, 32, 0);
   auto f = gpu(*model, c, 8);
   ASSERT_NE(f, nullptr);
@@ -277,7 +282,7 @@ TEST_F(RingGpu, LongDecodeReplaysOneRecordingInFixedMemory) {
     agree += *id == cpu_next;
     // Feed both the same token (the GPU's), so one divergence does not decouple the streams.
     next = cpu_next = *id;
-    if (k == 200) rss_early = rss_kb();
+    if (k == n / 5) rss_early = rss_kb();
   }
   const int64_t rss_late = rss_kb();
   std::printf("%lld decode steps: greedy agreement with the CPU ring %lld, RSS %lld -> %lld kB\n",
@@ -287,7 +292,7 @@ TEST_F(RingGpu, LongDecodeReplaysOneRecordingInFixedMemory) {
   const RecordingCounts after = f->decode_counts();
   EXPECT_EQ(after.dispatches, counts.dispatches);
   EXPECT_EQ(after.barrier_commands, counts.barrier_commands);
-  EXPECT_LE(rss_late - rss_early, 1024);  // a per-token leak of 4 kB would show 3 MB
+  EXPECT_LE(rss_late - rss_early, 1024);  // a per-token leak of 4 kB would show >= 1.2 MB
   EXPECT_EQ(f->position(), n);
   EXPECT_EQ(f->ring().n_window(), 32);
 }
