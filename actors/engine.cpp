@@ -87,10 +87,10 @@ Result<Step> Engine::step() {
     return make_error(ErrorCode::kInvalidArgument, "nothing to continue: the context is empty");
   }
   Step s;
-  s.id = sampler_.sample(logits_);
+  s.id = active_sampler().sample(logits_);
   s.position = position();
-  s.entropy = sampler_.signals().entropy;
-  s.top_prob = sampler_.signals().top_prob;
+  s.entropy = active_sampler().signals().entropy;
+  s.top_prob = active_sampler().signals().top_prob;
   s.eot_prob = end_probability(logits_);
   s.end = is_end(s.id);
   if (!s.end) context_.push_back(s.id);
@@ -103,14 +103,15 @@ float Engine::end_probability(std::span<const float> logits) const {
   if (opts_.end_ids.empty()) return 0.0f;
   float max_logit = -std::numeric_limits<float>::infinity();
   for (float v : logits) max_logit = std::max(max_logit, v);
-  const float T = sampler_.params().temperature > 0 ? sampler_.params().temperature : 1.0f;
+  const Sampler& sampler = active_sampler();
+  const float T = sampler.params().temperature > 0 ? sampler.params().temperature : 1.0f;
   double p = 0.0;
   for (int32_t id : opts_.end_ids) {
     if (id < 0 || id >= int64_t(logits.size())) continue;
     const float l = logits[size_t(id)];
     if (l == l) p += std::exp(double(l - max_logit) / T);
   }
-  return float(std::min(1.0, p * double(sampler_.signals().top_prob)));
+  return float(std::min(1.0, p * double(sampler.signals().top_prob)));
 }
 
 void Engine::reset() {
@@ -118,9 +119,18 @@ void Engine::reset() {
   context_.clear();
   have_logits_ = false;
   sampler_.reseed(opts_.sampling.seed);
+  request_sampler_.reset();
   prefill_ms_ = decode_ms_ = 0.0;
   prefilled_ = decoded_ = 0;
   ms_per_token_ = 0.0f;
+}
+
+void Engine::set_request_sampling(const SamplingParams* params) {
+  if (params == nullptr) {
+    request_sampler_.reset();
+  } else {
+    request_sampler_.emplace(forward_->vocab_size(), *params);
+  }
 }
 
 }  // namespace infer::actors

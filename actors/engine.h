@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -54,6 +55,10 @@ class Engine {
   Result<Step> step();
   // Forgets the conversation; the sampler restarts from its seed.
   void reset();
+  // Sampling for the steps until cleared (a request's own settings, e.g. --serve's GENERATE):
+  // a sampler of its own, seeded from params.seed; nullptr goes back to the session's sampler,
+  // whose random stream is left where it was.
+  void set_request_sampling(const SamplingParams* params);
 
   // Whether the context can take another token.
   bool full() const { return int64_t(context_.size()) >= opts_.max_positions; }
@@ -78,6 +83,9 @@ class Engine {
   std::shared_ptr<Forward> forward_;
   EngineOptions opts_;
   Sampler sampler_;
+  std::optional<Sampler> request_sampler_;  // set_request_sampling
+  Sampler& active_sampler() { return request_sampler_ ? *request_sampler_ : sampler_; }
+  const Sampler& active_sampler() const { return request_sampler_ ? *request_sampler_ : sampler_; }
   std::vector<float> logits_;    // [V] of the last fed position
   bool have_logits_ = false;
   std::vector<int32_t> context_;  // every id of the conversation, fed or not

@@ -15,6 +15,16 @@ namespace infer::actors {
 // io -> tokenizer: text (encoded, then) and ids appended to the context; with generate, a turn
 // of at most max_tokens follows. turn numbers the inputs from 1; epoch is the interrupt epoch
 // when it was sent (actors/control.h).
+// A generation's own sampling (Pipeline::send with params), else the session's. Plain fields:
+// CAF inspects them like the rest.
+struct TurnSampling {
+  bool own = false;
+  float temperature = 0.0f;
+  int32_t top_k = 0;
+  float top_p = 1.0f;
+  uint64_t seed = 0;
+};
+
 struct InputMsg {
   uint64_t turn = 0;
   std::string text;
@@ -22,6 +32,7 @@ struct InputMsg {
   bool generate = true;
   int64_t max_tokens = 0;
   uint64_t epoch = 0;
+  TurnSampling sampling;
 };
 
 // tokenizer -> stream: the same input as ids.
@@ -31,6 +42,7 @@ struct StreamInput {
   bool generate = true;
   int64_t max_tokens = 0;
   uint64_t epoch = 0;
+  TurnSampling sampling;
 };
 
 enum class CommandKind : uint8_t { kReset, kStats };
@@ -54,14 +66,18 @@ struct QuietTick {
 };
 
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, TurnSampling& x) {
+  return f(caf::meta::type_name("TurnSampling"), x.own, x.temperature, x.top_k, x.top_p, x.seed);
+}
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, InputMsg& x) {
   return f(caf::meta::type_name("InputMsg"), x.turn, x.text, x.ids, x.generate, x.max_tokens,
-           x.epoch);
+           x.epoch, x.sampling);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, StreamInput& x) {
   return f(caf::meta::type_name("StreamInput"), x.turn, x.ids, x.generate, x.max_tokens,
-           x.epoch);
+           x.epoch, x.sampling);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, Command& x) {

@@ -68,11 +68,15 @@ Pipeline::~Pipeline() {
 }
 
 uint64_t Pipeline::send(std::string text, std::vector<int32_t> ids, bool generate,
-                        int64_t max_tokens) {
+                        int64_t max_tokens, const SamplingParams* sampling) {
   Impl& m = *impl_;
   const uint64_t turn = m.turns.fetch_add(1) + 1;
   InputMsg in{turn, std::move(text), std::move(ids), generate, max_tokens,
               m.control->interrupt_epoch.load()};
+  if (sampling != nullptr) {
+    in.sampling = TurnSampling{true, sampling->temperature, int32_t(sampling->top_k),
+                               sampling->top_p, sampling->seed};
+  }
   caf::anon_send(m.wiring->io, std::move(in));
   return turn;
 }

@@ -39,7 +39,10 @@ class Pipeline {
   // Appends text (encoded as raw text: added tokens such as <|turn> match) and then ids to the
   // context; with generate, a turn of at most max_tokens follows. Returns the turn's number
   // (from 1), which its events carry. Callable from any thread.
-  uint64_t send(std::string text, std::vector<int32_t> ids, bool generate, int64_t max_tokens);
+  // `sampling` (optional): this turn's own sampling settings, seeded afresh; without it the
+  // session's sampler goes on.
+  uint64_t send(std::string text, std::vector<int32_t> ids, bool generate, int64_t max_tokens,
+                const SamplingParams* sampling = nullptr);
   // Stops the generation in progress, and any turn already sent, within one token; what was
   // generated stays in the context. Async-signal-safe (one atomic increment).
   void interrupt();

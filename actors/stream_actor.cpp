@@ -61,6 +61,14 @@ void run_turn(Self self, const StreamInput& in) {
     end.reason = StopReason::kInterrupted;
   } else if (in.generate) {
     end.reason = StopReason::kTokenLimit;
+    if (in.sampling.own) {
+      SamplingParams p;
+      p.temperature = in.sampling.temperature;
+      p.top_k = in.sampling.top_k;
+      p.top_p = in.sampling.top_p;
+      p.seed = in.sampling.seed;
+      engine.set_request_sampling(&p);
+    }
     for (int64_t step = 0; step < in.max_tokens; ++step) {
       wait_for_gate(s);
       if (interrupted()) {
@@ -102,6 +110,7 @@ void run_turn(Self self, const StreamInput& in) {
       ++end.generated;
     }
   }
+  engine.set_request_sampling(nullptr);  // the next turn samples with the session's settings
   s.generated += end.generated;
   end.prefilled = engine.prefilled() - prefilled0;
   end.position = engine.position();

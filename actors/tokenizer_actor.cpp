@@ -28,7 +28,7 @@ tokenizer_actor::behavior_type tokenizer_fn(Self self, const Tokenizer* tokenize
       [=](InputMsg& in) {
         TokenizerState& s = self->state;
         TraceScope scope(s.tracer, "tokenizer", "input", int64_t(in.turn));
-        StreamInput out{in.turn, {}, in.generate, in.max_tokens, in.epoch};
+        StreamInput out{in.turn, {}, in.generate, in.max_tokens, in.epoch, in.sampling};
         if (!in.text.empty()) {
           if (s.tokenizer == nullptr) {
             // The turn still reaches the stream, so that it ends like any other.

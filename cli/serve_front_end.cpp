@@ -186,18 +186,15 @@ void ServeFrontEnd::send_append(uint32_t rid, const protocol::ClientMessage& m) 
 }
 
 void ServeFrontEnd::start_generation(uint32_t rid, const protocol::Generate& g) {
-  if ((g.flags & protocol::kGenDefaultSampling) == 0) {
-    // Sampling is per session in the engine today: the request's values are not applied.
-    static bool said = false;
-    if (!said) {
-      std::fprintf(stderr,
-                   "infer: --serve: per-request sampling is not supported yet; the session's "
-                   "sampling settings apply\n");
-      said = true;
-    }
-  }
+  // The request's own sampling unless it asks for the server's (--temperature etc.).
+  SamplingParams own;
+  own.temperature = g.temperature;
+  own.top_k = int(std::min<uint32_t>(g.top_k, uint32_t(INT32_MAX)));  // beyond V: no cut
+  own.top_p = g.top_p;
+  own.seed = g.seed;
+  const bool server_sampling = (g.flags & protocol::kGenDefaultSampling) != 0;
   const int64_t max = g.max_tokens != 0 ? int64_t(g.max_tokens) : default_max_tokens_;
-  gen_turn_ = pipeline_->send("", {}, true, max);
+  gen_turn_ = pipeline_->send("", {}, true, max, server_sampling ? nullptr : &own);
   turns_[gen_turn_] = TurnInfo{TurnKind::kGenerate, rid};
   gen_rid_ = rid;
   gen_flags_ = g.flags;

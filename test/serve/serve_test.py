@@ -134,6 +134,27 @@ class Serve(unittest.TestCase):
         self.assertEqual([t["pos"] for t in tokens3], [t["pos"] for t in tokens2])
         self.assertEqual(fresh.shutdown(), 0)
 
+    def test_generate_applies_its_own_sampling(self):
+        # The session is greedy (--temperature 0); a GENERATE with its own temperature and seed
+        # samples (same seed, same context: same tokens; another seed: others), and the next
+        # GENERATE asking for the server's settings is greedy again.
+        d = fixture("e2b-mini")
+        g = golden(d)
+        c = self.start(d)
+        want = self.expected_greedy(g, c.hello["end_ids"], 16)
+        runs = {}
+        for name, kw in (("a", dict(temperature=2.0, seed=7)), ("b", dict(temperature=2.0, seed=7)),
+                         ("c", dict(temperature=2.0, seed=8)), ("greedy", {})):
+            c.reset()
+            c.append_ids(g["prompt_ids"])
+            tokens, _ = run_generation(c, max_tokens=16, stop_at_eot=False, **kw)
+            runs[name] = [t["id"] for t in tokens]
+        self.assertEqual(runs["a"], runs["b"])
+        self.assertNotEqual(runs["a"], runs["c"])
+        self.assertNotEqual(runs["a"], want[:len(runs["a"])])
+        self.assertEqual(runs["greedy"], want)
+        self.assertEqual(c.shutdown(), 0)
+
     def test_stop_id_ends_the_generation(self):
         d = fixture("e2b-mini")
         g = golden(d)
