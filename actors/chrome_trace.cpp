@@ -103,6 +103,23 @@ void ChromeTrace::span(const char* actor, const char* what, int64_t t0_ns, int64
   append(ev);
 }
 
+void ChromeTrace::mark(const char* actor, const std::string& label, int64_t t_ns) {
+  std::string ev = R"({"name":)";
+  append_json_string(ev, label.c_str());
+  ev += R"(,"cat":"mark","ph":"i","s":"t","ts":)";
+  append_us(ev, t_ns - origin_ns_);
+  ev += R"(,"pid":)";
+  ev += std::to_string(getpid());
+  std::lock_guard lock(mu_);
+  if (file_ == nullptr) return;
+  if (written_ >= max_bytes_) {
+    ++dropped_;
+    return;
+  }
+  ev += ",\"tid\":" + std::to_string(tid_of(actor)) + '}';
+  append(ev);
+}
+
 void ChromeTrace::append(const std::string& event) {
   if (!first_) buf_ += ",\n";
   first_ = false;

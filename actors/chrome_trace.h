@@ -38,6 +38,9 @@ class ChromeTrace final : public Tracer {
             int64_t arg) override;
   // Writes what is buffered and the closing ']'; later spans are ignored. Idempotent.
   void close();
+  // An instant event named `label` on `actor`'s track at t_ns (steady clock): --serve's
+  // TRACE_MARK, so a client can line its own events up with the engine's.
+  void mark(const char* actor, const std::string& label, int64_t t_ns);
 
   int64_t dropped() const;  // spans not written because the file reached max_bytes
 

@@ -32,6 +32,7 @@ Result<int> run_serve(const Options& opts) {
   {
     actors::Pipeline pipeline(session->forward, session->pipeline, front);
     front.attach(&pipeline);
+    front.set_trace(session->trace.get());
     std::fprintf(stderr, "infer: serving %s (%s) on stdin/stdout, protocol version %u\n",
                  hello.model_name.c_str(), session->backend_name.c_str(),
                  protocol::kProtocolVersion);

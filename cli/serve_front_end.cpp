@@ -152,6 +152,7 @@ ServeFrontEnd::Next ServeFrontEnd::handle(uint32_t rid, const protocol::ClientMe
             return Next::kContinue;
           },
           [&](const protocol::TraceMark& t) {
+            if (trace_ != nullptr) trace_->mark("io", t.label, actors::steady_ns());
             const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                 std::chrono::steady_clock::now() - start_);
             write(protocol::ServerMessage{protocol::TraceMarkAck{uint64_t(ns.count()), t.label}},

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "actors/chrome_trace.h"
 #include "actors/front_end.h"
 #include "actors/pipeline.h"
 #include "protocol/messages.h"
@@ -26,6 +27,8 @@ class ServeFrontEnd : public actors::FrontEnd {
 
   // Must be called once, before the first handle(); the pipeline must outlive the calls.
   void attach(actors::Pipeline* p) { pipeline_ = p; }
+  // --trace: TRACE_MARK frames become instant events on the io track (nullptr: none).
+  void set_trace(actors::ChromeTrace* trace) { trace_ = trace; }
 
   // What the reader thread should do after handling a chunk of input.
   enum class Next { kContinue, kShutdown, kMismatch };
@@ -50,6 +53,7 @@ class ServeFrontEnd : public actors::FrontEnd {
   void error(const actors::ErrorEvent& e) override;
 
  private:
+  actors::ChromeTrace* trace_ = nullptr;
   enum class TurnKind { kAppend, kGenerate, kInternal };
   struct TurnInfo {
     TurnKind kind = TurnKind::kAppend;

@@ -11,6 +11,7 @@ import queue
 import struct
 import subprocess
 import sys
+import tempfile
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
@@ -133,6 +134,28 @@ class Serve(unittest.TestCase):
         self.assertEqual([t["id"] for t in tokens3], [t["id"] for t in tokens2])
         self.assertEqual([t["pos"] for t in tokens3], [t["pos"] for t in tokens2])
         self.assertEqual(fresh.shutdown(), 0)
+
+    def test_trace_marks_land_in_the_trace_file(self):
+        # --serve --trace: the session's spans, and each TRACE_MARK as an instant event on io.
+        d = fixture("e2b-mini")
+        g = golden(d)
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "trace.json")
+            c = self.start(d, "--trace", path)
+            c.trace_mark("before")
+            c.append_ids(g["prompt_ids"])
+            run_generation(c, max_tokens=4)
+            c.trace_mark("after")
+            self.assertEqual(c.shutdown(), 0)
+            with open(path) as f:
+                events = json.load(f)
+        marks = [e for e in events if e.get("ph") == "i"]
+        self.assertEqual([e["name"] for e in marks], ["before", "after"])
+        self.assertLess(marks[0]["ts"], marks[1]["ts"])
+        tokens = [e for e in events if e.get("ph") == "X" and e.get("cat") == "stream"
+                  and e.get("name") == "token"]
+        self.assertGreaterEqual(len(tokens), 4)
+        self.assertTrue(all(marks[0]["ts"] <= t["ts"] <= marks[1]["ts"] for t in tokens))
 
     def test_generate_applies_its_own_sampling(self):
         # The session is greedy (--temperature 0); a GENERATE with its own temperature and seed
