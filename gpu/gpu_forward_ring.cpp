@@ -47,46 +47,16 @@ void GpuForward::set_eviction_sink(EvictionSink* sink) { impl_->sink = sink; }
 Result<void> GpuForward::set_recall(const KvBlock& b) {
   Impl& m = *impl_;
   INFER_CHECK(m.ring != nullptr, "set_recall outside ring mode");
-  const std::span<const int> layers = m.rows->tiered_layers();
-  const size_t n = b.size();
-  bool ok = b.ids.size() == n && b.layers.size() == layers.size() && b.k.size() == layers.size() &&
-            b.v.size() == layers.size();
-  for (size_t i = 0; ok && i < layers.size(); ++i) {
-    const size_t want = n * size_t(m.rows->row_floats(layers[i]));
-    ok = b.layers[i] == layers[i] && b.k[i].size() == want && b.v[i].size() == want;
-  }
-  if (!ok) {
-    return make_error(ErrorCode::kInvalidArgument,
-                      "set_recall: the block's layers or row sizes do not match this model's "
-                      "tiered layers");
-  }
-  INFER_TRY_VOID(m.ring->set_recall(b.pos, b.ids));
-  const int32_t base = int32_t(m.ring->config().anchors + m.ring->config().window);
-  for (size_t i = 0; i < layers.size(); ++i) {
-    const size_t row = size_t(m.rows->row_floats(layers[i]));
-    for (size_t j = 0; j < n; ++j) {
-      INFER_TRY_VOID(m.rows->write_row(layers[i], base + int32_t(j), b.k[i].data() + j * row,
-                                       b.v[i].data() + j * row));
-    }
-  }
-  return Ok{};
+  return place_recall(*m.ring, *m.rows, b,
+                      [&](int layer, int32_t slot, const float* k, const float* v) {
+                        return m.rows->write_row(layer, slot, k, v);
+                      });
 }
 
 Result<void> GpuForward::read_kv(int64_t pos, int64_t n, KvBlock* out) const {
   const Impl& m = *impl_;
   INFER_CHECK(m.ring != nullptr, "read_kv outside ring mode");
-  std::vector<EvictedToken> tokens;  // the same record: position, id and where the rows are
-  for (int64_t p = pos; p < pos + n; ++p) {
-    const int32_t slot = m.ring->find(p);
-    if (slot < 0) {
-      return make_error(ErrorCode::kNotFound,
-                        "read_kv: position " + std::to_string(p) + " is not in the ring");
-    }
-    tokens.push_back(EvictedToken{p, m.ring->id_of(slot), slot});
-  }
-  *out = KvBlock{};
-  out->append(tokens, *m.rows);
-  return Ok{};
+  return read_ring_kv(*m.ring, *m.rows, pos, n, out);
 }
 
 }  // namespace infer::gpu

@@ -1,5 +1,8 @@
-// KvBlock's one helper: copying rows out of a backend (eviction sinks, read_kv callers).
+// KvBlock's copying of rows out of a backend (eviction sinks, read_kv callers), and the recall
+// and read_kv logic both backends share.
 #include "model/kv_ring_api.h"
+
+#include <string>
 
 namespace infer {
 
@@ -21,6 +24,49 @@ void KvBlock::append(std::span<const EvictedToken> tokens, const KvRows& rows) {
                     v[i].data() + v[i].size() - size_t(row));
     }
   }
+}
+
+Result<void> place_recall(KvRing& ring, const KvRows& rows, const KvBlock& b,
+                          const WriteKvRow& write_row) {
+  const std::span<const int> layers = rows.tiered_layers();
+  const size_t n = b.size();
+  bool ok = b.ids.size() == n && b.layers.size() == layers.size() && b.k.size() == layers.size() &&
+            b.v.size() == layers.size();
+  for (size_t i = 0; ok && i < layers.size(); ++i) {
+    const size_t want = n * size_t(rows.row_floats(layers[i]));
+    ok = b.layers[i] == layers[i] && b.k[i].size() == want && b.v[i].size() == want;
+  }
+  if (!ok) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "set_recall: the block's layers or row sizes do not match this model's "
+                      "tiered layers");
+  }
+  INFER_TRY_VOID(ring.set_recall(b.pos, b.ids));
+  const int32_t base = int32_t(ring.config().anchors + ring.config().window);
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const size_t row = size_t(rows.row_floats(layers[i]));
+    for (size_t j = 0; j < n; ++j) {
+      INFER_TRY_VOID(write_row(layers[i], base + int32_t(j), b.k[i].data() + j * row,
+                               b.v[i].data() + j * row));
+    }
+  }
+  return Ok{};
+}
+
+Result<void> read_ring_kv(const KvRing& ring, const KvRows& rows, int64_t pos, int64_t n,
+                          KvBlock* out) {
+  std::vector<EvictedToken> tokens;  // the same record: position, id and where the rows are
+  for (int64_t p = pos; p < pos + n; ++p) {
+    const int32_t slot = ring.find(p);
+    if (slot < 0) {
+      return make_error(ErrorCode::kNotFound,
+                        "read_kv: position " + std::to_string(p) + " is not in the ring");
+    }
+    tokens.push_back(EvictedToken{p, ring.id_of(slot), slot});
+  }
+  *out = KvBlock{};
+  out->append(tokens, rows);
+  return Ok{};
 }
 
 }  // namespace infer

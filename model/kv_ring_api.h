@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -43,6 +44,18 @@ struct KvBlock {
   // Appends the rows of `tokens` read from `rows` (allocates; for sinks that keep them).
   void append(std::span<const EvictedToken> tokens, const KvRows& rows);
 };
+
+// KvRingAccess::set_recall and read_kv for any backend: the ring's bookkeeping plus its rows
+// (CpuForward and GpuForward differ only in how a row is stored).
+using WriteKvRow = std::function<Result<void>(int layer, int32_t slot, const float* k,
+                                              const float* v)>;
+// Checks block against rows' tiered layers, records it in the ring's recall tier and writes its
+// rows to slots anchors + window + j.
+Result<void> place_recall(KvRing& ring, const KvRows& rows, const KvBlock& block,
+                          const WriteKvRow& write_row);
+// The rows of logical positions [pos, pos + n), all of which must be in the ring.
+Result<void> read_ring_kv(const KvRing& ring, const KvRows& rows, int64_t pos, int64_t n,
+                          KvBlock* out);
 
 // The ring controls of a backend that runs one (Forward::kv_ring()).
 class KvRingAccess {
