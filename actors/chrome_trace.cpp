@@ -89,18 +89,8 @@ void ChromeTrace::span(const char* actor, const char* what, int64_t t0_ns, int64
   append_us(ev, t0_ns - origin_ns_);
   ev += R"(,"dur":)";
   append_us(ev, t1_ns - t0_ns);
-  ev += R"(,"pid":)";
-  ev += std::to_string(getpid());
-  std::lock_guard lock(mu_);
-  if (file_ == nullptr) return;
-  if (written_ >= max_bytes_) {
-    ++dropped_;
-    return;
-  }
-  ev += ",\"tid\":" + std::to_string(tid_of(actor));
   if (arg >= 0) ev += ",\"args\":{\"arg\":" + std::to_string(arg) + "}";
-  ev += '}';
-  append(ev);
+  emit(std::move(ev), actor);
 }
 
 void ChromeTrace::mark(const char* actor, const std::string& label, int64_t t_ns) {
@@ -108,6 +98,10 @@ void ChromeTrace::mark(const char* actor, const std::string& label, int64_t t_ns
   append_json_string(ev, label.c_str());
   ev += R"(,"cat":"mark","ph":"i","s":"t","ts":)";
   append_us(ev, t_ns - origin_ns_);
+  emit(std::move(ev), actor);
+}
+
+void ChromeTrace::emit(std::string ev, const char* actor) {
   ev += R"(,"pid":)";
   ev += std::to_string(getpid());
   std::lock_guard lock(mu_);

@@ -47,6 +47,9 @@ class ChromeTrace final : public Tracer {
  private:
   ChromeTrace(std::FILE* file, int64_t max_bytes);
   int tid_of(const char* actor);  // under mu_; names a new track on first sight
+  // Completes an event begun by span/mark (its fields up to the pid) with pid and track, under
+  // the size cap.
+  void emit(std::string event, const char* actor);
   void append(const std::string& event);  // under mu_
   void flush();                           // under mu_
 

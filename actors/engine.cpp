@@ -92,7 +92,7 @@ Result<Step> Engine::step() {
   s.entropy = active_sampler().signals().entropy;
   s.top_prob = active_sampler().signals().top_prob;
   s.eot_prob = end_probability(logits_);
-  s.end = is_end(s.id);
+  s.end = stop_at_end_ && is_end(s.id);
   if (!s.end) context_.push_back(s.id);
   return s;
 }

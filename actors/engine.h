@@ -59,6 +59,9 @@ class Engine {
   // a sampler of its own, seeded from params.seed; nullptr goes back to the session's sampler,
   // whose random stream is left where it was.
   void set_request_sampling(const SamplingParams* params);
+  // false: end ids are ordinary tokens (Step::end stays false, they join the context) until set
+  // back to true.
+  void set_stop_at_end(bool stop) { stop_at_end_ = stop; }
 
   // Whether the context can take another token.
   bool full() const { return int64_t(context_.size()) >= opts_.max_positions; }
@@ -84,6 +87,7 @@ class Engine {
   EngineOptions opts_;
   Sampler sampler_;
   std::optional<Sampler> request_sampler_;  // set_request_sampling
+  bool stop_at_end_ = true;
   Sampler& active_sampler() { return request_sampler_ ? *request_sampler_ : sampler_; }
   const Sampler& active_sampler() const { return request_sampler_ ? *request_sampler_ : sampler_; }
   std::vector<float> logits_;    // [V] of the last fed position

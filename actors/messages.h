@@ -18,6 +18,7 @@ namespace infer::actors {
 // A generation's own sampling (Pipeline::send with params), else the session's. Plain fields:
 // CAF inspects them like the rest.
 struct TurnSampling {
+  bool stop_at_end = true;  // false: end ids are ordinary tokens for this turn (--serve)
   bool own = false;
   float temperature = 0.0f;
   int32_t top_k = 0;
@@ -67,7 +68,8 @@ struct QuietTick {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, TurnSampling& x) {
-  return f(caf::meta::type_name("TurnSampling"), x.own, x.temperature, x.top_k, x.top_p, x.seed);
+  return f(caf::meta::type_name("TurnSampling"), x.stop_at_end, x.own, x.temperature, x.top_k,
+           x.top_p, x.seed);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, InputMsg& x) {

@@ -68,15 +68,16 @@ Pipeline::~Pipeline() {
 }
 
 uint64_t Pipeline::send(std::string text, std::vector<int32_t> ids, bool generate,
-                        int64_t max_tokens, const SamplingParams* sampling) {
+                        int64_t max_tokens, const SamplingParams* sampling, bool stop_at_end) {
   Impl& m = *impl_;
   const uint64_t turn = m.turns.fetch_add(1) + 1;
   InputMsg in{turn, std::move(text), std::move(ids), generate, max_tokens,
               m.control->interrupt_epoch.load()};
   if (sampling != nullptr) {
-    in.sampling = TurnSampling{true, sampling->temperature, int32_t(sampling->top_k),
+    in.sampling = TurnSampling{true, true, sampling->temperature, int32_t(sampling->top_k),
                                sampling->top_p, sampling->seed};
   }
+  in.sampling.stop_at_end = stop_at_end;
   caf::anon_send(m.wiring->io, std::move(in));
   return turn;
 }

@@ -41,8 +41,9 @@ class Pipeline {
   // (from 1), which its events carry. Callable from any thread.
   // `sampling` (optional): this turn's own sampling settings, seeded afresh; without it the
   // session's sampler goes on.
+  // stop_at_end false: the model's end ids do not end this turn (they join the context).
   uint64_t send(std::string text, std::vector<int32_t> ids, bool generate, int64_t max_tokens,
-                const SamplingParams* sampling = nullptr);
+                const SamplingParams* sampling = nullptr, bool stop_at_end = true);
   // Stops the generation in progress, and any turn already sent, within one token; what was
   // generated stays in the context. Async-signal-safe (one atomic increment).
   void interrupt();

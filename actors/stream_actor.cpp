@@ -61,6 +61,7 @@ void run_turn(Self self, const StreamInput& in) {
     end.reason = StopReason::kInterrupted;
   } else if (in.generate) {
     end.reason = StopReason::kTokenLimit;
+    engine.set_stop_at_end(in.sampling.stop_at_end);
     if (in.sampling.own) {
       SamplingParams p;
       p.temperature = in.sampling.temperature;
@@ -111,6 +112,7 @@ void run_turn(Self self, const StreamInput& in) {
     }
   }
   engine.set_request_sampling(nullptr);  // the next turn samples with the session's settings
+  engine.set_stop_at_end(true);
   s.generated += end.generated;
   end.prefilled = engine.prefilled() - prefilled0;
   end.position = engine.position();
