@@ -18,6 +18,7 @@
 #include "model/thread_pool.h"
 #include "test/gpu/gpu_test_env.h"
 #include "test/model/golden_fixture.h"
+#include "test/model/ring_test_util.h"
 #include "test/test_paths.h"
 
 namespace infer::gpu {
@@ -26,24 +27,9 @@ namespace {
 constexpr float kTol = test::kGoldenTol;
 const LoadOptions kOracleLoad{Quant::kAsStored, EmbedScale::kF32};
 
-RingConfig ring(int64_t A, int64_t W, int64_t R) {
-  RingConfig c;
-  c.anchors = A;
-  c.window = W;
-  c.recall = R;
-  return c;
-}
+using test::pseudo_ids;
+using test::ring;
 
-// Deterministic ids in [1, V) (the fixtures' vocabulary is 512).
-std::vector<int32_t> pseudo_ids(int64_t n, int64_t V, uint32_t seed) {
-  std::vector<int32_t> ids(static_cast<size_t>(n));
-  uint32_t s = seed;
-  for (auto& id : ids) {
-    s = s * 1664525u + 1013904223u;
-    id = int32_t(1 + (s >> 8) % uint32_t(V - 1));
-  }
-  return ids;
-}
 
 float max_diff(const std::vector<float>& a, const std::vector<float>& b) {
   EXPECT_EQ(a.size(), b.size());

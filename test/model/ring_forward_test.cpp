@@ -15,6 +15,7 @@
 #include "model/model.h"
 #include "model/thread_pool.h"
 #include "test/model/golden_fixture.h"
+#include "test/model/ring_test_util.h"
 #include "test/test_paths.h"
 
 namespace infer {
@@ -36,25 +37,9 @@ Loaded load(const char* dir_name, ThreadPool& pool) {
   return l;
 }
 
-RingConfig ring(int64_t A, int64_t W, int64_t R, EvictPolicy p = EvictPolicy::kFifo) {
-  RingConfig c;
-  c.anchors = A;
-  c.window = W;
-  c.recall = R;
-  c.evict = p;
-  return c;
-}
+using test::pseudo_ids;
+using test::ring;
 
-// Deterministic ids in [1, V) (the fixtures' vocabulary is 512).
-std::vector<int32_t> pseudo_ids(int64_t n, int64_t V, uint32_t seed) {
-  std::vector<int32_t> ids(static_cast<size_t>(n));
-  uint32_t s = seed;
-  for (auto& id : ids) {
-    s = s * 1664525u + 1013904223u;
-    id = int32_t(1 + (s >> 8) % uint32_t(V - 1));
-  }
-  return ids;
-}
 
 // KL(p || q) of two logit rows, in nats.
 double kl(const float* p_logits, const float* q_logits, int64_t V) {
