@@ -242,6 +242,9 @@ TEST_F(RingGpu, RefusesMassEviction) {
 // An endless stream in fixed buffers: 1,000 decode steps (30 windows; lavapipe with validation
 // takes ~45 ms a step) through A = 4, W = 32 replay the recording made at create (its counts
 // unchanged), with device memory fixed and host RSS flat, and stay on the CPU ring's tokens.
+// RSS is read at the end of each fifth of the stream: a per-token leak grows every fifth, while
+// a one-off jump (an allocator arena the driver or the validation layer extends once; CI saw
+// 4 MB) lands in one, so at most one interval may grow.
 TEST_F(RingGpu, LongDecodeReplaysOneRecordingInFixedMemory) {
   auto model = load("e2b-mini");
   ASSERT_NE(model, nullptr);
@@ -259,7 +262,9 @@ TEST_F(RingGpu, LongDecodeReplaysOneRecordingInFixedMemory) {
   const size_t device = f->device_bytes();
   std::vector<float> logits(static_cast<size_t>(V));
   int32_t next = 1, cpu_next = 1;
-  int64_t rss_early = 0, agree = 0;
+  int64_t agree = 0;
+  std::vector<int64_t> rss;  // at the end of each fifth of the stream
+  rss.reserve(5);
   for (int64_t k = 0; k < n; ++k) {
     auto id = f->decode_greedy(next);
     ASSERT_TRUE(id.ok()) << id.error().message;
@@ -268,17 +273,24 @@ TEST_F(RingGpu, LongDecodeReplaysOneRecordingInFixedMemory) {
     agree += *id == cpu_next;
     // Feed both the same token (the GPU's), so one divergence does not decouple the streams.
     next = cpu_next = *id;
-    if (k == n / 5) rss_early = rss_kb();
+    if ((k + 1) % (n / 5) == 0) rss.push_back(rss_kb());
   }
-  const int64_t rss_late = rss_kb();
+  ASSERT_EQ(rss.size(), 5u);
   std::printf("%lld decode steps: greedy agreement with the CPU ring %lld, RSS %lld -> %lld kB\n",
-              (long long)n, (long long)agree, (long long)rss_early, (long long)rss_late);
+              (long long)n, (long long)agree, (long long)rss.front(), (long long)rss.back());
   EXPECT_GE(agree, n * 99 / 100);
   EXPECT_EQ(f->device_bytes(), device);
   const RecordingCounts after = f->decode_counts();
   EXPECT_EQ(after.dispatches, counts.dispatches);
   EXPECT_EQ(after.barrier_commands, counts.barrier_commands);
-  EXPECT_LE(rss_late - rss_early, 1024);  // a per-token leak of 4 kB would show >= 1.2 MB
+  // Four intervals of n/5 steps after the first fifth: a leak of 1 kB a token grows each by
+  // >= 80 kB even under ASan (n = 400); allow 64 kB of noise and one one-off jump.
+  int growing = 0;
+  for (size_t i = 1; i < rss.size(); ++i) {
+    std::printf("RSS fifth %zu: %+lld kB\n", i + 1, (long long)(rss[i] - rss[i - 1]));
+    growing += rss[i] - rss[i - 1] > 64;
+  }
+  EXPECT_LE(growing, 1);
   EXPECT_EQ(f->position(), n);
   EXPECT_EQ(f->ring().n_window(), 32);
 }
