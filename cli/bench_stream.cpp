@@ -91,8 +91,9 @@ Result<nlohmann::ordered_json> stream_curve(const Options& opts, const Model& mo
 }
 
 // Median ms of kBenchContextSteps decode steps after one untimed step, from the state after
-// `context` tokens.
-Result<double> decode_ms_after(CpuForward& fwd, int64_t context, std::vector<float>& logits) {
+// `context` tokens (Fwd: CpuForward or gpu::GpuForward, both with fast_forward).
+template <class Fwd>
+Result<double> decode_ms_after(Fwd& fwd, int64_t context, std::vector<float>& logits) {
   INFER_TRY_VOID(fwd.fast_forward(context));
   int32_t next = 2;
   std::vector<double> ms;
@@ -108,16 +109,26 @@ Result<double> decode_ms_after(CpuForward& fwd, int64_t context, std::vector<flo
 
 Result<nlohmann::ordered_json> context_table(const Options& opts, const Model& model,
                                              ThreadPool& pool, std::optional<RingConfig> ring) {
-  if (opts.gpu) return make_error(ErrorCode::kUnsupported, "--bench-context runs on the CPU");
   if (!ring) ring = RingConfig{};  // the defaults: 32 | 512 | 96, FIFO
+  // One device for every point; each forward (weights uploaded again) is released before the next.
+  INFER_TRY(std::unique_ptr<gpu::VulkanContext> gpu_ctx, open_gpu(opts));
   std::vector<float> logits(size_t(model.config().text.vocab_size));
   nlohmann::ordered_json points = nlohmann::json::array();
   for (int64_t context : *opts.bench_context) {
     double ms[2];
     size_t kv_bytes[2];
     for (int mode = 0; mode < 2; ++mode) {  // 0: exact, 1: ring
+      const int64_t max_positions = context + kBenchContextSteps + 2;
+      if (gpu_ctx) {
+        INFER_TRY(std::unique_ptr<gpu::GpuForward> fwd,
+                  mode == 0 ? gpu::GpuForward::create(*gpu_ctx, model, pool, max_positions)
+                            : gpu::GpuForward::create(*gpu_ctx, model, pool, *ring));
+        INFER_TRY(ms[mode], decode_ms_after(*fwd, context, logits));
+        kv_bytes[mode] = fwd->device_bytes();  // the GPU's: weights and activations included
+        continue;
+      }
       std::unique_ptr<CpuForward> fwd =
-          mode == 0 ? std::make_unique<CpuForward>(model, pool, context + kBenchContextSteps + 2)
+          mode == 0 ? std::make_unique<CpuForward>(model, pool, max_positions)
                     : std::make_unique<CpuForward>(model, pool, *ring);
       INFER_TRY(ms[mode], decode_ms_after(*fwd, context, logits));
       kv_bytes[mode] = fwd->kv_bytes();
@@ -130,16 +141,18 @@ Result<nlohmann::ordered_json> context_table(const Options& opts, const Model& m
                       {"exact_kv_bytes", kv_bytes[0]},
                       {"ring_kv_bytes", kv_bytes[1]}});
     std::fprintf(stderr,
-                 "  %8lld tokens: exact %.3f tokens/s (%.1f MB KV), ring %.3f tokens/s (%.1f MB "
-                 "KV)\n",
+                 "  %8lld tokens: exact %.3f tokens/s (%.1f MB), ring %.3f tokens/s (%.1f MB)\n",
                  (long long)context, 1e3 / ms[0], double(kv_bytes[0]) / 1e6, 1e3 / ms[1],
                  double(kv_bytes[1]) / 1e6);
   }
   return nlohmann::ordered_json{
       {"benchmark", "context"},
-      {"backend", "cpu"},
+      {"backend", gpu_ctx ? "vulkan" : "cpu"},
       {"ring", ring_json(ring)},
       {"decode_steps", kBenchContextSteps},
+      {"kv_bytes",
+       gpu_ctx ? "device bytes of the whole forward (weights, caches, activations)"
+               : "bytes of the KV caches"},
       {"synthetic_state",
        "each cache is set to the state after `context` tokens with synthetic K/V rows (FIFO ring; "
        "attention cost depends on the number of keys, not their values); the timed decode steps "

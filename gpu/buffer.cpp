@@ -191,6 +191,13 @@ Result<void> upload(const VulkanContext& ctx, Buffer& dst, VkDeviceSize offset, 
   return Ok{};
 }
 
+Result<void> fill(const VulkanContext& ctx, Buffer& dst, uint32_t word) {
+  return run_one_shot(ctx, [&](VkCommandBuffer cb) {
+    vkCmdFillBuffer(cb, dst.handle(), 0, VK_WHOLE_SIZE, word);
+    record_make_visible(cb, VK_PIPELINE_STAGE_2_CLEAR_BIT, VK_ACCESS_2_TRANSFER_WRITE_BIT);
+  });
+}
+
 Result<void> download(const VulkanContext& ctx, const Buffer& src, VkDeviceSize offset, void* dst,
                       size_t bytes) {
   INFER_CHECK(offset + bytes <= src.size(), "download of %zu bytes at %llu from \"%s\" (%llu)",

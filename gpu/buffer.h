@@ -56,6 +56,9 @@ Result<void> upload(const VulkanContext& ctx, Buffer& dst, VkDeviceSize offset, 
 Result<void> download(const VulkanContext& ctx, const Buffer& src, VkDeviceSize offset, void* dst,
                       size_t bytes);
 
+// Fills the whole of dst with copies of `word` (vkCmdFillBuffer) and waits.
+Result<void> fill(const VulkanContext& ctx, Buffer& dst, uint32_t word);
+
 // Records a barrier after which writes from src_stage/src_access are visible to every later
 // command, later submissions and the host (the end of an upload or of a recording).
 void record_make_visible(VkCommandBuffer cb, VkPipelineStageFlags2 src_stage,

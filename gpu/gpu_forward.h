@@ -83,6 +83,11 @@ class GpuForward final : public Forward, public KvRingAccess {
   // decode_greedy replays; more, a prefill chunk with the last token's logits. For --profile.
   Result<std::vector<CommandTime>> profile(std::span<const int32_t> ids);
 
+  // The state after n tokens for benchmarks (as CpuForward::fast_forward): every KV row set to
+  // one small synthetic value (attention's cost depends on the keys' count, not their values),
+  // the ring's bookkeeping as after n FIFO tokens, the position n. gpu_forward_fast_forward.cpp.
+  Result<void> fast_forward(int64_t n);
+
   KvRingAccess* kv_ring() override;  // this in ring mode, else nullptr
   // KvRingAccess (ring mode only). Rows are read from / written to the device (waits).
   const infer::KvRing& ring() const override;
