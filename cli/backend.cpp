@@ -52,12 +52,15 @@ Result<Backend> make_backend(std::unique_ptr<gpu::VulkanContext> ctx, const Mode
   return b;
 }
 
-void apply_quiescence(const Options& opts, Backend& backend) {
-  auto* cpu = dynamic_cast<CpuForward*>(backend.forward.get());
-  if (!opts.quiescence || cpu == nullptr) return;
+Result<void> apply_quiescence(const Options& opts, Backend& backend) {
+  if (!opts.quiescence) return Ok{};
   QuiescenceConfig q;
   q.threshold = opts.quiescence_threshold.value_or(q.threshold);
-  cpu->set_quiescence(&q);
+  // The GPU takes the same decisions with the same Quiescence (gpu/gpu_forward_quiescence.cpp).
+  if (backend.gpu != nullptr) return backend.gpu->set_quiescence(&q);
+  auto* cpu = dynamic_cast<CpuForward*>(backend.forward.get());
+  if (cpu != nullptr) cpu->set_quiescence(&q);
+  return Ok{};
 }
 
 }  // namespace infer::cli

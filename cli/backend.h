@@ -38,8 +38,8 @@ Result<Backend> make_backend(std::unique_ptr<gpu::VulkanContext> ctx, const Mode
                              ThreadPool& pool, int64_t max_positions,
                              const std::optional<RingConfig>& ring = std::nullopt);
 
-// --quiescence [--quiescence-threshold T] on a CPU backend (DESIGN.md §6); nothing otherwise
-// (options refuse it with --gpu).
-void apply_quiescence(const Options& opts, Backend& backend);
+// --quiescence [--quiescence-threshold T] on the CPU or GPU backend (DESIGN.md §6); nothing
+// without --quiescence.
+Result<void> apply_quiescence(const Options& opts, Backend& backend);
 
 }  // namespace infer::cli

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "cli/backend.h"
 #include "cli/bench_output.h"
 #include "cli/model_choice.h"
 #include "model/cpu_forward.h"
@@ -41,6 +42,41 @@ double kl(const float* p, const float* q, int64_t V) {
   return std::max(d, 0.0);
 }
 
+// An exact forward and a quiescent one on the same backend, made once and reset per threshold
+// (on the GPU each holds its own copy of the weights: made per threshold, uploads would dominate).
+struct Pair {
+  std::unique_ptr<Forward> exact, quiet;
+  CpuForward* cpu = nullptr;       // `quiet` on the CPU
+  gpu::GpuForward* gpu = nullptr;  // `quiet` on the GPU
+
+  Result<void> set_quiescence(const QuiescenceConfig* q) {
+    if (gpu != nullptr) return gpu->set_quiescence(q);
+    cpu->set_quiescence(q);
+    return Ok{};
+  }
+  const QuiescenceStats& stats() const {
+    return gpu != nullptr ? *gpu->quiescence_stats() : *cpu->quiescence_stats();
+  }
+};
+
+Result<Pair> make_pair(gpu::VulkanContext* ctx, const Model& model, ThreadPool& pool,
+                       int64_t max_positions) {
+  Pair p;
+  if (ctx == nullptr) {
+    p.exact = std::make_unique<CpuForward>(model, pool, max_positions);
+    auto quiet = std::make_unique<CpuForward>(model, pool, max_positions);
+    p.cpu = quiet.get();
+    p.quiet = std::move(quiet);
+    return p;
+  }
+  INFER_TRY(p.exact, gpu::GpuForward::create(*ctx, model, pool, max_positions));
+  INFER_TRY(std::unique_ptr<gpu::GpuForward> quiet,
+            gpu::GpuForward::create(*ctx, model, pool, max_positions));
+  p.gpu = quiet.get();
+  p.quiet = std::move(quiet);
+  return p;
+}
+
 // Deterministic prompt ids in [3, vocab) when no --prompt-ids is given.
 std::vector<int32_t> default_prompt(int64_t n, int64_t vocab) {
   std::vector<int32_t> ids(static_cast<size_t>(n));
@@ -56,7 +92,7 @@ std::vector<int32_t> default_prompt(int64_t n, int64_t vocab) {
 }  // namespace
 
 Result<void> run_bench_quiescence(const Options& opts) {
-  if (opts.gpu) return make_error(ErrorCode::kUnsupported, "--bench-quiescence runs on the CPU");
+  INFER_TRY(std::unique_ptr<gpu::VulkanContext> ctx, open_gpu(opts));  // null without --gpu
   INFER_TRY(ModelChoice choice, choose_model(opts));
   const int threads = thread_count(opts);
   ThreadPool pool(threads);
@@ -68,14 +104,16 @@ Result<void> run_bench_quiescence(const Options& opts) {
   const std::vector<int32_t> prompt =
       opts.prompt_ids ? *opts.prompt_ids : default_prompt(16, std::min(V, ple_vocab));
   const int64_t max_positions = int64_t(prompt.size()) + N + 1;
-  std::fprintf(stderr, "bench-quiescence: %s, %d threads, %s weights, %lld tokens\n",
-               choice.dir.string().c_str(), threads, quant_name(opts.quant), (long long)N);
+  std::fprintf(stderr, "bench-quiescence: %s, %s, %d threads, %s weights, %lld tokens\n",
+               choice.dir.string().c_str(), ctx ? "vulkan" : "cpu", threads,
+               quant_name(opts.quant), (long long)N);
+  INFER_TRY(Pair pair, make_pair(ctx.get(), *model, pool, max_positions));
 
   // The stream: the exact model's greedy tokens, then teacher-forced in every pass.
   std::vector<float> ref(static_cast<size_t>(V)), logits(static_cast<size_t>(V));
   std::vector<int32_t> tokens(static_cast<size_t>(N));
   {
-    CpuForward fwd(*model, pool, max_positions);
+    Forward& fwd = *pair.exact;
     INFER_TRY_VOID(fwd.prefill(prompt, logits.data()));
     for (int64_t t = 0; t < N; ++t) {
       tokens[size_t(t)] = argmax(logits.data(), V);
@@ -92,11 +130,13 @@ Result<void> run_bench_quiescence(const Options& opts) {
     return v[v.size() / 2];
   };
   for (float threshold : {0.0f, 1e-4f, 3e-4f, 1e-3f, 3e-3f, 1e-2f, 3e-2f, 1e-1f}) {
-    CpuForward exact(*model, pool, max_positions);
-    CpuForward fwd(*model, pool, max_positions);
+    Forward& exact = *pair.exact;
+    Forward& fwd = *pair.quiet;
+    exact.reset();
+    fwd.reset();
     QuiescenceConfig qc;
     qc.threshold = threshold;
-    fwd.set_quiescence(&qc);
+    INFER_TRY_VOID(pair.set_quiescence(&qc));  // fresh policy state and stats
     INFER_TRY_VOID(exact.prefill(prompt, ref.data()));
     INFER_TRY_VOID(fwd.prefill(prompt, logits.data()));
     double kl_sum = 0, kl_max = 0, v_short = 0, v_long = 0;
@@ -114,11 +154,11 @@ Result<void> run_bench_quiescence(const Options& opts) {
       const double d = kl(r, logits.data(), V);
       kl_sum += d;
       kl_max = std::max(kl_max, d);
-      v_short += fwd.quiescence_stats()->velocity_short;
-      v_long += fwd.quiescence_stats()->velocity_long;
+      v_short += pair.stats().velocity_short;
+      v_long += pair.stats().velocity_long;
     }
     const double e_ms = median(exact_ms), ms = median(quiet_ms);
-    const QuiescenceStats& st = *fwd.quiescence_stats();
+    const QuiescenceStats& st = pair.stats();
     rows.push_back({{"threshold", threshold},
                     {"skipped_token_fraction", double(st.skipped_tokens) / double(N)},
                     {"skipped_layer_fraction",
@@ -143,6 +183,8 @@ Result<void> run_bench_quiescence(const Options& opts) {
       choice.random_config.empty() ? choice.dir.string() : choice.random_config.string();
   j["generated_in_memory"] = !choice.random_config.empty() || choice.demo;
   j["quant"] = quant_name(opts.quant);
+  j["backend"] = ctx ? "vulkan" : "cpu";
+  if (ctx) j["device"] = ctx->info().name;
   j["threads"] = threads;
   j["prompt_tokens"] = prompt.size();
   j["decode_tokens"] = N;

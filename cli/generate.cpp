@@ -170,7 +170,7 @@ Result<void> run_generate(const Options& opts) {
   const auto t_backend = Clock::now();
   INFER_TRY(Backend backend,
             make_backend(std::move(gpu_ctx), *model, pool, max_positions, ring));
-  apply_quiescence(opts, backend);
+  INFER_TRY_VOID(apply_quiescence(opts, backend));
   const double backend_s = seconds_since(t_backend);
   Forward& fwd = *backend.forward;
   // Greedy on the GPU takes the argmax there: only the id comes back, not V logits.

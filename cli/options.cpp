@@ -324,11 +324,7 @@ Result<Options> parse_options(std::span<const std::string_view> args) {
 }
 
 std::string unavailable_feature(const Options& o) {
-  if (o.gpu && o.evict == EvictPolicy::kMass) {
-    return "--evict mass: attention-mass eviction is not on the GPU path yet (FIFO is)";
-  }
   if (o.memory || o.mem_capacity) return "--memory/--storage: episodic memory is not built yet";
-  if (o.gpu && o.quiescence) return "--quiescence: layer skipping is not on the GPU path yet";
   if (!o.tools_root.empty()) return "--tools: tools are not built yet";
   return "";
 }

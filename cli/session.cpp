@@ -44,7 +44,7 @@ Result<std::unique_ptr<Session>> open_session(const Options& opts, bool need_tok
   const TextConfig& text = s->model->config().text;
   const int64_t max_positions = std::min(text.max_position_embeddings, kSessionContext);
   INFER_TRY(Backend backend, make_backend(std::move(gpu_ctx), *s->model, *s->pool, max_positions));
-  apply_quiescence(opts, backend);
+  INFER_TRY_VOID(apply_quiescence(opts, backend));
   s->backend_name = backend.name;
   auto held = std::make_shared<Backend>(std::move(backend));
   s->forward = std::shared_ptr<Forward>(held, held->forward.get());

@@ -56,7 +56,7 @@ fixed buffers, equal to the exact model while it fits in anchors + window
       --bench-every K      K tokens (default N/50): ms/token and resident memory
       --bench-context N,.. with --bench: decode speed after N tokens, exact cache vs ring
                            (caches filled with synthetic rows; the decode steps are real)
-      --quiescence         CPU: decode tokens whose residual stream barely moves skip the upper
+      --quiescence         decode tokens whose residual stream barely moves skip the upper
                            layers (their effect carried from the last full token, KV still filled)
       --quiescence-threshold T  skip below this smoothed velocity, 1 - cos (default 0.001)
       --bench-quiescence N with --bench: N greedy tokens, exact vs --quiescence at several

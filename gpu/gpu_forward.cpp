@@ -41,10 +41,6 @@ Result<std::unique_ptr<GpuForward>> GpuForward::create(VulkanContext& ctx, const
                                                        ThreadPool& pool, const RingConfig& ring,
                                                        int64_t max_chunk) {
   INFER_TRY_VOID(validate(ring));
-  if (ring.evict == EvictPolicy::kMass) {
-    return make_error(ErrorCode::kUnsupported,
-                      "--evict mass is not on the GPU path yet (FIFO eviction only)");
-  }
   if (max_chunk <= 0) {
     return make_error(ErrorCode::kInvalidArgument,
                       "gpu forward: max_chunk " + std::to_string(max_chunk));
@@ -80,6 +76,9 @@ Result<std::unique_ptr<GpuForward>> GpuForward::make(VulkanContext& ctx, const M
   INFER_TRY(m.kv, GpuKv::create(ctx, cfg, m.max_positions, m.max_chunk, tiered));
   INFER_TRY_VOID(create_ops(ctx, cfg, model.weights(), m.max_positions, m.max_chunk, m.ops));
   INFER_TRY_VOID(create_activations(ctx, cfg, m.max_chunk, tiered, m.a));
+  if (m.ring && m.ring->config().evict == EvictPolicy::kMass) {
+    INFER_TRY(m.mass, create_mass_ops(ctx, cfg, m.max_chunk, tiered));
+  }
   if (m.ring) {
     std::vector<int> layers;
     for (size_t i = 0; i < cfg.layers.size(); ++i) {
@@ -188,11 +187,20 @@ Result<void> GpuForward::Impl::run(Recorder& rec, const int32_t* ids, int64_t T,
     }
   }
   timing.host_s = seconds_since(t0);
-  INFER_TRY_VOID(rec.submit());
-  INFER_TRY_VOID(rec.wait());
-  timing.submit_s = rec.last_timing().submit_s;
-  timing.wait_s = rec.last_timing().wait_s;
-  if (ring) ring->commit();
+  if (quiet) {
+    // Quiescence (gpu_forward_quiescence.cpp): probes read back, the skip decision, and for a
+    // decode token a second submit of the upper layers or of the carried ones.
+    INFER_TRY_VOID(quiet_submit(rec, T));
+  } else {
+    INFER_TRY_VOID(rec.submit());
+    INFER_TRY_VOID(rec.wait());
+    timing.submit_s = rec.last_timing().submit_s;
+    timing.wait_s = rec.last_timing().wait_s;
+  }
+  if (ring) {
+    if (mass) ring->add_mass(mass->host());  // [n_keys] of this chunk, read back at its end
+    ring->commit();
+  }
   pos += T;
   return Ok{};
 }
@@ -246,6 +254,7 @@ Result<int32_t> GpuForward::decode_greedy(int32_t id) {
 
 void GpuForward::reset() {
   impl_->pos = 0;  // a slot is always written before it is read
+  if (impl_->quiet) impl_->quiet->q.reset();
   if (impl_->ring) impl_->ring->reset();
 }
 int64_t GpuForward::position() const { return impl_->pos; }

@@ -16,6 +16,8 @@
 
 namespace infer {
 class ThreadPool;
+struct QuiescenceConfig;
+struct QuiescenceStats;
 }
 
 namespace infer::gpu {
@@ -87,6 +89,11 @@ class GpuForward final : public Forward, public KvRingAccess {
   // one small synthetic value (attention's cost depends on the keys' count, not their values),
   // the ring's bookkeeping as after n FIFO tokens, the position n. gpu_forward_fast_forward.cpp.
   Result<void> fast_forward(int64_t n);
+
+  // Quiescence (DESIGN.md §6, docs/QUIESCENCE.md), as CpuForward::set_quiescence: the same
+  // decisions, the same carried layers. nullptr turns it off. gpu_forward_quiescence.cpp.
+  Result<void> set_quiescence(const QuiescenceConfig* cfg);
+  const QuiescenceStats* quiescence_stats() const;  // nullptr when off
 
   KvRingAccess* kv_ring() override;  // this in ring mode, else nullptr
   // KvRingAccess (ring mode only). Rows are read from / written to the device (waits).

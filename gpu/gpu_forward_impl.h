@@ -10,9 +10,11 @@
 
 #include "gpu/buffer.h"
 #include "gpu/gpu_forward.h"
+#include "gpu/gpu_forward_quiescence.h"
 #include "gpu/gpu_kv.h"
 #include "gpu/gpu_weights.h"
 #include "gpu/ops/attention.h"
+#include "gpu/ops/attention_mass.h"
 #include "gpu/ops/elementwise.h"
 #include "gpu/ops/embed.h"
 #include "gpu/ops/matvec.h"
@@ -114,9 +116,23 @@ struct GpuForward::Impl {
   std::unique_ptr<infer::KvRing> ring;
   std::unique_ptr<GpuKvRows> rows;
   EvictionSink* sink = nullptr;
+  // --evict mass: per-key attention mass of each chunk, read back for ring->add_mass (else
+  // null, and the recordings hold no mass dispatch).
+  std::unique_ptr<AttentionMassOps> mass;
 
-  // Records the whole forward of T tokens (positions and ids from the step buffer) and `head`.
-  Result<void> record(Recorder& rec, uint32_t T, Head head);
+  // Records the whole forward of T tokens (positions and ids from the step buffer) and `head`;
+  // with quiescence on, `part` of it (gpu_forward_quiescence.h).
+  Result<void> record(Recorder& rec, uint32_t T, Head head, Part part = Part::kWhole);
+  // Quiescence (null: off). gpu_forward_quiescence.cpp: the probe/snapshot copies after a layer,
+  // a skipped token's carried layers, and the submit that decides between the two upper parts.
+  std::unique_ptr<GpuQuiet> quiet;
+  void record_quiet_copies(Recorder& rec, uint32_t T, int layer);
+  Result<void> record_carried(Recorder& rec);
+  Result<void> quiet_submit(Recorder& rec, int64_t T);
+  Result<Recorder*> quiet_recording(Head head, Part part);  // kUpper or kCarried, made once
+  // One token's K/V rows of `layer` from h (q|k|v matvec, qkv_prep), as the attention block
+  // computes them (gpu_forward_record.cpp).
+  Result<void> record_kv_rows(Recorder& rec, int layer);
   // The prefill recording for (T, head), recorded now unless kept from an earlier chunk.
   Result<Recorder*> chunk_recording(uint32_t T, Head head);
   // Writes step and PLE rows for ids at pos, runs `rec` and waits; fills timing (host time
@@ -131,6 +147,11 @@ struct GpuForward::Impl {
 // else 0.
 Result<void> create_activations(const VulkanContext& ctx, const ModelConfig& cfg,
                                 int64_t max_chunk, int64_t ring_keys, GpuActivations& a);
+// The mass op of a ring under --evict mass (gpu_forward_ring.cpp): limits from the model, the
+// chunk and the ring's A + W + R keys.
+Result<std::unique_ptr<AttentionMassOps>> create_mass_ops(const VulkanContext& ctx,
+                                                          const ModelConfig& cfg,
+                                                          int64_t max_chunk, int64_t ring_keys);
 // Creates the ops the model needs (gpu_forward_setup.cpp).
 Result<void> create_ops(const VulkanContext& ctx, const ModelConfig& cfg, const ModelWeights& w,
                         int64_t max_positions, int64_t max_chunk, GpuOps& ops);

@@ -43,9 +43,9 @@ struct ChunkRecorder {
                                  whole(a.ple_rows), ple_scale, whole(a.ple), T, L, P, eps());
   }
 
-  // h [T, H] = rmsnorm(x) · input_layernorm on entry; x += the attention block (§4.4, §4.5);
-  // h = rmsnorm(x) · pre_feedforward_layernorm on exit.
-  Result<void> attention(int i) const {
+  // From h [T, H]: q normed and rotated into a.q, the layer's K/V rows into its ring (none on a
+  // KV-shared layer); qs gets the shape.
+  Result<void> qkv(int i, QkvShape& qs) const {
     const TextConfig& tc = cfg.text;
     const LayerPlan& plan = cfg.layers[size_t(i)];
     const GpuLayerWeights& lw = w.layers[size_t(i)];
@@ -53,7 +53,6 @@ struct ChunkRecorder {
     const Binding step = whole(*step_buf), h = whole(a.h), q = whole(a.q);
     // One matvec: qkv[t] = [q | k | v] (gpu/gpu_weights.h), then one qkv_prep.
     INFER_TRY_VOID(matvec(lw.qkv_proj, h, whole(a.qkv), T));
-    QkvShape qs;
     qs.T = T;
     qs.n_q = uint32_t(tc.num_attention_heads);
     qs.n_kv = plan.kv_shared ? 0 : ring.n_kv;  // KV-shared: the donor filled the ring
@@ -71,6 +70,19 @@ struct ChunkRecorder {
     }
     INFER_TRY_VOID(ops.attention->qkv_prep(rec, step, qs, whole(a.qkv), lw.q_norm, lw.k_norm,
                                            lw.inv_freq, q, k_cache, v_cache));
+    return Ok{};
+  }
+
+  // h [T, H] = rmsnorm(x) · input_layernorm on entry; x += the attention block (§4.4, §4.5);
+  // h = rmsnorm(x) · pre_feedforward_layernorm on exit.
+  Result<void> attention(int i) const {
+    const TextConfig& tc = cfg.text;
+    const LayerPlan& plan = cfg.layers[size_t(i)];
+    const GpuLayerWeights& lw = w.layers[size_t(i)];
+    const KvRing& ring = kv.ring(i);
+    const Binding step = whole(*step_buf), h = whole(a.h), q = whole(a.q);
+    QkvShape qs;
+    INFER_TRY_VOID(qkv(i, qs));
     AttentionDims ad;
     ad.T = T;
     ad.n_q = qs.n_q;
@@ -81,6 +93,12 @@ struct ChunkRecorder {
     ad.mode = ring.mode;  // a KV-shared layer rotates its donor's keys with its own RoPE
     INFER_TRY_VOID(ops.attention->attend(rec, step, ad, q, whole(ring.k), whole(ring.v),
                                          whole(a.att), lw.inv_freq));
+    if (mass != nullptr && ad.mode == INFER_KV_TIERED) {
+      // --evict mass: this full layer's share of each cached key's mass (the first one
+      // overwrites the previous chunk's).
+      INFER_TRY_VOID(mass->record(rec, step, ad, q, whole(ring.k), lw.inv_freq,
+                                  i != first_mass_layer));
+    }
     INFER_TRY_VOID(matvec(lw.o_proj, whole(a.att), whole(a.o), T));
     return ops.norm->add_norm(rec, whole(a.x), whole(a.o), lw.post_attention_layernorm, 1.0f,
                               lw.pre_feedforward_layernorm, h, T, H(), eps());
@@ -175,11 +193,13 @@ struct ChunkRecorder {
   float embed_scale = 1.0f;
   float ple_scale = 1.0f;
   const Buffer* step_buf = nullptr;  // what the shaders read the step from
+  const AttentionMassOps* mass = nullptr;  // --evict mass only
+  int first_mass_layer = -1;               // the first tiered layer: its mass overwrites
 };
 
 }  // namespace
 
-Result<void> GpuForward::Impl::record(Recorder& rec, uint32_t T, Head head) {
+Result<void> GpuForward::Impl::record(Recorder& rec, uint32_t T, Head head, Part part) {
   const ModelConfig& cfg = model->config();
   const ModelWeights& mw = model->weights();
   INFER_CHECK(T >= 1 && int64_t(T) <= max_chunk, "record: T %u (max_chunk %lld)", T,
@@ -187,24 +207,42 @@ Result<void> GpuForward::Impl::record(Recorder& rec, uint32_t T, Head head) {
   ChunkRecorder c{cfg, *weights, *kv, ops, a, rec, T, mw.embed_scale, mw.ple_scale};
   const int L = cfg.text.num_hidden_layers;
   INFER_TRY_VOID(rec.begin(/*reusable=*/true));
+  // Quiescence splits a decode token at the skip depth d (gpu_forward_quiescence.h): the upper
+  // parts go on from the stream, h and step the lower part left on the device.
+  const int d = part == Part::kWhole ? L - 1 : quiet->q.skip_depth();
+  const bool lower = part == Part::kWhole || part == Part::kLower;
   c.step_buf = &a.step;
   if (ring) {
     // The ring's shaders read a key slot per key: from device memory, not across the bus from
     // the host-visible step buffer (one copy of a few KB per chunk).
-    rec.copy(a.step, 0, a.step_dev, 0, a.step.size());
+    if (lower) rec.copy(a.step, 0, a.step_dev, 0, a.step.size());
     c.step_buf = &a.step_dev;
   }
-  INFER_TRY_VOID(c.inputs());
-  // h = rmsnorm(x) · the first layer's input norm; later ones come fused from add_norm.
-  const Binding first_norm = L > 0 ? weights->layers[0].input_layernorm : weights->norm;
-  INFER_TRY_VOID(ops.norm->rms_norm(rec, whole(a.x), first_norm, whole(a.h), T,
-                                    uint32_t(cfg.text.hidden_size), c.eps()));
-  for (int i = 0; i < L; ++i) {
+  c.mass = mass.get();
+  for (int i = 0; i < L && c.mass != nullptr; ++i) {
+    if (kv->ring(i).mode == INFER_KV_TIERED) {
+      c.first_mass_layer = i;
+      break;
+    }
+  }
+  if (lower) {
+    INFER_TRY_VOID(c.inputs());
+    // h = rmsnorm(x) · the first layer's input norm; later ones come fused from add_norm.
+    const Binding first_norm = L > 0 ? weights->layers[0].input_layernorm : weights->norm;
+    INFER_TRY_VOID(ops.norm->rms_norm(rec, whole(a.x), first_norm, whole(a.h), T,
+                                      uint32_t(cfg.text.hidden_size), c.eps()));
+  }
+  if (part == Part::kCarried) INFER_TRY_VOID(record_carried(rec));
+  const int first = lower ? 0 : d + 1;
+  const int last = part == Part::kLower || part == Part::kCarried ? d : L - 1;
+  for (int i = first; i <= last; ++i) {
     INFER_TRY_VOID(c.attention(i));
     const Binding next_w = i + 1 < L ? weights->layers[size_t(i) + 1].input_layernorm
                                      : weights->norm;
     INFER_TRY_VOID(c.feed_forward(i, next_w));
+    if (quiet) record_quiet_copies(rec, T, i);
   }
+  if (part == Part::kLower) return rec.end();
   // KV ring: the chunk's rows of the tiered layers leave their staging slots for the plan's
   // write slots only now, after every layer (donors' shared layers included) attended the
   // victims they replace.
@@ -214,8 +252,17 @@ Result<void> GpuForward::Impl::record(Recorder& rec, uint32_t T, Head head) {
     INFER_TRY_VOID(ops.attention->kv_commit(rec, whole(*c.step_buf), T, own->n_kv * own->d,
                                             own->slots, whole(own->k), whole(own->v)));
   }
+  if (c.mass != nullptr) c.mass->record_readback(rec);
   INFER_TRY_VOID(c.output(head));
   return rec.end();
+}
+
+Result<void> GpuForward::Impl::record_kv_rows(Recorder& rec, int layer) {
+  const ModelWeights& mw = model->weights();
+  ChunkRecorder c{model->config(), *weights, *kv, ops, a, rec, 1, mw.embed_scale, mw.ple_scale};
+  c.step_buf = ring ? &a.step_dev : &a.step;
+  QkvShape qs;
+  return c.qkv(layer, qs);
 }
 
 }  // namespace infer::gpu

@@ -1,6 +1,8 @@
 // GpuForward's KV ring controls (model/kv_ring_api.h): rows of the tiered layers read from and
-// written to the device caches. The per-chunk bookkeeping (plan, sink, commit) is in
-// GpuForward::Impl::run; these are the out-of-band calls (eviction sinks, recall, read_kv).
+// written to the device caches, and the mass op of --evict mass. The per-chunk bookkeeping
+// (plan, sink, add_mass, commit) is in GpuForward::Impl::run; these are the out-of-band calls
+// (eviction sinks, recall, read_kv).
+#include <algorithm>
 #include <string>
 
 #include "base/check.h"
@@ -8,6 +10,17 @@
 #include "gpu/gpu_forward_impl.h"
 
 namespace infer::gpu {
+
+Result<std::unique_ptr<AttentionMassOps>> create_mass_ops(const VulkanContext& ctx,
+                                                          const ModelConfig& cfg,
+                                                          int64_t max_chunk, int64_t ring_keys) {
+  AttentionMassOps::Limits lim;
+  lim.max_T = uint32_t(max_chunk);
+  lim.max_n_q = uint32_t(cfg.text.num_attention_heads);
+  for (const LayerPlan& p : cfg.layers) lim.max_d = std::max(lim.max_d, uint32_t(p.head_dim));
+  lim.max_keys = uint32_t(ring_keys);
+  return AttentionMassOps::create(ctx, lim);
+}
 
 int64_t GpuKvRows::row_floats(int layer) const {
   const KvRing& r = kv_.ring(layer);

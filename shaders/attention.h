@@ -1,4 +1,4 @@
-// Push and specialization constants of the attention shaders (qkv_prep.comp, attend.comp),
+// Push and specialization constants of the attention shaders (qkv_prep.comp, attend*.comp),
 // shared with gpu/ops/attention.cpp, which static_asserts the sizes.
 // C/GLSL common subset: 32-bit scalars only. Positions are not here: they come from the step
 // buffer (step.h), so one decode recording serves every position. GLSL has one push block per
@@ -88,6 +88,21 @@ uint T;
 uint row;
 uint slots;
 INFER_PUSH_END(KvCommitPush)
+#endif
+
+// `--evict mass`, tiered layers (attend_mass.comp): phase 0 writes each query row's
+// log-sum-exp of scores, phase 1 the probability mass of each cached key summed over the rows
+// (accumulate = 0: the chunk's first full layer, which overwrites the previous chunk's mass).
+#if defined(__cplusplus) || defined(INFER_ATTN_MASS)
+INFER_PUSH_BEGIN(MassPush)
+uint T;
+uint n_q;
+uint n_kv;
+uint d;
+uint slots;  // ring rows: the chunk's own keys in the staging rows after them
+uint phase;  // 0: lse, 1: key mass
+uint accumulate;
+INFER_PUSH_END(MassPush)
 #endif
 
 // Scratch layout (f32): o [n_splits, n_rows, d], then (m, l) [n_splits, n_rows, 2], n_rows =

@@ -90,11 +90,9 @@ TEST(Options, LaterFeaturesParseButAreReportedUnavailable) {
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(unavailable_feature(*r), "");  // the Vulkan backend is built
   EXPECT_EQ(unavailable_feature(*parse({"--serve"})), "");  // built
-  for (std::vector<std::string_view> args : {std::vector<std::string_view>{"--gpu", "--evict", "mass"},
-                                             {"--memory"},
+  for (std::vector<std::string_view> args : {std::vector<std::string_view>{"--memory"},
                                              {"--storage", "x.mem"},
                                              {"--mem-capacity", "64"},
-                                             {"--gpu", "--quiescence", "--quiescence-threshold", "0.1"},
                                              {"--tools", "/tmp"}}) {
     r = parse(args);
     ASSERT_TRUE(r.ok()) << args[0] << ": " << r.error().message;
@@ -103,7 +101,13 @@ TEST(Options, LaterFeaturesParseButAreReportedUnavailable) {
   r = parse({"--gpu", "--anchors", "32", "--window", "64", "--evict", "fifo"});  // GPU ring
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(unavailable_feature(*r), "");
+  r = parse({"--gpu", "--anchors", "32", "--window", "64", "--evict", "mass"});  // built too
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(unavailable_feature(*r), "");
   r = parse({"--quiescence", "--quiescence-threshold", "0.1"});  // built on the CPU path
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(unavailable_feature(*r), "");
+  r = parse({"--gpu", "--quiescence", "--quiescence-threshold", "0.1"});  // and the GPU's
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(unavailable_feature(*r), "");
   EXPECT_FALSE(parse({"--bench-quiescence", "8"}).ok());  // needs --bench

@@ -1,13 +1,14 @@
 // The KV ring on the Vulkan path (DESIGN.md §4, docs/KV_RING.md) against the CPU ring with the
 // same options: equal to the golden fixtures while the stream fits, the same model (logits within
 // the golden bound, identical greedy tokens) well past the window, the same evicted tokens and
-// rows handed to the sink, the same recall, and a decode that replays one recording with device
-// memory fixed over a long stream.
+// rows handed to the sink, the same recall, mass eviction's victims from the device's attention
+// mass, and a decode that replays one recording with device memory fixed over a long stream.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -228,15 +229,65 @@ TEST_F(RingGpu, RecalledRowsGiveTheCpuRingsLogits) {
   EXPECT_FALSE(f->set_recall(bad).ok());
 }
 
-// Mass eviction needs per-key attention mass from the device: refused, not silently FIFO.
-TEST_F(RingGpu, RefusesMassEviction) {
+// Positions handed to the sink, in order (no rows read).
+struct Positions final : EvictionSink {
+  void on_evict(std::span<const EvictedToken> tokens, const KvRows&) override {
+    for (const EvictedToken& t : tokens) pos.push_back(t.pos);
+  }
+  std::vector<int64_t> pos;
+};
+
+// --evict mass (A = 4, W = 32, 8 newest protected): prefill chunks of 16 (T > 1), then 300
+// greedy decode steps, ~12 windows through the ring. The device's per-key mass makes the CPU
+// ring's choices: the same victims in the same order, the same slot contents and mass, logits
+// within the golden bound, and greedy tokens that agree (both fed the GPU's).
+TEST_F(RingGpu, MassEvictionMatchesTheCpuRing) {
   auto model = load("e2b-mini");
   ASSERT_NE(model, nullptr);
-  RingConfig c = ring(4, 32, 0);
-  c.evict = EvictPolicy::kMass;
-  auto f = GpuForward::create(*ctx_, *model, pool_, c, 8);
-  ASSERT_FALSE(f.ok());
-  EXPECT_EQ(f.error().code, ErrorCode::kUnsupported);
+  const int64_t V = golden_.vocab, n_prefill = 100, n_decode = 300;
+  const RingConfig c = ring(4, 32, 0, EvictPolicy::kMass);
+  CpuForward cpu(*model, pool_, c, 16);
+  auto f = gpu(*model, c, 16);
+  ASSERT_NE(f, nullptr);
+  ASSERT_EQ(f->max_chunk(), 16);
+  Positions cpu_sink, gpu_sink;
+  cpu.set_eviction_sink(&cpu_sink);
+  f->set_eviction_sink(&gpu_sink);
+  const std::vector<int32_t> ids = pseudo_ids(n_prefill, V, 13);
+  std::vector<float> want(size_t(n_prefill * V)), got(want.size());
+  ASSERT_TRUE(cpu.prefill(ids, want.data(), true).ok());
+  ASSERT_TRUE(f->prefill(ids, got.data(), true).ok());
+  float worst = max_diff(got, want);
+  ASSERT_EQ(gpu_sink.pos, cpu_sink.pos) << "prefill";
+  std::vector<float> cpu_logits(static_cast<size_t>(V)), gpu_logits(static_cast<size_t>(V));
+  int32_t next = test::argmax(got.data() + (n_prefill - 1) * V, V);
+  int64_t agree = 0;
+  for (int64_t k = 0; k < n_decode; ++k) {
+    ASSERT_TRUE(cpu.decode(next, cpu_logits.data()).ok());
+    ASSERT_TRUE(f->decode(next, gpu_logits.data()).ok());
+    worst = std::max(worst, max_diff(gpu_logits, cpu_logits));
+    const int32_t g = test::argmax(gpu_logits.data(), V);
+    agree += g == test::argmax(cpu_logits.data(), V);
+    next = g;
+  }
+  std::printf("mass eviction, %lld + %lld tokens through A 4, W 32: %zu evicted, GPU vs CPU "
+              "%.3g, greedy agreement %lld\n",
+              (long long)n_prefill, (long long)n_decode, gpu_sink.pos.size(), double(worst),
+              (long long)agree);
+  EXPECT_LE(worst, kTol);
+  EXPECT_GE(agree, n_decode * 99 / 100);
+  EXPECT_EQ(gpu_sink.pos, cpu_sink.pos);
+  ASSERT_EQ(gpu_sink.pos.size(), size_t(n_prefill + n_decode - 4 - 32));
+  // Mass decided: the victims are not FIFO's (the oldest window token each time).
+  std::vector<int64_t> fifo(gpu_sink.pos.size());
+  std::iota(fifo.begin(), fifo.end(), 4);
+  EXPECT_NE(gpu_sink.pos, fifo);
+  const infer::KvRing& r = f->ring();
+  for (int32_t s = 0; s < int32_t(r.capacity()); ++s) {
+    EXPECT_EQ(r.pos_of(s), cpu.ring().pos_of(s)) << "slot " << s;
+    EXPECT_NEAR(r.mass_of(s), cpu.ring().mass_of(s), 1e-3f * (1.0f + cpu.ring().mass_of(s)))
+        << "slot " << s;
+  }
 }
 
 // An endless stream in fixed buffers: 1,000 decode steps (30 windows; lavapipe with validation

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Any `infer --bench` runs on the device machine, listed in a file: one run a line, "NAME ARGS..."
+# (blank lines and # comments skipped), each run as `.bundle/run.sh infer --bench TMP/NAME.json
+# ARGS...` under a time limit. Everything is gathered after every run into OUT_DIR/runs.json (an
+# object: name -> the bench's JSON) and OUT_DIR/runs.log (stderr), since the device tool brings
+# back few files and a call cut short must still bring back what finished.
+# Usage: scripts/device_runs.sh OUT_DIR LIST_FILE [SECONDS_PER_RUN, default 240]
+set -uo pipefail
+out=$1 list=$2 limit=${3:-240}
+tmp=$(mktemp -d)
+gather() {
+  python3 - "$tmp" "$out/runs.json" <<'PY'
+import json, os, sys
+src, dst = sys.argv[1], sys.argv[2]
+runs = {}
+for f in sorted(os.listdir(src)):
+    if f.endswith('.json'):
+        try:
+            runs[f[:-5]] = json.load(open(os.path.join(src, f)))
+        except ValueError as e:
+            runs[f[:-5]] = {"error": str(e)}
+json.dump(runs, open(dst, 'w'), indent=1)
+PY
+}
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv >"$out/runs.log" 2>&1
+while read -r name args; do
+  [[ -z $name || $name == \#* ]] && continue
+  echo "== $name: $args ($(date +%T))" | tee -a "$out/runs.log"
+  # shellcheck disable=SC2086  # ARGS are words
+  timeout "$limit" .bundle/run.sh infer --bench "$tmp/$name.json" $args 2>>"$out/runs.log"
+  echo "rc=$? $(date +%T)" | tee -a "$out/runs.log"
+  gather
+done <"$list"
+gather
