@@ -253,6 +253,8 @@ Result<void> VulkanContext::create_device() {
   f13.maintenance4 = VK_TRUE;
   f13.subgroupSizeControl = has13.subgroupSizeControl;
   f13.computeFullSubgroups = has13.computeFullSubgroups;
+  f13.shaderIntegerDotProduct = has13.shaderIntegerDotProduct;
+  info_.integer_dot_product = has13.shaderIntegerDotProduct;
   VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES, &f13};
   f12.storageBuffer8BitAccess = has12.storageBuffer8BitAccess;
   f12.shaderInt8 = has12.shaderInt8;

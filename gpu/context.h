@@ -43,6 +43,11 @@ struct DeviceInfo {
   // (tensor cores): prefill's matrix products use it (shaders/matmul_coop.comp). Experimental:
   // only with INFER_COOPMAT=1 in the environment (gpu/context.cpp says why).
   bool coop_matrix_nv = false;
+  // shaderIntegerDotProduct (core in Vulkan 1.3) enabled: Q8_0/Q4_0 matvecs quantize activations
+  // to int8 and use 4 x int8 dot products (shaders/matvec_dot.comp) when INFER_INTDOT=1 asks.
+  // Accelerated: the driver says packed signed 4x8-bit dot products are native instructions.
+  bool integer_dot_product = false;
+  bool integer_dot_accelerated = false;
   VkPhysicalDeviceMemoryProperties memory{};
 };
 

@@ -22,7 +22,10 @@ const char* device_type_name(VkPhysicalDeviceType type) {
 }
 
 DeviceInfo read_device_info(VkPhysicalDevice physical) {
-  VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
+  VkPhysicalDeviceShaderIntegerDotProductProperties dot{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_PROPERTIES};
+  VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES,
+                                          &dot};
   VkPhysicalDeviceSubgroupSizeControlProperties size_control{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES, &driver};
   VkPhysicalDeviceSubgroupProperties subgroup{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES,
@@ -53,6 +56,7 @@ DeviceInfo read_device_info(VkPhysicalDevice physical) {
   info.min_storage_buffer_offset_alignment = p.limits.minStorageBufferOffsetAlignment;
   info.shader_float16 = f12.shaderFloat16;
   info.shader_int8 = f12.shaderInt8;
+  info.integer_dot_accelerated = dot.integerDotProduct4x8BitPackedSignedAccelerated;
 
   vkGetPhysicalDeviceMemoryProperties(physical, &info.memory);
   const VkMemoryPropertyFlags uma = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT |
@@ -103,6 +107,12 @@ std::string VulkanContext::report() const {
   out += line;
   std::snprintf(line, sizeof line, "cooperative matrices: %s\n",
                 d.coop_matrix_nv ? "VK_NV_cooperative_matrix, f16 16x16x16" : "no");
+  out += line;
+  std::snprintf(line, sizeof line, "integer dot products: %s%s\n",
+                d.integer_dot_product ? "yes" : "no",
+                !d.integer_dot_product    ? ""
+                : d.integer_dot_accelerated ? " (4x8-bit packed accelerated)"
+                                            : " (not accelerated)");
   out += line;
   std::snprintf(line, sizeof line, "validation: %s\n", validation_enabled() ? "on" : "off");
   out += line;

@@ -3,8 +3,10 @@
 #include "gpu/ops/matvec.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/check.h"
@@ -41,6 +43,16 @@ uint32_t default_rows_per_subgroup(WeightFormat f, bool gate_up) {
 // 6144x1536, 1536x6144, 21504x5376): the tiled kernel wins from T = 16 when its grid has ~100+
 // workgroups, but with 24 (1536 rows) only from T = 64; the matvec kernel streams W once per 4
 // tokens and wins below.
+// matvec_dot.comp: every workgroup quantizes its tokens of x (~10 instructions an activation)
+// before its rows' dot products (~1.5 a weight and row for Q4_0), so it takes more rows than
+// matvec.comp to amortize that: 4 subgroups. Its shared memory holds up to 64 groups of x (16384
+// columns, 18 KB: a 12B model's down projection) for T = 1, 24 groups (6144 columns) a token for
+// several, within 32 KB; wider rows take matvec.comp.
+constexpr uint32_t kDefaultDotSubgroups = 4;
+constexpr uint32_t kDotMaxGroupsOne = 64;
+constexpr uint32_t kDotMaxGroupsMany = 24;
+constexpr uint32_t kDotSharedBudget = 32 * 1024;
+
 constexpr uint32_t kDefaultMatmulMinTokens = 16;
 constexpr uint32_t kDefaultMatmulMinGroups = 64;
 constexpr uint32_t kDefaultTile = 64;
@@ -92,7 +104,31 @@ Result<void> resolve_matmul_tuning(const VulkanContext& ctx, bool gate_up, Matve
   return Ok{};
 }
 
+std::atomic<bool> g_int_dot{false};
+
+// Whether the integer-dot-product kernels run: where the format has them and the device the
+// instructions, when asked for (tuning kOn, set_matvec_int_dot(true) or INFER_INTDOT=1). Opt-in:
+// the other kernels (tiled prefill, MoE, PLE) keep f32 activations, so a forward pass with int8
+// matvecs matches neither CPU mode within 2e-3 on the fixtures (it does where every product is
+// int8 on both sides); on by default once every path quantizes as the CPU does.
+Result<bool> want_int_dot(const DeviceInfo& info, WeightFormat format, IntDot mode) {
+  const bool quantized = format == WeightFormat::kQ8_0 || format == WeightFormat::kQ4_0;
+  if (mode == IntDot::kOff || !quantized) return false;
+  if (mode == IntDot::kOn) {
+    if (!info.integer_dot_product) {
+      return make_error(ErrorCode::kUnsupported,
+                        info.name + " lacks shaderIntegerDotProduct (integer-dot matvec asked for)");
+    }
+    return true;
+  }
+  const char* on = std::getenv("INFER_INTDOT");
+  return info.integer_dot_product &&
+         (g_int_dot.load(std::memory_order_relaxed) || (on != nullptr && on[0] == '1'));
+}
+
 }  // namespace
+
+void set_matvec_int_dot(bool on) { g_int_dot.store(on, std::memory_order_relaxed); }
 
 ReduceShape reduce_shape(const DeviceInfo& info, uint32_t subgroups_per_group) {
   const uint32_t subgroup = std::max(1u, info.subgroup_size);
@@ -180,6 +216,34 @@ Result<MatvecKernels> create_matvec_kernels(const VulkanContext& ctx, WeightForm
     coop.required_subgroup_size = subgroup;  // fragments span whole subgroups
     INFER_TRY(k.coop, Pipeline::create(ctx, coop));
   }
+
+  INFER_TRY(const bool dot, want_int_dot(info, format, tuning.int_dot));
+  if (dot) {
+    if (tuning.dot_subgroups_per_group == 0) tuning.dot_subgroups_per_group = kDefaultDotSubgroups;
+    tuning.dot_subgroups_per_group = std::min(tuning.dot_subgroups_per_group,
+                                              std::max(1u, info.max_workgroup_invocations / subgroup));
+    k.tuning.dot_subgroups_per_group = tuning.dot_subgroups_per_group;
+    const ReduceShape dot_shape = reduce_shape(info, tuning.dot_subgroups_per_group);
+    const uint32_t budget = std::min(props.limits.maxComputeSharedMemorySize, kDotSharedBudget);
+    for (uint32_t tokens : {1u, tuning.tokens_per_group}) {
+      const uint32_t groups = std::min(tokens == 1 ? kDotMaxGroupsOne : kDotMaxGroupsMany,
+                                       budget / (tokens * INFER_MATVEC_DOT_GROUP_BYTES));
+      if (groups == 0) continue;  // the f32 kernel takes these products
+      PipelineDesc d;
+      d.variant = variant_name(gate_up ? "gate_up_dot" : "matvec_dot", format);
+      d.bindings = desc.bindings;
+      d.push_bytes = sizeof(shader::MatvecPush);
+      d.spec = {{INFER_MATVEC_SPEC_LOCAL_SIZE, dot_shape.local_size},
+                {INFER_MATVEC_SPEC_ROWS, tuning.rows_per_subgroup},
+                {INFER_MATVEC_SPEC_TOKENS, tokens},
+                {INFER_MATVEC_SPEC_SUBGROUPS, tuning.dot_subgroups_per_group},
+                {INFER_MATVEC_DOT_SPEC_GROUPS, groups}};
+      d.required_subgroup_size = dot_shape.required_subgroup_size;
+      INFER_TRY(std::unique_ptr<Pipeline> p, Pipeline::create(ctx, d));
+      (tokens == 1 ? k.dot_one_token : k.dot_many_tokens) = std::move(p);
+      (tokens == 1 ? k.dot_groups_one : k.dot_groups_many) = groups;
+    }
+  }
   return k;
 }
 
@@ -196,14 +260,34 @@ bool tiled_path(const MatvecKernels& k, int64_t rows, uint32_t n_tokens) {
 // The cooperative-matrix kernel takes rows of whole 64-column steps (narrower ones take the f32
 // tiled kernel). Rows of 16 columns were a suspect for the e2b-long fixture's wrong prompt
 // logits on the H200 (gpu/context.cpp); keeping them off it lowered the error but did not cure it.
+// INFER_COOP_ONLY=plain|gate_up and INFER_COOP_MIN_ROWS=N narrow it further, to bisect that
+// error on the device.
 bool coop_path(const MatvecKernels& k, int64_t rows, int64_t cols, uint32_t n_tokens) {
-  return k.coop != nullptr && cols % 64 == 0 && tiled_path(k, rows, n_tokens);
+  static const char* only = std::getenv("INFER_COOP_ONLY");
+  static const int64_t min_rows = [] {
+    const char* v = std::getenv("INFER_COOP_MIN_ROWS");
+    return v != nullptr ? std::atoll(v) : 0;
+  }();
+  if (only != nullptr && std::string_view(only) != (k.gate_up ? "gate_up" : "plain")) return false;
+  return k.coop != nullptr && cols % 64 == 0 && rows >= min_rows && tiled_path(k, rows, n_tokens);
+}
+
+// The integer-dot kernel takes what would run on matvec.comp when its shared memory holds x.
+bool dot_path(const MatvecKernels& k, int64_t rows, int64_t cols, uint32_t n_tokens) {
+  if (tiled_path(k, rows, n_tokens)) return false;
+  const int64_t groups = (cols + 255) / 256;
+  return n_tokens == 1 ? k.dot_one_token != nullptr && groups <= k.dot_groups_one
+                       : k.dot_many_tokens != nullptr && groups <= k.dot_groups_many;
 }
 
 }  // namespace
 
 bool products_in_f16(const MatvecKernels& k, int64_t rows, int64_t cols, uint32_t n_tokens) {
   return coop_path(k, rows, cols, n_tokens);
+}
+
+bool activations_in_int8(const MatvecKernels& k, int64_t rows, int64_t cols, uint32_t n_tokens) {
+  return dot_path(k, rows, cols, n_tokens);
 }
 
 
@@ -243,13 +327,16 @@ Result<void> record_matvec_kernels(Recorder& rec, const MatvecKernels& k, const 
   const MatvecTuning& t = k.tuning;
   const bool tiled = tiled_path(k, w.rows, n_tokens);
   const bool coop = coop_path(k, w.rows, w.cols, n_tokens);
+  const bool dot = dot_path(k, w.rows, w.cols, n_tokens);
   const Pipeline& p = coop    ? *k.coop
                       : tiled ? *k.tiled
+                      : dot   ? (n_tokens == 1 ? *k.dot_one_token : *k.dot_many_tokens)
                       : n_tokens == 1 ? *k.one_token
                                       : *k.many_tokens;
   const uint32_t coop_rows = k.gate_up ? INFER_MATMUL_COOP_GATE_UP_ROWS : INFER_MATMUL_COOP_ROWS;
   const uint32_t rows_per_group = coop    ? coop_rows
                                   : tiled ? t.tile_rows
+                                  : dot   ? t.dot_subgroups_per_group * t.rows_per_subgroup
                                           : t.subgroups_per_group * t.rows_per_subgroup;
   const uint32_t tokens_per_group = coop            ? INFER_MATMUL_COOP_TOKENS
                                     : tiled         ? t.tile_tokens

@@ -44,6 +44,18 @@ struct GpuMatrix {
 
 Result<GpuMatrix> upload_matrix(const VulkanContext& ctx, const Matrix& m, std::string name);
 
+// Whether Q8_0/Q4_0 products at small T quantize activations to int8 blocks of 32 and use integer
+// dot products (shaders/matvec_dot.comp). kAuto: where the device has shaderIntegerDotProduct
+// and INFER_INTDOT=1 or set_matvec_int_dot(true) asks for them (opt-in, matvec.cpp says why); kOn
+// fails on a device without them.
+enum class IntDot { kAuto, kOff, kOn };
+
+// What kAuto means for kernels created afterwards (default off). Off: every product keeps f32
+// activations, matmul_reference's contract, as the CPU's set_matmul_f32_activations(true) does;
+// the GPU tests turn both off to compare whole forward passes with the CPU
+// (test/gpu/gpu_test_env.cpp), while the matvec tests ask for kOn.
+void set_matvec_int_dot(bool on);
+
 // Workgroup shapes; zeros are chosen from the device (create_matvec_kernels says how).
 struct MatvecTuning {
   uint32_t subgroups_per_group = 0;  // workgroup = subgroup size * this
@@ -58,6 +70,8 @@ struct MatvecTuning {
   uint32_t tile_tokens = 0;
   uint32_t thread_rows = 0;  // outputs per invocation: thread_rows x thread_tokens
   uint32_t thread_tokens = 0;
+  IntDot int_dot = IntDot::kAuto;
+  uint32_t dot_subgroups_per_group = 0;  // matvec_dot.comp's workgroup (rows per subgroup as above)
 };
 
 // A workgroup that sums with common/reduce.glsl: subgroup size × subgroups_per_group invocations,
@@ -86,11 +100,22 @@ struct MatvecKernels {
   // Where the device has cooperative matrices (DeviceInfo::coop_matrix_nv): the tiled product
   // on them (shaders/matmul_coop.comp), used instead of `tiled`.
   std::unique_ptr<Pipeline> coop;
+  // Integer-dot-product kernels (null when off) for T = 1 and small T, and the 256-column groups
+  // of x their shared memory holds per token: wider rows take the f32 kernels.
+  std::unique_ptr<Pipeline> dot_one_token;
+  std::unique_ptr<Pipeline> dot_many_tokens;
+  uint32_t dot_groups_one = 0;
+  uint32_t dot_groups_many = 0;
 };
 
 // Whether a product of n_tokens over `rows` runs on the cooperative-matrix kernel, which rounds
 // weights and activations to f16 (each product within 2^-10 relative; tests widen their bounds).
 bool products_in_f16(const MatvecKernels& k, int64_t rows, int64_t cols, uint32_t n_tokens);
+
+// Whether such a product quantizes activations to int8 (Q8_0 blocks of 32, as
+// model/quant.h quantize_row_q8_0) and sums exact integer block dots: the contract of
+// matmul_reference_q8_x rather than matmul_reference.
+bool activations_in_int8(const MatvecKernels& k, int64_t rows, int64_t cols, uint32_t n_tokens);
 
 Result<MatvecKernels> create_matvec_kernels(const VulkanContext& ctx, WeightFormat format,
                                             bool gate_up, MatvecTuning tuning);
@@ -115,6 +140,9 @@ class MatvecOp {
   const MatvecTuning& tuning() const { return k_.tuning; }  // as resolved for the device
   bool products_in_f16(int64_t rows, int64_t cols, uint32_t n_tokens) const {
     return gpu::products_in_f16(k_, rows, cols, n_tokens);
+  }
+  bool activations_in_int8(int64_t rows, int64_t cols, uint32_t n_tokens) const {
+    return gpu::activations_in_int8(k_, rows, cols, n_tokens);
   }
 
  private:

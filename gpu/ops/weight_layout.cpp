@@ -28,10 +28,12 @@ size_t q8_offset(int64_t c) {
   const int64_t j = 16 * (c / 256) + (c % 64) / 4, q = (c % 256) / 64;
   return size_t(16 * j + 4 * q + c % 4);
 }
+// Q4_0: quad q's column e is byte e of word q / 2, low nibble for even q, high for odd, so that
+// `word & 0x0f0f0f0f` and `(word >> 4) & 0x0f0f0f0f` are two quads as packed bytes (matvec_dot.comp).
 size_t q4_offset(int64_t c, int* shift) {
   const int64_t j = 8 * (c / 256) + (c % 32) / 4, q = (c % 256) / 32, e = c % 4;
-  *shift = int(4 * (e % 2));
-  return size_t(16 * j + 2 * q + e / 2);
+  *shift = int(4 * (q % 2));
+  return size_t(16 * j + 4 * (q / 2) + e);
 }
 // Scale of block b (global in the row) after the row's quant vectors.
 size_t scale_offset(WeightFormat f, int64_t cols, int64_t b) {

@@ -11,7 +11,8 @@
 //   W_Q8_0  groups of 256 columns (8 GGML blocks), 16 vectors: vector g holds int8 quants of
 //           columns 256G + 64q + 4g + e (q < 4, byte e of word q), block 2q + g/8
 //   W_Q4_0  groups of 256 columns, 8 vectors: vector g holds 4-bit quants (q + 8 as stored by
-//           GGML) of columns 256G + 32q + 4g + e (q < 8, bits 16(q%2) + 4e of word q/2), block q
+//           GGML) of columns 256G + 32q + 4g + e (q < 8, bits 8e + 4(q%2) of word q/2), block q:
+//           masking a word with 0x0f0f0f0f (after >> 4 for odd q) gives a quad as packed bytes
 // Q8_0/Q4_0 rows end with one vector per group holding its 8 block scales (f16, block b in half
 // b). Columns past cols (the last group's padding) have zero weights (scale 0), so a reader may
 // multiply them with any finite activation.
@@ -109,9 +110,9 @@ vec4 quad_weights(uvec4 wv, uint j, uint q) {
   return vec4(magic_int(v & 0xffu, 128.0), magic_int((v >> 8) & 0xffu, 128.0),
               magic_int((v >> 16) & 0xffu, 128.0), magic_int(v >> 24, 128.0));
 #else
-  const uint v = pick4(wv, q / 2) >> (16 * (q % 2));
-  return vec4(magic_int(v & 0xfu, 8.0), magic_int((v >> 4) & 0xfu, 8.0),
-              magic_int((v >> 8) & 0xfu, 8.0), magic_int((v >> 12) & 0xfu, 8.0));
+  const uint v = pick4(wv, q / 2) >> (4 * (q % 2));
+  return vec4(magic_int(v & 0xfu, 8.0), magic_int((v >> 8) & 0xfu, 8.0),
+              magic_int((v >> 16) & 0xfu, 8.0), magic_int((v >> 24) & 0xfu, 8.0));
 #endif
 }
 float quad_scale(uvec4 sv, uint j, uint q) {
@@ -190,11 +191,11 @@ vec4 quad_from_raw(uvec4 raw, uint c) {
          vec4(magic_int(v & 0xffu, 128.0), magic_int((v >> 8) & 0xffu, 128.0),
               magic_int((v >> 16) & 0xffu, 128.0), magic_int(v >> 24, 128.0));
 #else
-  const uint v = raw.x >> (16 * (q % 2));
+  const uint v = raw.x >> (4 * (q % 2));
   const vec2 d = unpackHalf2x16(raw.y);
   return ((q % 2) == 0 ? d.x : d.y) *
-         vec4(magic_int(v & 0xfu, 8.0), magic_int((v >> 4) & 0xfu, 8.0),
-              magic_int((v >> 8) & 0xfu, 8.0), magic_int((v >> 12) & 0xfu, 8.0));
+         vec4(magic_int(v & 0xfu, 8.0), magic_int((v >> 8) & 0xfu, 8.0),
+              magic_int((v >> 16) & 0xfu, 8.0), magic_int((v >> 24) & 0xfu, 8.0));
 #endif
 }
 

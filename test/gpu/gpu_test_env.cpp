@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "gpu/ops/matvec.h"
 #include "model/ops/matmul.h"
 
 namespace infer::gpu {
@@ -25,9 +26,12 @@ namespace {
 }();
 
 // The GPU computes with f32 activations; the CPU reference it is compared with must too, even on
-// CPUs whose integer kernels quantize activations to Q8_0 (model/ops/matmul.h).
+// CPUs whose integer kernels quantize activations to Q8_0 (model/ops/matmul.h). The GPU's
+// integer-dot matvecs quantize too, but its other kernels (MoE, tiled prefill) do not, so whole
+// forward passes compare in f32; test/gpu/matvec_test.cpp tests those kernels (IntDot::kOn).
 [[maybe_unused]] const bool kCpuF32Activations = [] {
   set_matmul_f32_activations(true);
+  set_matvec_int_dot(false);
   return true;
 }();
 

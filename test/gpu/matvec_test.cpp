@@ -15,7 +15,10 @@
 #include <vector>
 
 #include "model/matrix.h"
+#include "gpu/recorder.h"
+#include "model/ops/gelu.h"
 #include "model/ops/matmul.h"
+#include "model/quant.h"
 #include "test/gpu/gpu_test_env.h"
 #include "test/gpu/host_matrix.h"
 
@@ -60,20 +63,69 @@ void expect_matches_reference(const Matrix& w, const std::vector<float>& x, int6
   EXPECT_EQ(bad, 0) << "of " << T * w.rows << " outputs";
 }
 
+// The integer-dot kernel (activations_in_int8) against matmul_reference_q8_x, the CPU's int8
+// contract: x quantized per block of 32 the CPU's way, so each block dot is an exact integer on
+// both sides (the GPU quantizes bit for bit like the CPU, common/quant_x.glsl) and only the f32
+// sum of dot · d_w · d_x differs: per-term roundings (the scale product, the product) and the
+// running sum, bounded as above with S = sum_c |q_w · q_x| · d_w · d_x. One quantized activation
+// off by one moves y by d_w · d_x · |q_w|, above this bound on the short rows of these shapes.
+void expect_matches_int8_reference(const Matrix& w, const std::vector<float>& x, int64_t T,
+                                   const std::vector<float>& y_gpu) {
+  std::vector<float> y_ref(size_t(T * w.rows));
+  matmul_reference_q8_x(w, x.data(), T, y_ref.data());
+  const int64_t nb = w.cols / kQK;
+  std::vector<BlockQ8_0> xq(size_t(T * nb));
+  for (int64_t t = 0; t < T; ++t) quantize_row_q8_0(&x[size_t(t * w.cols)], &xq[size_t(t * nb)], w.cols);
+  std::vector<float> row(size_t(w.cols));
+  int bad = 0;
+  for (int64_t r = 0; r < w.rows; ++r) {
+    dequantize_row(w, r, row.data());  // d_w · q_w
+    for (int64_t t = 0; t < T; ++t) {
+      double abs_sum = 0;
+      for (int64_t c = 0; c < w.cols; ++c) {
+        const BlockQ8_0& b = xq[size_t(t * nb + c / kQK)];
+        abs_sum += std::fabs(double(row[c]) * fp16_to_f32(b.d) * b.qs[c % kQK]);
+      }
+      const double tol = 8.0 * FLT_EPSILON * std::sqrt(double(w.cols)) * abs_sum + 1e-30;
+      const float got = y_gpu[size_t(t * w.rows + r)], want = y_ref[size_t(t * w.rows + r)];
+      if (!(std::fabs(double(got) - want) <= tol) && ++bad <= 5) {
+        ADD_FAILURE() << weight_format_name(w.format) << " (int8 x) y[t=" << t << ", r=" << r
+                      << "] = " << got << ", reference " << want << ", tolerance " << tol;
+      }
+    }
+  }
+  EXPECT_EQ(bad, 0) << "of " << T * w.rows << " outputs";
+}
+
+// Runs one product on the GPU and checks it against the reference of the path it took; returns
+// whether that was the integer-dot kernel.
+bool check_matvec_x(const VulkanContext& ctx, WeightFormat format, int64_t rows, int64_t cols,
+                    int64_t T, const std::vector<float>& x, MatvecTuning tuning) {
+  const HostMatrix h = random_matrix(format, rows, cols, uint32_t(rows * 7919 + cols));
+  auto w = upload_matrix(ctx, h.m, "w");
+  EXPECT_TRUE(w.ok()) << w.error().message;
+  if (!w.ok()) return false;
+  auto op = MatvecOp::create(ctx, format, tuning);
+  EXPECT_TRUE(op.ok()) << op.error().message;
+  if (!op.ok()) return false;
+  std::vector<float> y(size_t(T * rows), NAN);
+  auto r = run_matvec(ctx, **op, *w, x.data(), T, y.data());
+  EXPECT_TRUE(r.ok()) << r.error().message;
+  const bool int8 = (*op)->activations_in_int8(rows, cols, uint32_t(T));
+  if (int8) {
+    expect_matches_int8_reference(h.m, x, T, y);
+  } else {
+    expect_matches_reference(h.m, x, T, y, (*op)->products_in_f16(rows, cols, uint32_t(T)));
+  }
+  return int8;
+}
+
 void check_matvec(const VulkanContext& ctx, WeightFormat format, int64_t rows, int64_t cols,
                   int64_t T, MatvecTuning tuning = {}) {
   SCOPED_TRACE(std::string(weight_format_name(format)) + " rows " + std::to_string(rows) +
                " cols " + std::to_string(cols) + " T " + std::to_string(T));
-  const HostMatrix h = random_matrix(format, rows, cols, uint32_t(rows * 7919 + cols));
   const std::vector<float> x = random_vector(size_t(T * cols), uint32_t(cols + T));
-  auto w = upload_matrix(ctx, h.m, "w");
-  ASSERT_TRUE(w.ok()) << w.error().message;
-  auto op = MatvecOp::create(ctx, format, tuning);
-  ASSERT_TRUE(op.ok()) << op.error().message;
-  std::vector<float> y(size_t(T * rows), NAN);
-  auto r = run_matvec(ctx, **op, *w, x.data(), T, y.data());
-  ASSERT_TRUE(r.ok()) << r.error().message;
-  expect_matches_reference(h.m, x, T, y, (*op)->products_in_f16(rows, cols, uint32_t(T)));
+  check_matvec_x(ctx, format, rows, cols, T, x, tuning);
 }
 
 struct Shape {
@@ -97,9 +149,17 @@ using GpuMatvecOp = GpuTest;
 class GpuMatvec : public GpuTest,
                   public ::testing::WithParamInterface<std::tuple<WeightFormat, Shape>> {};
 
+// Quantized formats also on the integer-dot kernel where the device has it (the GPU tests turn
+// it off by default: test/gpu/gpu_test_env.cpp); T = 200 takes the tiled kernel either way.
 TEST_P(GpuMatvec, MatchesCpuReference) {
   const auto [format, s] = GetParam();
   check_matvec(*ctx_, format, s.rows, s.cols, s.T);
+  const bool quantized = format == WeightFormat::kQ8_0 || format == WeightFormat::kQ4_0;
+  if (quantized && ctx_->info().integer_dot_product) {
+    MatvecTuning on;
+    on.int_dot = IntDot::kOn;
+    check_matvec(*ctx_, format, s.rows, s.cols, s.T, on);
+  }
 }
 
 // Rows 1, 7, 33, 257 leave the last row group partial (2 rows a group by default); T = 3 and 5
@@ -277,6 +337,153 @@ TEST_F(GpuMatvecOp, UploadMatrixRejectsQuantizedColumnsNotAMultipleOf32) {
   auto w = upload_matrix(*ctx_, m, "bad");
   ASSERT_FALSE(w.ok());
   EXPECT_EQ(w.error().code, ErrorCode::kShape);
+}
+
+// The integer-dot kernel (shaders/matvec_dot.comp) on ragged shapes: columns ending mid
+// 256-column group (288, 544, 800, 1056, 2080), rows ending mid workgroup, T = 2, 3, 5 ending mid
+// token group, and the widest rows its shared memory takes (16384 at T = 1, 6144 for T > 1).
+TEST_F(GpuMatvecOp, IntDotMatchesInt8ReferenceOnRaggedShapes) {
+  if (!ctx_->info().integer_dot_product) GTEST_SKIP() << "no shaderIntegerDotProduct";
+  MatvecTuning on;
+  on.int_dot = IntDot::kOn;
+  const Shape shapes[] = {{1, 32, 1},   {7, 288, 1},  {33, 544, 1},   {67, 1056, 2},
+                          {5, 800, 3},  {130, 2080, 5}, {3, 16384, 1}, {9, 6144, 2}};
+  for (WeightFormat f : {WeightFormat::kQ8_0, WeightFormat::kQ4_0}) {
+    for (const Shape& s : shapes) {
+      SCOPED_TRACE(shape_name(f, s));
+      const std::vector<float> x = random_vector(size_t(s.T * s.cols), uint32_t(s.cols + s.T));
+      EXPECT_TRUE(check_matvec_x(*ctx_, f, s.rows, s.cols, s.T, x, on));
+    }
+  }
+}
+
+// Rows wider than the kernel's shared memory, and IntDot::kOff, take matvec.comp
+// with f32 activations (checked against matmul_reference's tighter bound).
+TEST_F(GpuMatvecOp, IntDotFallsBackToF32Activations) {
+  MatvecTuning off;
+  off.int_dot = IntDot::kOff;
+  for (WeightFormat f : {WeightFormat::kQ8_0, WeightFormat::kQ4_0}) {
+    const std::vector<float> x = random_vector(size_t(2 * 6400), 11);
+    EXPECT_FALSE(check_matvec_x(*ctx_, f, 5, 544, 1, x, off));
+    EXPECT_FALSE(check_matvec_x(*ctx_, f, 5, 6400, 2, x, {}));  // 25 groups a token
+    const std::vector<float> wide = random_vector(16640, 12);
+    EXPECT_FALSE(check_matvec_x(*ctx_, f, 3, 16640, 1, wide, {}));  // 65 groups
+  }
+}
+
+// Activations whose scaled values are exact halves (amax 127 -> d = 1; amax 127 · 2^-20 -> d =
+// 2^-20, a subnormal f16 scale): the GPU must round them away from zero like roundf, not to even,
+// and keep d exact; a quant off by one breaks the tolerance at 96 columns. Plus blocks of zeros.
+TEST_F(GpuMatvecOp, IntDotQuantizesActivationsLikeTheCpu) {
+  if (!ctx_->info().integer_dot_product) GTEST_SKIP() << "no shaderIntegerDotProduct";
+  MatvecTuning on;
+  on.int_dot = IntDot::kOn;
+  const int64_t cols = 96, T = 2;
+  std::vector<float> x(size_t(T * cols));
+  for (int64_t i = 0; i < T * cols; ++i) {
+    const int64_t block = i / 32, k = i % 32;
+    const float half = float((k * 37) % 255 - 127) + 0.5f;  // -126.5 .. 127.5, capped below
+    float v = k == 0 ? 127.0f : std::min(half, 126.5f);
+    if (block % 3 == 1) v = std::ldexp(v, -20);
+    if (block % 3 == 2 && block > 2) v = 0.0f;
+    x[size_t(i)] = v;
+  }
+  for (WeightFormat f : {WeightFormat::kQ8_0, WeightFormat::kQ4_0}) {
+    SCOPED_TRACE(weight_format_name(f));
+    EXPECT_TRUE(check_matvec_x(*ctx_, f, 9, cols, 1, x, on));
+    EXPECT_TRUE(check_matvec_x(*ctx_, f, 9, cols, T, x, on));
+  }
+}
+
+// Other integer-dot workgroup shapes: one subgroup of 3 rows, 2 subgroups of 1 row, 3 tokens.
+TEST_F(GpuMatvecOp, IntDotMatchesInt8ReferenceForOtherWorkgroupShapes) {
+  if (!ctx_->info().integer_dot_product) GTEST_SKIP() << "no shaderIntegerDotProduct";
+  for (WeightFormat f : {WeightFormat::kQ8_0, WeightFormat::kQ4_0}) {
+    MatvecTuning a{0, 3, 3};
+    a.int_dot = IntDot::kOn;
+    a.dot_subgroups_per_group = 1;
+    MatvecTuning b{0, 1, 2};
+    b.int_dot = IntDot::kOn;
+    b.dot_subgroups_per_group = 2;
+    const std::vector<float> x = random_vector(size_t(7 * 640), 13);
+    EXPECT_TRUE(check_matvec_x(*ctx_, f, 100, 640, 1, x, a));
+    EXPECT_TRUE(check_matvec_x(*ctx_, f, 100, 640, 7, x, a));
+    EXPECT_TRUE(check_matvec_x(*ctx_, f, 51, 320, 3, x, b));
+  }
+}
+
+// The gate-up variant of the integer-dot kernel (gelu(G·x) ⊙ (U·x), gpu/ops/mlp.h's decode path)
+// against the CPU on x as the kernel quantizes it (q · d per block, exact in f32), with
+// test/gpu/mlp_test.cpp's bound: c·S per sum carried through gelu' <= 1.13 and the product.
+TEST_F(GpuMatvecOp, GateUpIntDotMatchesInt8Reference) {
+  if (!ctx_->info().integer_dot_product) GTEST_SKIP() << "no shaderIntegerDotProduct";
+  MatvecTuning on;
+  on.int_dot = IntDot::kOn;
+  struct GateUpShape {
+    int64_t I, H, T;
+  };
+  for (WeightFormat f : {WeightFormat::kQ8_0, WeightFormat::kQ4_0}) {
+    for (const GateUpShape s : {GateUpShape{7, 288, 1}, GateUpShape{33, 544, 3},
+                                GateUpShape{130, 1056, 1}, GateUpShape{64, 2080, 5}}) {
+      SCOPED_TRACE(std::string(weight_format_name(f)) + " I " + std::to_string(s.I) + " H " +
+                   std::to_string(s.H) + " T " + std::to_string(s.T));
+      const HostMatrix gate = random_matrix(f, s.I, s.H, uint32_t(s.I * 131 + s.H));
+      const HostMatrix up = random_matrix(f, s.I, s.H, uint32_t(s.I * 137 + s.H + 1));
+      const std::vector<float> x = random_vector(size_t(s.T * s.H), uint32_t(s.H + s.T), -2.0f, 2.0f);
+      auto k = create_matvec_kernels(*ctx_, f, /*gate_up=*/true, on);
+      ASSERT_TRUE(k.ok()) << k.error().message;
+      ASSERT_TRUE(activations_in_int8(*k, s.I, s.H, uint32_t(s.T)));
+      auto g = upload_matrix(*ctx_, gate.m, "gate");
+      auto u = upload_matrix(*ctx_, up.m, "up");
+      ASSERT_TRUE(g.ok() && u.ok());
+      const size_t x_bytes = x.size() * 4, y_bytes = size_t(s.T * s.I) * 4;
+      auto xb = Buffer::create(*ctx_, x_bytes, BufferKind::kDevice, "x");
+      auto yb = Buffer::create(*ctx_, y_bytes, BufferKind::kDevice, "act");
+      ASSERT_TRUE(xb.ok() && yb.ok());
+      ASSERT_TRUE(upload(*ctx_, *xb, 0, x.data(), x_bytes).ok());
+      auto rec = Recorder::create(*ctx_);
+      ASSERT_TRUE(rec.ok());
+      ASSERT_TRUE((*rec)->begin().ok());
+      ASSERT_TRUE(record_matvec_kernels(**rec, *k, *g, &*u, Binding{&*xb}, Binding{&*yb},
+                                        uint32_t(s.T)).ok());
+      ASSERT_TRUE((*rec)->submit_and_wait().ok());
+      std::vector<float> act(size_t(s.T * s.I));
+      ASSERT_TRUE(download(*ctx_, *yb, 0, act.data(), y_bytes).ok());
+
+      std::vector<float> x_ref(x.size());
+      std::vector<BlockQ8_0> xq(size_t(s.H / kQK));
+      for (int64_t t = 0; t < s.T; ++t) {
+        quantize_row_q8_0(&x[size_t(t * s.H)], xq.data(), s.H);
+        dequantize_row_q8_0(xq.data(), &x_ref[size_t(t * s.H)], s.H);
+      }
+      std::vector<float> g_ref(act.size()), u_ref(act.size()), act_ref(act.size());
+      matmul_reference(gate.m, x_ref.data(), s.T, g_ref.data());
+      matmul_reference(up.m, x_ref.data(), s.T, u_ref.data());
+      gelu_mul(g_ref.data(), u_ref.data(), s.T * s.I, act_ref.data());
+      const double c = 8.0 * FLT_EPSILON * std::sqrt(double(s.H));
+      std::vector<float> grow(size_t(s.H)), urow(size_t(s.H));
+      int bad = 0;
+      for (int64_t i = 0; i < s.I; ++i) {
+        dequantize_row(gate.m, i, grow.data());
+        dequantize_row(up.m, i, urow.data());
+        for (int64_t t = 0; t < s.T; ++t) {
+          double sg = 0, su = 0;
+          for (int64_t h = 0; h < s.H; ++h) {
+            sg += std::fabs(double(grow[h]) * x_ref[size_t(t * s.H + h)]);
+            su += std::fabs(double(urow[h]) * x_ref[size_t(t * s.H + h)]);
+          }
+          const size_t o = size_t(t * s.I + i);
+          const double gv = std::fabs(g_ref[o]), uv = std::fabs(u_ref[o]);
+          const double tol = 1.13 * uv * c * sg + gv * c * su + 32.0 * FLT_EPSILON * gv * uv + 1e-30;
+          if (!(std::fabs(double(act[o]) - act_ref[o]) <= tol) && ++bad <= 5) {
+            ADD_FAILURE() << "act[t=" << t << ", i=" << i << "] = " << act[o] << ", reference "
+                          << act_ref[o] << ", tolerance " << tol;
+          }
+        }
+      }
+      EXPECT_EQ(bad, 0);
+    }
+  }
 }
 
 }  // namespace
