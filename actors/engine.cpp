@@ -98,12 +98,12 @@ Result<Step> Engine::step() {
 }
 
 // P(any end id) under softmax(logits / T): the top token has probability exp(0) / z = top_prob,
-// so p_i = exp((l_i - max) / T) * top_prob; this costs a max over V, not another softmax.
+// so p_i = exp((l_i - max) / T) * top_prob; the sampler's pass already found the max.
 float Engine::end_probability(std::span<const float> logits) const {
   if (opts_.end_ids.empty()) return 0.0f;
-  float max_logit = -std::numeric_limits<float>::infinity();
-  for (float v : logits) max_logit = std::max(max_logit, v);
   const Sampler& sampler = active_sampler();
+  const float max_logit = sampler.signals().max_logit;
+  if (!std::isfinite(max_logit)) return 0.0f;  // no distribution (top_prob is 1 by convention)
   const float T = sampler.params().temperature > 0 ? sampler.params().temperature : 1.0f;
   double p = 0.0;
   for (int32_t id : opts_.end_ids) {

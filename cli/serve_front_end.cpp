@@ -56,9 +56,19 @@ ServeFrontEnd::ServeFrontEnd(int out_fd, protocol::ServerHello hello, int64_t de
       reader_(protocol::SessionLimits{hello_.vocab_size, hello_.max_generate_tokens}) {}
 
 void ServeFrontEnd::write(const protocol::ServerMessage& m, uint32_t rid) {
-  if (out_closed_) return;
-  buf_.clear();
-  protocol::encode(m, rid, buf_);
+  append(m, rid);
+  flush();
+}
+
+void ServeFrontEnd::append(const protocol::ServerMessage& m, uint32_t rid) {
+  if (!out_closed_) protocol::encode(m, rid, buf_);
+}
+
+void ServeFrontEnd::flush() {
+  if (out_closed_) {
+    buf_.clear();
+    return;
+  }
   size_t done = 0;
   while (done < buf_.size()) {
     const ssize_t n = ::write(out_fd_, buf_.data() + done, buf_.size() - done);
@@ -70,9 +80,10 @@ void ServeFrontEnd::write(const protocol::ServerMessage& m, uint32_t rid) {
       std::fprintf(stderr, "infer: --serve: stdout closed, ending the session\n");
       out_closed_ = true;
       if (gen_turn_ != 0 && pipeline_ != nullptr) pipeline_->interrupt();
-      return;
+      break;
     }
   }
+  buf_.clear();
 }
 
 bool ServeFrontEnd::output_closed() {
@@ -260,9 +271,10 @@ void ServeFrontEnd::token(const actors::TokenEvent& t) {
   if (t.turn != gen_turn_) return;
   if (gen_stopped_) return;
   if (gen_interrupted_ && after_interrupt_++ >= 1) return;  // at most one TOKEN after INTERRUPT
-  write(protocol::ServerMessage{protocol::Token{uint32_t(t.id), gen_sent_, uint64_t(t.position),
-                                                t.text}},
-        gen_rid_);
+  // TOKEN and its GATE go out in one write: one syscall, and one wake-up of the client.
+  append(protocol::ServerMessage{protocol::Token{uint32_t(t.id), gen_sent_, uint64_t(t.position),
+                                                 t.text}},
+         gen_rid_);
   if ((gen_flags_ & protocol::kGenGateEvents) != 0 || t.decision != actors::Decision::kSpeak) {
     protocol::Gate g;
     g.decision = gate_decision(t.decision);
@@ -272,8 +284,9 @@ void ServeFrontEnd::token(const actors::TokenEvent& t) {
     g.eot_prob = t.eot_prob;
     g.urgency = queued_.empty() ? 0.0f : 1.0f;  // pending input
     g.cost_ms = t.ms_per_token * float(std::max<int64_t>(t.tokens_left, 0));
-    write(protocol::ServerMessage{g}, gen_rid_);
+    append(protocol::ServerMessage{g}, gen_rid_);
   }
+  flush();
   ++gen_sent_;
   gen_last_id_ = uint32_t(t.id);
   if (std::find(gen_stop_ids_.begin(), gen_stop_ids_.end(), uint32_t(t.id)) != gen_stop_ids_.end()) {
@@ -312,9 +325,9 @@ void ServeFrontEnd::turn_end(const actors::TurnEnd& e) {
   if (e.reason == actors::StopReason::kEndToken && e.stop_id >= 0 && !gen_stopped_ &&
       !(gen_interrupted_ && after_interrupt_ >= 1)) {
     // The protocol emits the end id and keeps it in the context (unless a RESET follows).
-    write(protocol::ServerMessage{protocol::Token{uint32_t(e.stop_id), gen_sent_,
-                                                  uint64_t(e.position), ""}},
-          gen_rid_);
+    append(protocol::ServerMessage{protocol::Token{uint32_t(e.stop_id), gen_sent_,
+                                                   uint64_t(e.position), ""}},
+           gen_rid_);  // goes out with the DONE below
     ++gen_sent_;
     gen_last_id_ = uint32_t(e.stop_id);
     if (!resetting) {

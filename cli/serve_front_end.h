@@ -69,7 +69,10 @@ class ServeFrontEnd : public actors::FrontEnd {
   void start_generation(uint32_t rid, const protocol::Generate& g);
   void interrupt_generation();
   void flush_queue();
+  // write() = append() + flush(): frames are encoded into buf_ and written with one syscall.
   void write(const protocol::ServerMessage& m, uint32_t rid);
+  void append(const protocol::ServerMessage& m, uint32_t rid);
+  void flush();
   protocol::Stats current_stats() const;
 
   int out_fd_;

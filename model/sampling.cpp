@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "base/check.h"
+#include "model/ops/attention_kernels.h"
 
 namespace infer {
 
@@ -27,44 +28,141 @@ int32_t argmax(std::span<const float> logits) {
   return best;
 }
 
+void Sampler::reseed(uint64_t seed) { rng_.seed(seed); }
+
+double Sampler::uniform() { return double(rng_() >> 11) * 0x1.0p-53; }
+
+namespace {
+
+// Logits per block of the max pass: the argmax is found again only inside the first block whose
+// max is the global one (block maxima are exact, so this is argmax()'s answer).
+constexpr int64_t kMaxBlock = 256;
+// Floats per chunk of the exp pass: the shifted logits stay in L1 between the passes over them.
+constexpr int64_t kExpChunk = 1024;
+// Lanes of the partial sums and maxima: independent accumulators the compiler turns into vector
+// registers (16 floats: one AVX-512 register, four SSE ones).
+constexpr int kLanes = 16;
+// exp() of anything below this is 0 in float; clamping there keeps p * s finite (0, not 0 * -inf)
+// for -inf and NaN logits (probability 0) and for (l - max) / T overflowing to -inf.
+constexpr float kMinExponent = -200.0f;
+
+// The vectorised exp of the attention kernels (AVX-512, else a portable polynomial), ~1 ulp.
+ExpFn best_exp() {
+  static const ExpFn fn = attention_kernels().front().exp;
+  return fn;
+}
+
+// max over x[0, n) with NaN ignored (-inf when there is none); x > m ? x : m is exactly MAXPS.
+inline __attribute__((always_inline)) float block_max(const float* x, int64_t n) {
+  float lane[kLanes];
+  for (float& m : lane) m = -std::numeric_limits<float>::infinity();
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int j = 0; j < kLanes; ++j) lane[j] = x[i + j] > lane[j] ? x[i + j] : lane[j];
+  }
+  for (; i < n; ++i) lane[0] = x[i] > lane[0] ? x[i] : lane[0];
+  float m = lane[0];
+  for (int j = 1; j < kLanes; ++j) m = lane[j] > m ? lane[j] : m;
+  return m;
+}
+
+}  // namespace
+
+int64_t signals_blocks(int64_t V) { return (V + kMaxBlock - 1) / kMaxBlock; }
+
+// One clone per target, picked at load time: the lane loops become AVX-512 or SSE vectors.
+__attribute__((target_clones("avx512f", "avx2", "default")))
+double fused_softmax(std::span<const float> logits, float temperature, float* probs,
+                     float* block_maxima, StepSignals* signals, int32_t* best) {
+  const int64_t V = int64_t(logits.size());
+  const float* l = logits.data();
+  const int64_t blocks = signals_blocks(V);
+  float max_logit = -std::numeric_limits<float>::infinity();
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int64_t from = b * kMaxBlock;
+    block_maxima[b] = block_max(l + from, std::min(kMaxBlock, V - from));
+    max_logit = block_maxima[b] > max_logit ? block_maxima[b] : max_logit;
+  }
+  signals->max_logit = max_logit;
+  // No finite max: every logit -inf/NaN, or a +inf one. No distribution (probs unused).
+  if (!std::isfinite(max_logit)) {
+    *best = argmax(logits);
+    signals->entropy = 0.0f;
+    signals->top_prob = 1.0f;
+    return 0.0;
+  }
+  for (int64_t b = 0;; ++b) {  // the first block holding the max, and its first index there
+    if (block_maxima[b] != max_logit) continue;
+    int64_t i = b * kMaxBlock;
+    while (!(l[i] == max_logit)) ++i;
+    *best = int32_t(i);
+    break;
+  }
+
+  const float inv_t = 1.0f / temperature;
+  const ExpFn exp_fn = best_exp();
+  double z = 0.0;
+  double weighted = 0.0;  // Σ p_i s_i with s_i = (l_i - max) / T, for the entropy
+  float s[kExpChunk];
+  for (int64_t c = 0; c < V; c += kExpChunk) {
+    const int64_t n = std::min(kExpChunk, V - c);
+    // s = max((l - max) / T, kMinExponent), NaN and -inf landing on kMinExponent; in blocks of
+    // kLanes so that the compiler vectorises it (at -O2 it takes no loop needing a scalar tail).
+    const float* lc = l + c;
+    int64_t k = 0;
+    for (; k + kLanes <= n; k += kLanes) {
+      for (int j = 0; j < kLanes; ++j) {
+        const float si = (lc[k + j] - max_logit) * inv_t;
+        s[k + j] = si > kMinExponent ? si : kMinExponent;
+      }
+    }
+    for (; k < n; ++k) {
+      const float si = (lc[k] - max_logit) * inv_t;
+      s[k] = si > kMinExponent ? si : kMinExponent;
+    }
+    float* p = probs + c;
+    exp_fn(s, p, n);
+    // Float partial sums over at most kExpChunk terms each, added up in double per chunk.
+    float zl[kLanes] = {}, wl[kLanes] = {};
+    int64_t i = 0;
+    for (; i + kLanes <= n; i += kLanes) {
+      for (int j = 0; j < kLanes; ++j) {
+        zl[j] += p[i + j];
+        wl[j] += p[i + j] * s[i + j];
+      }
+    }
+    for (; i < n; ++i) {
+      zl[0] += p[i];
+      wl[0] += p[i] * s[i];
+    }
+    float zc = 0.0f, wc = 0.0f;
+    for (int j = 0; j < kLanes; ++j) {
+      zc += zl[j];
+      wc += wl[j];
+    }
+    z += zc;
+    weighted += wc;
+  }
+  // H = -Σ q log q with q = p / Z and log q = s - log Z, so H = log Z - Σ q s. z >= 1: the max's
+  // own term is exp(0).
+  signals->entropy = float(std::log(z) - weighted / z);
+  signals->top_prob = float(1.0 / z);
+  return z;
+}
+
 Sampler::Sampler(int64_t vocab_size, const SamplingParams& params)
     : V_(vocab_size),
       params_(params),
       rng_(params.seed),
       probs_(size_t(vocab_size)),
-      order_(size_t(vocab_size)) {
+      order_(size_t(vocab_size)),
+      block_max_(size_t(signals_blocks(vocab_size))) {
   INFER_CHECK(vocab_size > 0, "vocab_size %lld", static_cast<long long>(vocab_size));
+  best_exp();  // picks the kernel now: sample() allocates nothing
 }
 
-void Sampler::reseed(uint64_t seed) { rng_.seed(seed); }
-
-double Sampler::uniform() { return double(rng_() >> 11) * 0x1.0p-53; }
-
-double Sampler::softmax(std::span<const float> logits, float temperature) {
-  float max_logit = -std::numeric_limits<float>::infinity();
-  for (float v : logits) max_logit = std::max(max_logit, v);  // NaN never raises the max
-  const float inv_t = 1.0f / temperature;
-  double z = 0.0;
-  double weighted = 0.0;  // Σ p_i s_i with s_i = (l_i - max) / T, for the entropy
-  for (int64_t i = 0; i < V_; ++i) {
-    const float l = logits[size_t(i)];
-    float p = 0.0f;
-    if (l == l && l != -std::numeric_limits<float>::infinity()) {  // NaN and -inf: probability 0
-      const float s = (l - max_logit) * inv_t;
-      p = std::exp(s);
-      weighted += double(p) * double(s);
-    }
-    probs_[size_t(i)] = p;
-    z += p;
-  }
-  if (!(z > 0.0) || !std::isfinite(z)) {  // all -inf/NaN, or +inf logits: no distribution
-    signals_ = StepSignals{0.0f, 1.0f};
-    return 0.0;
-  }
-  // H = -Σ q log q with q = p / Z and log q = s - log Z, so H = log Z - Σ q s.
-  signals_.entropy = float(std::log(z) - weighted / z);
-  signals_.top_prob = float(1.0 / z);
-  return z;
+double Sampler::softmax(std::span<const float> logits, float temperature, int32_t* best) {
+  return fused_softmax(logits, temperature, probs_.data(), block_max_.data(), &signals_, best);
 }
 
 void Sampler::sort_range(int64_t from, int64_t to, int64_t n) {
@@ -78,12 +176,13 @@ void Sampler::sort_range(int64_t from, int64_t to, int64_t n) {
 int32_t Sampler::sample(std::span<const float> logits) {
   INFER_CHECK(int64_t(logits.size()) == V_, "logits [%zu], sampler V %lld", logits.size(),
               static_cast<long long>(V_));
+  int32_t best = 0;
   if (params_.temperature <= 0.0f) {
-    softmax(logits, 1.0f);  // only for signals()
-    return argmax(logits);
+    softmax(logits, 1.0f, &best);  // the argmax, and signals() at T = 1
+    return best;
   }
-  const double z = softmax(logits, params_.temperature);
-  if (!(z > 0.0)) return argmax(logits);
+  const double z = softmax(logits, params_.temperature, &best);
+  if (!(z > 0.0)) return best;
 
   const bool use_top_k = params_.top_k > 0 && params_.top_k < V_;
   const bool use_top_p = params_.top_p < 1.0f;

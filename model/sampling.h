@@ -21,6 +21,9 @@ struct SamplingParams {
 struct StepSignals {
   float entropy = 0.0f;   // nats
   float top_prob = 0.0f;  // probability of the most likely token
+  // The largest logit (NaN never counts; -inf when there is none): p_i = exp((l_i - max_logit)
+  // / T) * top_prob, so a caller gets any token's probability without another pass over [V].
+  float max_logit = 0.0f;
 };
 
 // Picks one token per call from logits [V]. Owns its scratch buffers, sized once for V at
@@ -39,8 +42,10 @@ class Sampler {
   void reseed(uint64_t seed);
 
  private:
-  // Fills probs_ with exp((l - max) / T), returns their sum and sets signals_.
-  double softmax(std::span<const float> logits, float temperature);
+  // Fills probs_ with exp((l - max) / T), returns their sum and sets signals_. One vectorised
+  // pass for the max (and the argmax, returned in *best) and one for exp and the sums: the gate
+  // reads the signals every step, over the whole vocabulary (262,144 ids for Gemma 4).
+  double softmax(std::span<const float> logits, float temperature, int32_t* best);
   // Moves the `to` most probable of order_[from, n) to order_[from, to), sorted by probability
   // descending, index ascending on ties.
   void sort_range(int64_t from, int64_t to, int64_t n);
@@ -53,7 +58,15 @@ class Sampler {
   StepSignals signals_;
   std::vector<float> probs_;    // [V] unnormalised probabilities
   std::vector<int32_t> order_;  // [V] candidate ids
+  std::vector<float> block_max_;  // [ceil(V / kMaxBlock)] max of each block of logits
 };
+
+// The signals' fast pass (what Sampler uses), exposed for tests: writes exp((l - max) / T) to
+// probs [V] and returns their sum (0 when no logit is finite or one is +inf: no distribution);
+// sets *signals and *best (argmax(logits)). block_max: scratch of signals_blocks(V) floats.
+int64_t signals_blocks(int64_t V);
+double fused_softmax(std::span<const float> logits, float temperature, float* probs,
+                     float* block_max, StepSignals* signals, int32_t* best);
 
 // argmax over logits [V], lowest index on ties; NaNs never win.
 int32_t argmax(std::span<const float> logits);
