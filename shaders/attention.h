@@ -43,6 +43,8 @@ INFER_PUSH_END(QkvPrepPush)
 // normalised. More: each writes its partial (unnormalised o, running max m and sum l per row)
 // to the scratch and counts itself in counters[y · groups_z + z]; the last one to arrive
 // merges the partials into out and resets the counter for the next dispatch.
+// Split decode (attend_split.comp, T = 1, same push): x = slice of LOCAL_SIZE output dims,
+// y = split (n_splits), z as above; a counter per (x, z); (m, l) partials per slice.
 #if defined(__cplusplus) || defined(INFER_ATTN_ATTEND)
 INFER_PUSH_BEGIN(AttendPush)
 uint T;
@@ -59,7 +61,7 @@ uint mode;              // INFER_KV_*
 INFER_PUSH_END(AttendPush)
 #endif
 
-// Decode (T = 1) in two passes, spread over many workgroups so that K/V loads are in flight
+// Two-pass decode (INFER_ATTN_SPLIT=0; T = 1), spread over many workgroups so that K/V loads are in flight
 // at once (one flash workgroup per KV head leaves a big GPU waiting on memory latency):
 //   attend_scores: workgroup x takes keys [x·block, (x+1)·block) of the n = p + 1 - lo the
 //     token at p sees (lo = p + 1 - window on sliding layers), subgroup per key, and writes

@@ -1,9 +1,12 @@
 // Attention ops: q/k/v norm + RoPE + cache write in one dispatch (shaders/qkv_prep.comp);
-// decode attention in two passes over many workgroups (attend_scores.comp, attend_pv.comp);
+// decode attention in one dispatch, split over keys and dim slices, merged by the last split
+// (attend_split.comp; INFER_ATTN_SPLIT=0: the older two passes attend_scores.comp, attend_pv.comp);
 // prefill as split-K flash attention whose last split merges the partials (attend.comp).
 #include "gpu/ops/attention.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -46,6 +49,13 @@ constexpr uint32_t kDecodeKeysPerSubgroup = 2;
 constexpr uint32_t kDecodeDimChunk = 16;
 constexpr uint32_t kDecodePvInvocations = 256;
 constexpr uint32_t kDecodeKeyTile = 256;
+// Split decode (attend_split.comp): tiles of kSplitTile keys whose V values each invocation
+// holds in registers; a split gets at least one tile (fewer keys per split would make the one
+// merging workgroup of a slice read more partials than the split itself reads K/V rows), at
+// most kMaxSplits, enough with the dim slices and KV heads to spread 64K keys over a big GPU.
+// Each subgroup loads up to kSplitMaxKeys K rows at once (their dot products live in registers).
+constexpr uint32_t kSplitTile = 32;
+constexpr uint32_t kSplitMaxKeys = 8;
 
 uint32_t div_up(uint32_t a, uint32_t b) { return (a + b - 1) / b; }
 
@@ -78,7 +88,9 @@ struct AttentionOps::Pipelines {
   uint32_t subgroup = 1;           // attend_scores: a subgroup per key; its workgroup holds
   uint32_t scores_pass_local = 1;  // scores_pass_local / subgroup of them
   uint64_t scratch_floats = 0;
-  std::unique_ptr<Pipeline> qkv, attend_prefill, scores_pass, pv_pass, commit;
+  std::unique_ptr<Pipeline> qkv, attend_prefill, scores_pass, pv_pass, commit, split_pass;
+  bool split_decode = true;  // attend_split (one dispatch) for T = 1; false: two passes
+  uint32_t local_size = 1;   // attend_split: output dims per workgroup (a slice)
   Buffer scratch;
   Buffer scores;  // decode: f32 [max_n_q, max_positions]
   Buffer counters;  // uint per (token group, head group) of an attend dispatch, zero between
@@ -114,6 +126,10 @@ Result<std::unique_ptr<AttentionOps>> AttentionOps::create(const VulkanContext& 
   // Unpinned, the driver picks a size in [min, max]: the host counts the fewest subgroups
   // (the smallest key block, so the grid covers every key) and the shader's d loop the most.
   p.subgroup = pin ? subgroup : std::max(1u, info.max_subgroup_size);
+  p.local_size = local_size;
+  // A/B switch on the device: INFER_ATTN_SPLIT=0 keeps the two-pass decode.
+  const char* split_env = std::getenv("INFER_ATTN_SPLIT");
+  p.split_decode = split_env == nullptr || std::strcmp(split_env, "0") != 0;
   p.scores_pass_local = local_size;
   const uint32_t max_subgroups = pin ? local_size / subgroup
                                      : std::max(1u, local_size / std::max(1u, info.min_subgroup_size));
@@ -185,20 +201,41 @@ Result<std::unique_ptr<AttentionOps>> AttentionOps::create(const VulkanContext& 
                  {INFER_ATTN_SPEC_KEY_TILE, kDecodeKeyTile}};
     INFER_TRY(p.pv_pass, Pipeline::create(ctx, desc));
   }
+  {
+    // Keys per subgroup: the tile in one pass of the workgroup's (fewest) subgroups.
+    const uint32_t fewest = std::max(1u, local_size / p.subgroup);
+    INFER_TRY(p.split_pass,
+              make("attend_split",
+                   {A::kRead, A::kRead, A::kRead, A::kRead, A::kWrite, A::kReadWrite,
+                    A::kReadWrite, A::kRead},
+                   sizeof(shader::AttendPush),
+                   {{INFER_ATTN_SPEC_ROWS, p.decode_rows},
+                    {INFER_ATTN_SPEC_TILE, kSplitTile},
+                    {INFER_ATTN_SPEC_MAX_D, limits.max_d},
+                    {INFER_ATTN_SPEC_KEYS_PER_SUBGROUP,
+                     std::clamp(div_up(kSplitTile, fewest), 1u, kSplitMaxKeys)},
+                    {INFER_ATTN_SPEC_D_CHUNKS,
+                     div_up(limits.max_d,
+                            pin ? subgroup : std::max(1u, info.min_subgroup_size))}}));
+  }
   INFER_TRY(p.scores, Buffer::create(ctx,
                                      uint64_t(limits.max_n_q) * limits.max_positions *
                                          sizeof(float),
                                      BufferKind::kDevice, "attention decode scores"));
 
   // Partials (o [d], m, l) per split and query row, for the most splits any record may use.
+  // Split decode: o [splits, n_q, d], then (m, l) pairs per dim slice.
   const uint64_t row_floats = uint64_t(limits.max_n_q) * (limits.max_d + 2);
-  p.scratch_floats = std::max<uint64_t>(kMaxSplits * row_floats,
-                                        uint64_t(kPrefillSplits) * limits.max_T * row_floats);
+  const uint32_t max_slices = div_up(limits.max_d, local_size);
+  p.scratch_floats = std::max<uint64_t>(
+      {kMaxSplits * row_floats, uint64_t(kPrefillSplits) * limits.max_T * row_floats,
+       uint64_t(kMaxSplits) * limits.max_n_q * (limits.max_d + 2 * max_slices)});
   INFER_TRY(p.scratch, Buffer::create(ctx, p.scratch_floats * sizeof(float), BufferKind::kDevice,
                                       "attention split-K scratch"));
-  // At most one counter per query row; zero at the start, and the merging split of each
-  // dispatch sets its counter back to zero.
-  const std::vector<uint32_t> zeros(size_t(limits.max_T) * limits.max_n_q, 0u);
+  // At most one counter per query row (split decode: per row and dim slice); zero at the
+  // start, and the merging split of each dispatch sets its counter back to zero.
+  const std::vector<uint32_t> zeros(
+      size_t(std::max(limits.max_T, max_slices)) * limits.max_n_q, 0u);
   INFER_TRY(p.counters, Buffer::create(ctx, zeros.size() * sizeof(uint32_t), BufferKind::kDevice,
                                        "attention split counters"));
   INFER_TRY_VOID(upload(ctx, p.counters, 0, zeros.data(), zeros.size() * sizeof(uint32_t)));
@@ -225,6 +262,18 @@ uint32_t AttentionOps::splits(const AttentionDims& dims) const {
 }
 
 uint32_t AttentionOps::min_keys_per_split() const { return kMinKeysPerSplit; }
+
+uint32_t AttentionOps::decode_splits(const AttentionDims& dims) const {
+  if (!p_->split_decode) return 0;
+  // The most keys the token sees: the window, or every ring slot (tiered: and the token's
+  // staging row); its position is below max_positions.
+  const uint32_t full = dims.slots + (dims.mode == INFER_KV_TIERED ? 1 : 0);
+  const uint32_t keys = std::min(dims.window > 0 ? std::min(dims.window, dims.slots) : full,
+                                 p_->limits.max_positions);
+  return std::clamp(div_up(keys, kSplitTile), 1u, kMaxSplits);
+}
+
+uint32_t AttentionOps::decode_min_keys_per_split() const { return kSplitTile; }
 
 Result<void> AttentionOps::qkv_prep(Recorder& rec, Binding step, const QkvShape& s, Binding qkv,
                                     Binding q_norm, Binding k_norm, Binding inv_freq,
@@ -346,6 +395,24 @@ Result<void> AttentionOps::attend_decode(Recorder& rec, Binding step, const Atte
   const uint32_t full = dims.slots + (dims.mode == INFER_KV_TIERED ? 1 : 0);
   const uint32_t keys = std::min(dims.window > 0 ? std::min(dims.window, dims.slots) : full,
                                  p.limits.max_positions);
+  if (p.split_decode) {
+    shader::AttendPush sp{};
+    sp.T = 1;
+    sp.n_q = dims.n_q;
+    sp.n_kv = dims.n_kv;
+    sp.d = dims.d;
+    sp.slots = dims.slots;
+    sp.window = dims.window;
+    sp.n_splits = decode_splits(dims);
+    sp.heads_per_group = push.heads_per_group;
+    sp.tokens_per_group = 1;
+    sp.min_keys = kSplitTile;
+    sp.mode = dims.mode;
+    return rec.dispatch(*p.split_pass,
+                        {step, q, k_cache, v_cache, out, Binding{&p.scratch},
+                         Binding{&p.counters}, inv_freq},
+                        sp, Groups{div_up(dims.d, p.local_size), sp.n_splits, head_groups});
+  }
   const uint32_t block = std::max(1u, p.scores_pass_local / p.subgroup) * kDecodeKeysPerSubgroup;
   const Binding scores{&p.scores};
   INFER_TRY_VOID(rec.dispatch(*p.scores_pass, {step, q, k_cache, scores, inv_freq}, push,

@@ -77,8 +77,10 @@ class AttentionOps {
                         Binding k_cache, Binding v_cache) const;
 
   // out[t, h] = softmax_s(q[t, h] · k_s) · v_s over the keys s the query at p may see, scores
-  // unscaled (scale 1.0, §4.7), fp32 softmax. q, out: [T, n_q·d] f32. Decode (T = 1): two
-  // dispatches (scores, then softmax · V); prefill: one (split-K flash attention).
+  // unscaled (scale 1.0, §4.7), fp32 softmax. q, out: [T, n_q·d] f32. One dispatch: decode
+  // (T = 1) split over keys and output dims, prefill split-K flash attention; both merged by
+  // their last split. INFER_ATTN_SPLIT=0 in the environment (read at create): decode in the
+  // older two dispatches (scores, then softmax · V), for A/B timing.
   // inv_freq [d/2]: the keys' RoPE, needed in the ring modes only.
   Result<void> attend(Recorder& rec, Binding step, const AttentionDims& dims, Binding q,
                       Binding k_cache, Binding v_cache, Binding out, Binding inv_freq = {}) const;
@@ -93,6 +95,10 @@ class AttentionOps {
   // writes out directly, more write partials that the last of them merges. For tests and traces.
   uint32_t splits(const AttentionDims& dims) const;
   uint32_t min_keys_per_split() const;
+  // Decode (T = 1): the key splits attend() records (its grid's y; 0: the two-pass decode).
+  // At run time only splits of >= decode_min_keys_per_split() keys work, as above.
+  uint32_t decode_splits(const AttentionDims& dims) const;
+  uint32_t decode_min_keys_per_split() const;
 
  private:
   AttentionOps() = default;

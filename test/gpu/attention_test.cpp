@@ -1,10 +1,12 @@
 // GPU attend vs the CPU reference (model/ops/attention): full and sliding rings with GQA,
 // d 16/256/512, decode at many positions (wrapped rings too) and prefill chunks at pos0 > 0,
-// split-K (merged by the last split) and direct paths.
+// split-K (merged by the last split) and direct paths; decode both in one dispatch (split over
+// keys and dim slices) and, with INFER_ATTN_SPLIT=0, in the older two passes.
 #include "gpu/ops/attention.h"
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <ostream>
 #include <random>
@@ -123,8 +125,10 @@ class AttendRig {
     ASSERT_TRUE((*rec)->begin().ok());
     auto r = ops_->attend(**rec, {&step_.buffer}, dims_, {&qb_}, {&kc_}, {&vc_}, {&ob_});
     ASSERT_TRUE(r.ok()) << r.error().message;
-    // Decode: scores, then softmax · V; prefill: one, split or not (the last split merges).
-    EXPECT_EQ((*rec)->dispatch_count(), c_.T == 1 ? 2 : 1);
+    // One dispatch, split or not (the last split merges); the two-pass decode: scores, then
+    // softmax · V.
+    const bool two_pass = c_.T == 1 && ops_->decode_splits(dims_) == 0;
+    EXPECT_EQ((*rec)->dispatch_count(), two_pass ? 2u : 1u);
     ASSERT_TRUE((*rec)->submit_and_wait().ok());
     expect_close(download_floats(ctx_, ob_, q_n), reference_attention(stream_, q, dims_, pos0),
                  kAttendTol, "out");
@@ -163,10 +167,16 @@ const AttendCase kAttendCases[] = {
     {8, 1, 512, 0, 1100, 1, 1000},
     {4, 4, 8, 0, 40, 1, 39},    // no GQA, direct
     {16, 1, 16, 0, 300, 1, 250},  // 16 heads a KV head: more than one head group
+    {8, 2, 256, 0, 16, 1, 6},       // 1, 3 and 7 keys: one split, partial tile
+    {8, 1, 512, 0, 700, 1, 640},    // E2B's full layer at the profiled position
+    {2, 1, 512, 0, 3100, 1, 3050},  // 3051 keys: the most splits (> 64 tiles), GQA 2
+    {16, 8, 256, 0, 3300, 1, 3201}, // 12B-like heads: 8 KV heads, GQA 2
+    {3, 1, 200, 0, 400, 1, 333},    // d not a multiple of the workgroup: a partial dim slice
     // decode, sliding (wrapped rings)
     {8, 1, 256, 32, 32, 1, 500},
     {8, 4, 16, 5, 6, 1, 77},
     {8, 2, 512, 100, 100, 1, 333},
+    {8, 1, 256, 512, 512, 1, 2000},  // E2B's sliding layer: the window split 16 ways
     // prefill chunks at pos0 > 0
     {4, 1, 16, 16, 22, 7, 45},
     {8, 2, 256, 0, 256, 64, 130},
@@ -189,25 +199,33 @@ std::string attend_name(const AttendCase& c) {
 INSTANTIATE_TEST_SUITE_P(Attention, GpuAttend, ::testing::ValuesIn(kAttendCases),
                          [](const auto& info) { return attend_name(info.param); });
 
-// The cases above exercise every path of attend(): decode (T = 1, two passes: scores, then
-// softmax · V) and, for prefill, one split writing out and several whose last merges. Prefill
-// splits are chosen at run time from the keys the rows see (>= min_keys_per_split each, within
-// the grid's splits()); the case's last token sees the most.
+// The cases above exercise every path of attend(): for decode and prefill alike, one split
+// writing out and several whose last merges. Splits are chosen at run time from the keys the
+// rows see (>= min_keys_per_split each, within the grid's splits()); the case's last token
+// sees the most, its first (pos0 0) one key.
 TEST_F(AttentionTest, AttendCasesCoverEveryPath) {
-  bool decode = false, direct = false, split_prefill = false;
+  bool decode_direct = false, decode_split = false, decode_max = false, direct = false,
+       split_prefill = false;
   for (const AttendCase& c : kAttendCases) {
+    auto ops = make_ops(*ctx_, kMaxChunk, c.n_q, c.d, c.pos0 + c.T);
     if (c.T == 1) {
-      decode = true;
+      const uint32_t grid = ops->decode_splits({c.T, c.n_q, c.n_kv, c.d, c.slots, c.window});
+      ASSERT_GT(grid, 0u) << "INFER_ATTN_SPLIT=0 set: the split decode is not tested";
+      const uint32_t keys = c.window > 0 ? std::min(c.window, c.pos0 + 1) : c.pos0 + 1;
+      decode_direct = true;  // pos0 0: one key
+      decode_split = decode_split || keys > ops->decode_min_keys_per_split();
+      decode_max = decode_max || keys > grid * ops->decode_min_keys_per_split();
       continue;
     }
-    auto ops = make_ops(*ctx_, kMaxChunk, c.n_q, c.d, c.pos0 + c.T);
     const uint32_t grid = ops->splits({c.T, c.n_q, c.n_kv, c.d, c.slots, c.window});
     const uint32_t keys = c.window > 0 ? std::min(c.window, c.pos0 + c.T) : c.pos0 + c.T;
     const bool splits = grid > 1 && keys > ops->min_keys_per_split();
     direct = direct || !splits;
     split_prefill = split_prefill || splits;
   }
-  EXPECT_TRUE(decode);
+  EXPECT_TRUE(decode_direct);
+  EXPECT_TRUE(decode_split);
+  EXPECT_TRUE(decode_max);  // more keys than the grid's splits take at the minimum
   EXPECT_TRUE(direct);
   EXPECT_TRUE(split_prefill);
 }
@@ -293,6 +311,26 @@ TEST_F(AttentionTest, DecodeStepsMatchCpuAtEveryPosition) {
   check_decode(*ctx_, {8, 1, 256, 24, 24, 90});
   check_decode(*ctx_, {4, 2, 16, 0, 150, 150});
   check_decode(*ctx_, {8, 1, 512, 0, 80, 80});
+}
+
+// INFER_ATTN_SPLIT=0 (read when the ops are created) keeps the two-pass decode reachable for
+// A/B timing: still right, in two dispatches (AttendRig::check counts them).
+TEST_F(AttentionTest, TwoPassDecodeStillMatches) {
+  const char* old = std::getenv("INFER_ATTN_SPLIT");
+  const std::string saved = old != nullptr ? old : "";
+  setenv("INFER_ATTN_SPLIT", "0", 1);
+  for (const AttendCase& c : {AttendCase{8, 2, 256, 0, 700, 1, 650},
+                              AttendCase{8, 2, 512, 100, 100, 1, 333}}) {
+    AttendRig rig(*ctx_, c, c.pos0 + 1);
+    EXPECT_EQ(rig.ops().decode_splits(rig.dims()), 0u);
+    for (uint32_t pos0 : {0u, c.pos0}) rig.check(pos0, pos0 + 5);
+  }
+  check_decode(*ctx_, {4, 2, 16, 0, 70, 70});
+  if (old != nullptr) {
+    setenv("INFER_ATTN_SPLIT", saved.c_str(), 1);
+  } else {
+    unsetenv("INFER_ATTN_SPLIT");
+  }
 }
 
 }  // namespace
