@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Any `infer --bench` runs on the device machine, listed in a file: one run a line, "NAME ARGS..."
-# (blank lines and # comments skipped), each run as `.bundle/run.sh infer --bench TMP/NAME.json
-# ARGS...` under a time limit. Everything is gathered after every run into OUT_DIR/runs.json (an
+# (blank lines and # comments skipped; leading VAR=VALUE words of ARGS go to the environment),
+# each run as `.bundle/run.sh infer --bench TMP/NAME.json ARGS...` under a time limit. Everything is gathered after every run into OUT_DIR/runs.json (an
 # object: name -> the bench's JSON) and OUT_DIR/runs.log (stderr), since the device tool brings
 # back few files and a call cut short must still bring back what finished.
 # Usage: scripts/device_runs.sh OUT_DIR LIST_FILE [SECONDS_PER_RUN, default 240]
@@ -26,8 +26,13 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv >"$out/runs
 while read -r name args; do
   [[ -z $name || $name == \#* ]] && continue
   echo "== $name: $args ($(date +%T))" | tee -a "$out/runs.log"
-  # shellcheck disable=SC2086  # ARGS are words
-  timeout "$limit" .bundle/run.sh infer --bench "$tmp/$name.json" $args 2>>"$out/runs.log"
+  envs=()
+  read -r -a words <<<"$args"
+  while [[ ${#words[@]} -gt 0 && ${words[0]} =~ ^[A-Z_][A-Z0-9_]*= ]]; do
+    envs+=("${words[0]}"); words=("${words[@]:1}")
+  done
+  timeout "$limit" env "${envs[@]}" .bundle/run.sh infer --bench "$tmp/$name.json" "${words[@]}" \
+    2>>"$out/runs.log"
   echo "rc=$? $(date +%T)" | tee -a "$out/runs.log"
   gather
 done <"$list"
