@@ -1,6 +1,6 @@
 // Attention ops: q/k/v norm + RoPE + cache write in one dispatch (shaders/qkv_prep.comp);
 // decode attention in one dispatch, split over keys and dim slices, merged by the last split
-// (attend_split.comp; INFER_ATTN_SPLIT=0: the older two passes attend_scores.comp, attend_pv.comp);
+// (two passes attend_scores.comp, attend_pv.comp; INFER_ATTN_SPLIT=1: attend_split.comp);
 // prefill as split-K flash attention whose last split merges the partials (attend.comp).
 #include "gpu/ops/attention.h"
 
@@ -89,7 +89,7 @@ struct AttentionOps::Pipelines {
   uint32_t scores_pass_local = 1;  // scores_pass_local / subgroup of them
   uint64_t scratch_floats = 0;
   std::unique_ptr<Pipeline> qkv, attend_prefill, scores_pass, pv_pass, commit, split_pass;
-  bool split_decode = true;  // attend_split (one dispatch) for T = 1; false: two passes
+  bool split_decode = false;  // attend_split (one dispatch) for T = 1; false: two passes
   uint32_t local_size = 1;   // attend_split: output dims per workgroup (a slice)
   Buffer scratch;
   Buffer scores;  // decode: f32 [max_n_q, max_positions]
@@ -127,9 +127,10 @@ Result<std::unique_ptr<AttentionOps>> AttentionOps::create(const VulkanContext& 
   // (the smallest key block, so the grid covers every key) and the shader's d loop the most.
   p.subgroup = pin ? subgroup : std::max(1u, info.max_subgroup_size);
   p.local_size = local_size;
-  // A/B switch on the device: INFER_ATTN_SPLIT=0 keeps the two-pass decode.
+  // Opt-in (INFER_ATTN_SPLIT=1): on the H200 the one-dispatch decode took 87 us a layer on E2B
+  // and 166 on 12B at 640 keys, the two passes 43 and 38 (docs/bench/gpu-h200-s4-ab.json).
   const char* split_env = std::getenv("INFER_ATTN_SPLIT");
-  p.split_decode = split_env == nullptr || std::strcmp(split_env, "0") != 0;
+  p.split_decode = split_env != nullptr && std::strcmp(split_env, "1") == 0;
   p.scores_pass_local = local_size;
   const uint32_t max_subgroups = pin ? local_size / subgroup
                                      : std::max(1u, local_size / std::max(1u, info.min_subgroup_size));

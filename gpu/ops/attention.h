@@ -77,10 +77,10 @@ class AttentionOps {
                         Binding k_cache, Binding v_cache) const;
 
   // out[t, h] = softmax_s(q[t, h] · k_s) · v_s over the keys s the query at p may see, scores
-  // unscaled (scale 1.0, §4.7), fp32 softmax. q, out: [T, n_q·d] f32. One dispatch: decode
-  // (T = 1) split over keys and output dims, prefill split-K flash attention; both merged by
-  // their last split. INFER_ATTN_SPLIT=0 in the environment (read at create): decode in the
-  // older two dispatches (scores, then softmax · V), for A/B timing.
+  // unscaled (scale 1.0, §4.7), fp32 softmax. q, out: [T, n_q·d] f32. Decode (T = 1) in two
+  // dispatches (scores, then softmax · V); INFER_ATTN_SPLIT=1 in the environment (read at
+  // create): in one, split over keys and output dims and merged by the last split (slower on the
+  // H200 so far). Prefill: one dispatch of split-K flash attention merged by its last split.
   // inv_freq [d/2]: the keys' RoPE, needed in the ring modes only.
   Result<void> attend(Recorder& rec, Binding step, const AttentionDims& dims, Binding q,
                       Binding k_cache, Binding v_cache, Binding out, Binding inv_freq = {}) const;

@@ -276,8 +276,8 @@ TEST_P(ForwardGpu, DecodeRecordsFewDispatchesPerLayer) {
   const int L = model->config().text.num_hidden_layers;
   const bool ple = model->config().text.hidden_size_per_layer_input > 0;
   const bool moe = model->config().text.enable_moe_block;
-  // Per layer: qkv matvec, qkv_prep, attend (one dispatch; two with INFER_ATTN_SPLIT=0:
-  // scores, softmax · V), o_proj, add_norm, gate_up, down, add_norm; PLE
+  // Per layer: qkv matvec, qkv_prep, attend (two dispatches, scores and softmax · V; one with
+  // INFER_ATTN_SPLIT=1), o_proj, add_norm, gate_up, down, add_norm; PLE
   // adds gate, gelu_mul, projection, add_norm; MoE adds router (2), rms_norm, experts (2),
   // norm_sum. Outside the layers: embed (+ PLE projection and inputs), first norm, head
   // matvec, softcap, argmax.
