@@ -90,17 +90,18 @@ Result<nlohmann::ordered_json> stream_curve(const Options& opts, const Model& mo
                                 {"points", points}};
 }
 
-// Median ms of kBenchContextSteps decode steps after one untimed step, from the state after
+// Median ms of steps.timed decode steps after steps.warmup untimed ones, from the state after
 // `context` tokens (Fwd: CpuForward or gpu::GpuForward, both with fast_forward).
 template <class Fwd>
-Result<double> decode_ms_after(Fwd& fwd, int64_t context, std::vector<float>& logits) {
+Result<double> decode_ms_after(Fwd& fwd, int64_t context, ContextSteps steps,
+                               std::vector<float>& logits) {
   INFER_TRY_VOID(fwd.fast_forward(context));
   int32_t next = 2;
   std::vector<double> ms;
-  for (int i = 0; i <= kBenchContextSteps; ++i) {
+  for (int i = 0; i < steps.warmup + steps.timed; ++i) {
     const auto t0 = Clock::now();
     INFER_TRY_VOID(fwd.decode(next, logits.data()));
-    if (i > 0) ms.push_back(seconds_since(t0) * 1e3);
+    if (i >= steps.warmup) ms.push_back(seconds_since(t0) * 1e3);
     next = argmax(logits);
   }
   std::sort(ms.begin(), ms.end());
@@ -112,25 +113,26 @@ Result<nlohmann::ordered_json> context_table(const Options& opts, const Model& m
   if (!ring) ring = RingConfig{};  // the defaults: 32 | 512 | 96, FIFO
   // One device for every point; each forward (weights uploaded again) is released before the next.
   INFER_TRY(std::unique_ptr<gpu::VulkanContext> gpu_ctx, open_gpu(opts));
+  const ContextSteps steps = gpu_ctx ? kBenchContextStepsGpu : kBenchContextStepsCpu;
   std::vector<float> logits(size_t(model.config().text.vocab_size));
   nlohmann::ordered_json points = nlohmann::json::array();
   for (int64_t context : *opts.bench_context) {
     double ms[2];
     size_t kv_bytes[2];
     for (int mode = 0; mode < 2; ++mode) {  // 0: exact, 1: ring
-      const int64_t max_positions = context + kBenchContextSteps + 2;
+      const int64_t max_positions = context + steps.warmup + steps.timed + 1;
       if (gpu_ctx) {
         INFER_TRY(std::unique_ptr<gpu::GpuForward> fwd,
                   mode == 0 ? gpu::GpuForward::create(*gpu_ctx, model, pool, max_positions)
                             : gpu::GpuForward::create(*gpu_ctx, model, pool, *ring));
-        INFER_TRY(ms[mode], decode_ms_after(*fwd, context, logits));
+        INFER_TRY(ms[mode], decode_ms_after(*fwd, context, steps, logits));
         kv_bytes[mode] = fwd->device_bytes();  // the GPU's: weights and activations included
         continue;
       }
       std::unique_ptr<CpuForward> fwd =
           mode == 0 ? std::make_unique<CpuForward>(model, pool, max_positions)
                     : std::make_unique<CpuForward>(model, pool, *ring);
-      INFER_TRY(ms[mode], decode_ms_after(*fwd, context, logits));
+      INFER_TRY(ms[mode], decode_ms_after(*fwd, context, steps, logits));
       kv_bytes[mode] = fwd->kv_bytes();
     }
     points.push_back({{"context", context},
@@ -149,14 +151,15 @@ Result<nlohmann::ordered_json> context_table(const Options& opts, const Model& m
       {"benchmark", "context"},
       {"backend", gpu_ctx ? "vulkan" : "cpu"},
       {"ring", ring_json(ring)},
-      {"decode_steps", kBenchContextSteps},
+      {"decode_steps", steps.timed},
+      {"warmup_steps", steps.warmup},
       {"kv_bytes",
        gpu_ctx ? "device bytes of the whole forward (weights, caches, activations)"
                : "bytes of the KV caches"},
       {"synthetic_state",
        "each cache is set to the state after `context` tokens with synthetic K/V rows (FIFO ring; "
        "attention cost depends on the number of keys, not their values); the timed decode steps "
-       "are real (median of the steps after one untimed step)"},
+       "are real (the median of decode_steps after warmup_steps untimed ones)"},
       {"points", points}};
 }
 
