@@ -98,6 +98,19 @@ struct AttentionOps::Pipelines {
 
 AttentionOps::~AttentionOps() = default;
 
+AttentionLanes attention_lanes(const DeviceInfo& info) {
+  AttentionLanes l;
+  l.subgroup = std::max(1u, info.subgroup_size);
+  l.local_size =
+      l.subgroup * std::max(1u, std::min(kTargetInvocations, info.max_workgroup_invocations) /
+                                    l.subgroup);
+  l.pin = info.compute_required_subgroup_size && info.compute_full_subgroups &&
+          l.subgroup >= info.min_subgroup_size && l.subgroup <= info.max_subgroup_size;
+  l.smallest = l.pin ? l.subgroup : std::max(1u, info.min_subgroup_size);
+  l.largest = l.pin ? l.subgroup : std::max(1u, info.max_subgroup_size);
+  return l;
+}
+
 Result<std::unique_ptr<AttentionOps>> AttentionOps::create(const VulkanContext& ctx,
                                                            const Limits& limits) {
   if (limits.max_T == 0 || limits.max_n_q == 0 || limits.max_d < 2 || limits.max_d % 2 != 0 ||
@@ -115,25 +128,19 @@ Result<std::unique_ptr<AttentionOps>> AttentionOps::create(const VulkanContext& 
   p.ctx = &ctx;
   p.limits = limits;
 
-  const uint32_t subgroup = std::max(1u, info.subgroup_size);
-  const uint32_t local_size =
-      subgroup * std::max(1u, std::min(kTargetInvocations, info.max_workgroup_invocations) /
-                                  subgroup);
-  // attend's lanes stride over d by the subgroup size: its subgroups must be full, so pin the
-  // size (Vulkan 1.3 has subgroupSizeControl and computeFullSubgroups).
-  const bool pin = info.compute_required_subgroup_size && info.compute_full_subgroups &&
-                   subgroup >= info.min_subgroup_size && subgroup <= info.max_subgroup_size;
-  // Unpinned, the driver picks a size in [min, max]: the host counts the fewest subgroups
-  // (the smallest key block, so the grid covers every key) and the shader's d loop the most.
-  p.subgroup = pin ? subgroup : std::max(1u, info.max_subgroup_size);
+  const AttentionLanes lanes = attention_lanes(info);
+  const uint32_t subgroup = lanes.subgroup, local_size = lanes.local_size;
+  const bool pin = lanes.pin;
+  // Unpinned: the host counts the fewest subgroups (the smallest key block, so the grid covers
+  // every key) and the shader's d loop the most.
+  p.subgroup = lanes.largest;
   p.local_size = local_size;
   // Opt-in (INFER_ATTN_SPLIT=1): on the H200 the one-dispatch decode took 87 us a layer on E2B
   // and 166 on 12B at 640 keys, the two passes 43 and 38 (docs/bench/gpu-h200-s4-ab.json).
   const char* split_env = std::getenv("INFER_ATTN_SPLIT");
   p.split_decode = split_env != nullptr && std::strcmp(split_env, "1") == 0;
   p.scores_pass_local = local_size;
-  const uint32_t max_subgroups = pin ? local_size / subgroup
-                                     : std::max(1u, local_size / std::max(1u, info.min_subgroup_size));
+  const uint32_t max_subgroups = std::max(1u, local_size / lanes.smallest);
 
   // Shared q rows (ROWS x max_d floats) take at most half of the device's shared memory.
   VkPhysicalDeviceProperties props;
@@ -186,7 +193,7 @@ Result<std::unique_ptr<AttentionOps>> AttentionOps::create(const VulkanContext& 
                   {INFER_ATTN_SPEC_MAX_D, limits.max_d},
                   {INFER_ATTN_SPEC_KEYS_PER_SUBGROUP, kDecodeKeysPerSubgroup},
                   {INFER_ATTN_SPEC_D_CHUNKS,
-                   div_up(limits.max_d, pin ? subgroup : std::max(1u, info.min_subgroup_size))}}));
+                   div_up(limits.max_d, lanes.smallest)}}));
   {
     // attend_pv: its own workgroup size, a multiple of the dim chunk.
     const uint32_t pv_size =
@@ -215,9 +222,7 @@ Result<std::unique_ptr<AttentionOps>> AttentionOps::create(const VulkanContext& 
                     {INFER_ATTN_SPEC_MAX_D, limits.max_d},
                     {INFER_ATTN_SPEC_KEYS_PER_SUBGROUP,
                      std::clamp(div_up(kSplitTile, fewest), 1u, kSplitMaxKeys)},
-                    {INFER_ATTN_SPEC_D_CHUNKS,
-                     div_up(limits.max_d,
-                            pin ? subgroup : std::max(1u, info.min_subgroup_size))}}));
+                    {INFER_ATTN_SPEC_D_CHUNKS, div_up(limits.max_d, lanes.smallest)}}));
   }
   INFER_TRY(p.scores, Buffer::create(ctx,
                                      uint64_t(limits.max_n_q) * limits.max_positions *

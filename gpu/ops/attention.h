@@ -20,6 +20,21 @@
 namespace infer::gpu {
 
 class VulkanContext;
+struct DeviceInfo;
+
+// The workgroup shape of the attention kernels (attend*, attend_mass): local_size invocations, a
+// whole number of subgroups, enough for coalesced rows of d = 256/512 on 32- and 64-wide GPUs.
+// Their lanes stride over d by the subgroup size, so it is pinned where the device lets us (Vulkan
+// 1.3 subgroupSizeControl + computeFullSubgroups); unpinned, the driver picks a size in
+// [smallest, largest].
+struct AttentionLanes {
+  uint32_t local_size = 0;
+  bool pin = false;
+  uint32_t smallest = 0;  // the subgroup size the most subgroups per workgroup come from
+  uint32_t largest = 0;   // the one the fewest come from
+  uint32_t subgroup = 0;  // the device's preferred size (the pinned one when pin)
+};
+AttentionLanes attention_lanes(const DeviceInfo& info);
 
 // Token t's raw projections are one row of qkv [T, stride] f32 (the stacked q|k|v matvec output,
 // gpu/gpu_weights.h): q heads [n_q, d] at 0, K heads [n_kv, d] at k_offset, V heads at v_offset

@@ -15,9 +15,6 @@ namespace {
 
 static_assert(sizeof(shader::MassPush) == 7 * sizeof(uint32_t), "MassPush: 32-bit scalars");
 
-// As attention.cpp: enough invocations for coalesced rows of d = 256/512 on 32- and 64-wide GPUs.
-constexpr uint32_t kTargetInvocations = 128;
-
 uint32_t div_up(uint32_t a, uint32_t b) { return (a + b - 1) / b; }
 
 }  // namespace
@@ -48,17 +45,11 @@ Result<std::unique_ptr<AttentionMassOps>> AttentionMassOps::create(const VulkanC
   op->s_ = std::make_unique<State>();
   State& s = *op->s_;
   s.limits = limits;
-  const uint32_t subgroup = std::max(1u, info.subgroup_size);
-  const uint32_t local_size =
-      subgroup * std::max(1u, std::min(kTargetInvocations, info.max_workgroup_invocations) /
-                                  subgroup);
-  // Lanes stride over d by the subgroup size: pin it where the device lets us (as attend);
-  // unpinned, the register chunks cover the smallest size and the key grid the largest.
-  const bool pin = info.compute_required_subgroup_size && info.compute_full_subgroups &&
-                   subgroup >= info.min_subgroup_size && subgroup <= info.max_subgroup_size;
-  const uint32_t smallest = pin ? subgroup : std::max(1u, info.min_subgroup_size);
-  const uint32_t largest = pin ? subgroup : std::max(1u, info.max_subgroup_size);
-  s.keys_per_group = std::max(1u, local_size / largest);
+  // As attend: unpinned, the register chunks cover the smallest subgroup size and the key grid
+  // the largest.
+  const AttentionLanes lanes = attention_lanes(info);
+  const uint32_t local_size = lanes.local_size, smallest = lanes.smallest;
+  s.keys_per_group = std::max(1u, local_size / lanes.largest);
 
   PipelineDesc desc;
   desc.variant = "attend_mass";
@@ -68,7 +59,7 @@ Result<std::unique_ptr<AttentionMassOps>> AttentionMassOps::create(const VulkanC
   desc.spec = {{INFER_ATTN_SPEC_LOCAL_SIZE, local_size},
                {INFER_ATTN_SPEC_MAX_SUBGROUPS, std::max(1u, local_size / smallest)},
                {INFER_ATTN_SPEC_D_CHUNKS, div_up(limits.max_d, smallest)}};
-  desc.required_subgroup_size = pin ? subgroup : 0;
+  desc.required_subgroup_size = lanes.pin ? lanes.subgroup : 0;
   INFER_TRY(s.pipeline, Pipeline::create(ctx, desc));
 
   const VkDeviceSize lse_bytes = VkDeviceSize(limits.max_T) * limits.max_n_q * sizeof(float);
