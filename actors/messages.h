@@ -24,6 +24,8 @@ struct TurnSampling {
   int32_t top_k = 0;
   float top_p = 1.0f;
   uint64_t seed = 0;
+  // false: the gate's listen/act decisions are reported, not obeyed (--serve without GATED).
+  bool gate_may_stop = true;
 };
 
 struct InputMsg {
@@ -69,7 +71,7 @@ struct QuietTick {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, TurnSampling& x) {
   return f(caf::meta::type_name("TurnSampling"), x.stop_at_end, x.own, x.temperature, x.top_k,
-           x.top_p, x.seed);
+           x.top_p, x.seed, x.gate_may_stop);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, InputMsg& x) {

@@ -68,7 +68,8 @@ Pipeline::~Pipeline() {
 }
 
 uint64_t Pipeline::send(std::string text, std::vector<int32_t> ids, bool generate,
-                        int64_t max_tokens, const SamplingParams* sampling, bool stop_at_end) {
+                        int64_t max_tokens, const SamplingParams* sampling, bool stop_at_end,
+                        bool gate_may_stop) {
   Impl& m = *impl_;
   const uint64_t turn = m.turns.fetch_add(1) + 1;
   InputMsg in{turn, std::move(text), std::move(ids), generate, max_tokens,
@@ -78,6 +79,7 @@ uint64_t Pipeline::send(std::string text, std::vector<int32_t> ids, bool generat
                                sampling->top_p, sampling->seed};
   }
   in.sampling.stop_at_end = stop_at_end;
+  in.sampling.gate_may_stop = gate_may_stop;
   caf::anon_send(m.wiring->io, std::move(in));
   return turn;
 }

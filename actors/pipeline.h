@@ -42,8 +42,10 @@ class Pipeline {
   // `sampling` (optional): this turn's own sampling settings, seeded afresh; without it the
   // session's sampler goes on.
   // stop_at_end false: the model's end ids do not end this turn (they join the context).
+  // gate_may_stop false: the gate's listen/act decisions are reported, this turn goes on.
   uint64_t send(std::string text, std::vector<int32_t> ids, bool generate, int64_t max_tokens,
-                const SamplingParams* sampling = nullptr, bool stop_at_end = true);
+                const SamplingParams* sampling = nullptr, bool stop_at_end = true,
+                bool gate_may_stop = true);
   // Stops the generation in progress, and any turn already sent, within one token; what was
   // generated stays in the context. Async-signal-safe (one atomic increment).
   void interrupt();

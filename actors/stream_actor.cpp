@@ -76,7 +76,8 @@ void run_turn(Self self, const StreamInput& in) {
         end.reason = StopReason::kInterrupted;
         break;
       }
-      if (c.gate_stop_turn.load(std::memory_order_relaxed) == in.turn) {
+      if (in.sampling.gate_may_stop &&
+          c.gate_stop_turn.load(std::memory_order_relaxed) == in.turn) {
         end.reason = StopReason::kGate;
         break;
       }

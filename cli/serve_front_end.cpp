@@ -207,7 +207,8 @@ void ServeFrontEnd::start_generation(uint32_t rid, const protocol::Generate& g) 
   const bool server_sampling = (g.flags & protocol::kGenDefaultSampling) != 0;
   const int64_t max = g.max_tokens != 0 ? int64_t(g.max_tokens) : default_max_tokens_;
   gen_turn_ = pipeline_->send("", {}, true, max, server_sampling ? nullptr : &own,
-                              (g.flags & protocol::kGenStopAtEot) != 0);
+                              (g.flags & protocol::kGenStopAtEot) != 0,
+                              (g.flags & protocol::kGenGated) != 0);
   turns_[gen_turn_] = TurnInfo{TurnKind::kGenerate, rid};
   gen_rid_ = rid;
   gen_flags_ = g.flags;

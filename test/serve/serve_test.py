@@ -193,6 +193,25 @@ class Serve(unittest.TestCase):
         self.assertGreaterEqual(done["pos"], len(g["prompt_ids"]) + k + 1)
         self.assertEqual(c.shutdown(), 0)
 
+    def test_gate_stops_only_a_gated_generation(self):
+        # --gate-entropy 0: every step's entropy is above it, so the gate says stop_and_listen.
+        d = fixture("e2b-mini")
+        c = self.start(d, "--gate-entropy", "0")
+        c.append_ids(golden(d)["prompt_ids"])
+        for gated in (False, True):
+            msgs = list(c.generate(max_tokens=16, stop_at_eot=False, gated=gated))
+            tokens = [m for m in msgs if m["op"] == "TOKEN"]
+            gates = [ic.GATE_DECISIONS[m["decision"]] for m in msgs if m["op"] == "GATE"]
+            self.assertTrue(gates)
+            self.assertEqual(set(gates), {"stop_and_listen"})
+            if gated:  # ends within the stream's lead over the gate (4 tokens)
+                self.assertEqual(reason(msgs[-1]), "gate")
+                self.assertTrue(1 <= len(tokens) <= 5, len(tokens))
+            else:  # reported, not obeyed
+                self.assertEqual(reason(msgs[-1]), "limit")
+                self.assertEqual(len(tokens), 16)
+        self.assertEqual(c.shutdown(), 0)
+
     def test_text_turn_on_e2b_vocab_matches_golden_text(self):
         d = vocab_dir()
         p = golden(d)["prompts"][0]
