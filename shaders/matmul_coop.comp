@@ -128,6 +128,16 @@ void load_step(uint row0, uint t0, uint c0) {
   }
 }
 
+// v as f16 pairs hi + lo (lo = v - hi, rounded). hi goes through packHalf2x16's bits: written as
+// f16vec4(v - vec4(f16vec4(v))), a compiler may fold the f32 -> f16 -> f32 round trip to v and
+// lo to 0 (the e2b-long prompt logits were then off by 0.66 with and without the lo parts alike).
+void split_f16(vec4 v, out f16vec4 hi, out f16vec4 lo) {
+  const uvec2 bits = uvec2(packHalf2x16(v.xy), packHalf2x16(v.zw));
+  const vec4 hi32 = vec4(unpackHalf2x16(bits.x), unpackHalf2x16(bits.y));
+  hi = f16vec4(hi32);
+  lo = f16vec4(v - hi32);
+}
+
 // Decodes the registers of step c0 into the shared tiles (as f16).
 void store_step(uint c0) {
   for (uint k = 0; k < kWPer; ++k) {
@@ -136,19 +146,21 @@ void store_step(uint c0) {
     for (uint m = 0; m < kMats; ++m) {
       const vec4 w = c < pc.cols ? quad_from_raw(w_raw[m * kWPer + k], c) : vec4(0.0);
       const uint o = (m * kRows + r) * kStride + c - c0;
-      const f16vec4 hi = f16vec4(w);
-      for (uint e = 0; e < 4; ++e) w_sh[o + e] = hi[e];
 #ifdef W_SPLIT
-      const f16vec4 lo = f16vec4(w - vec4(hi));
+      f16vec4 hi, lo;
+      split_f16(w, hi, lo);
       for (uint e = 0; e < 4; ++e) w_sh[kMats * kRows * kStride + o + e] = lo[e];
+#else
+      const f16vec4 hi = f16vec4(w);  // bf16 weights are exact in f16
 #endif
+      for (uint e = 0; e < 4; ++e) w_sh[o + e] = hi[e];
     }
   }
   for (uint k = 0; k < kXPer; ++k) {
     const uint i = gl_LocalInvocationID.x + k * gl_WorkGroupSize.x;
     const uint o = (i / kQuads) * kStride + 4 * (i % kQuads);
-    const f16vec4 hi = f16vec4(x_raw[k]);
-    const f16vec4 lo = f16vec4(x_raw[k] - vec4(hi));
+    f16vec4 hi, lo;
+    split_f16(x_raw[k], hi, lo);
     for (uint e = 0; e < 4; ++e) {
       x_sh[o + e] = hi[e];
       x_sh[kTokens * kStride + o + e] = lo[e];
