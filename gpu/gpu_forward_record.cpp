@@ -6,6 +6,7 @@
 
 #include "base/check.h"
 #include "gpu/gpu_forward_impl.h"
+#include "gpu/ops/matvec_add_norm.h"
 #include "shaders/attention.h"
 
 namespace infer::gpu {
@@ -27,6 +28,22 @@ struct ChunkRecorder {
 
   Result<void> matvec(const GpuMatrix& m, Binding x, Binding y, uint32_t n) const {
     return ops.matvec_for(m.format).record(rec, m, x, y, n);
+  }
+
+  // o = m · in (gelu: gelu(in) ⊙ the ple slice), then the block's residual step on the stream:
+  // x = (x + rmsnorm(o) · w_post) · scale, h = rmsnorm(x) · next_w given next_w. One dispatch
+  // for decode (gpu/ops/matvec_add_norm.h), else the separate ops.
+  Result<void> matvec_add_norm(const GpuMatrix& m, Binding in, const GeluMulInput* gelu,
+                               Binding w_post, float scale, Binding next_w) const {
+    AddNormArgs an;
+    an.x = whole(a.x);
+    an.w_post = w_post;
+    an.scale = scale;
+    an.next_w = next_w;
+    if (next_w.buffer != nullptr) an.h = whole(a.h);
+    an.eps = eps();
+    return record_matvec_add_norm(rec, ops.matvec_for(m.format), *ops.norm, *ops.elementwise, m,
+                                  in, gelu, whole(a.o), an, T);
   }
 
   // x [T, H] = embed_tokens[ids] · √H; ple [T, L·P] (§4.2, §4.3).
@@ -80,7 +97,7 @@ struct ChunkRecorder {
     const LayerPlan& plan = cfg.layers[size_t(i)];
     const GpuLayerWeights& lw = w.layers[size_t(i)];
     const KvRing& ring = kv.ring(i);
-    const Binding step = whole(*step_buf), h = whole(a.h), q = whole(a.q);
+    const Binding step = whole(*step_buf), q = whole(a.q);
     QkvShape qs;
     INFER_TRY_VOID(qkv(i, qs));
     AttentionDims ad;
@@ -99,9 +116,8 @@ struct ChunkRecorder {
       INFER_TRY_VOID(mass->record(rec, step, ad, q, whole(ring.k), lw.inv_freq,
                                   i != first_mass_layer));
     }
-    INFER_TRY_VOID(matvec(lw.o_proj, whole(a.att), whole(a.o), T));
-    return ops.norm->add_norm(rec, whole(a.x), whole(a.o), lw.post_attention_layernorm, 1.0f,
-                              lw.pre_feedforward_layernorm, h, T, H(), eps());
+    return matvec_add_norm(lw.o_proj, whole(a.att), nullptr, lw.post_attention_layernorm, 1.0f,
+                           lw.pre_feedforward_layernorm);
   }
 
   // x += rmsnorm(mlp (+ experts)) and, with PLE, the PLE block; then x *= layer_scalar, and
@@ -116,8 +132,15 @@ struct ChunkRecorder {
                 (long long)lw.gate_proj.rows, weight_format_name(lw.up_proj.format));
     INFER_TRY_VOID(
         ops.gate_up_for(lw.gate_proj.format).record(rec, lw.gate_proj, lw.up_proj, h, act, T));
-    INFER_TRY_VOID(matvec(lw.down_proj, act, o, T));
-    if (tc.enable_moe_block) {
+    const uint32_t P = uint32_t(tc.hidden_size_per_layer_input);
+    // Without PLE this step ends the layer: the layer scalar and the next input norm.
+    const float down_scale = P == 0 ? lw.layer_scalar : 1.0f;
+    const Binding down_next = P == 0 ? next_w : Binding{};
+    if (!tc.enable_moe_block) {
+      INFER_TRY_VOID(matvec_add_norm(lw.down_proj, act, nullptr, lw.post_feedforward_layernorm,
+                                     down_scale, down_next));
+    } else {
+      INFER_TRY_VOID(matvec(lw.down_proj, act, o, T));
       // The router and the experts read r = x, the stream before this block (§4.4).
       MoeDims md;
       md.T = T;
@@ -135,23 +158,19 @@ struct ChunkRecorder {
                                       whole(a.moe_idx), whole(a.moe_w), whole(a.m2)));
       INFER_TRY_VOID(ops.norm->norm_sum(rec, o, lw.post_feedforward_layernorm_1, whole(a.m2),
                                         lw.post_feedforward_layernorm_2, o, T, H(), eps()));
+      INFER_TRY_VOID(ops.norm->add_norm(rec, x, o, lw.post_feedforward_layernorm, down_scale,
+                                        down_next, P == 0 ? h : Binding{}, T, H(), eps()));
     }
-    const uint32_t P = uint32_t(tc.hidden_size_per_layer_input);
-    if (P == 0) {
-      return ops.norm->add_norm(rec, x, o, lw.post_feedforward_layernorm, lw.layer_scalar, next_w,
-                                h, T, H(), eps());
-    }
-    INFER_TRY_VOID(
-        ops.norm->add_norm(rec, x, o, lw.post_feedforward_layernorm, 1.0f, {}, {}, T, H(), eps()));
+    if (P == 0) return Ok{};
     // PLE block: x += rmsnorm(projection · (gelu(gate · x) ⊙ ple[:, i])), then the layer scalar.
-    const uint32_t LP = uint32_t(tc.num_hidden_layers) * P;
     const Binding g = whole(a.g);
     INFER_TRY_VOID(matvec(lw.per_layer_input_gate, x, g, T));
-    INFER_TRY_VOID(ops.elementwise->gelu_mul(rec, g, P, 0, whole(a.ple), LP, uint32_t(i) * P, g, T,
-                                             P));
-    INFER_TRY_VOID(matvec(lw.per_layer_projection, g, o, T));
-    return ops.norm->add_norm(rec, x, o, lw.post_per_layer_input_norm, lw.layer_scalar, next_w, h,
-                              T, H(), eps());
+    GeluMulInput ple;
+    ple.b = whole(a.ple);
+    ple.b_stride = uint32_t(tc.num_hidden_layers) * P;  // ple [T, L·P]: slice i
+    ple.b_off = uint32_t(i) * P;
+    return matvec_add_norm(lw.per_layer_projection, g, &ple, lw.post_per_layer_input_norm,
+                           lw.layer_scalar, next_w);
   }
 
   // h holds rmsnorm(x; norm) [T, H]: logits = softcap(lm_head · h) (§4.10), as `head` asks.

@@ -11,6 +11,7 @@
 
 #include "base/check.h"
 #include "gpu/context.h"
+#include "gpu/ops/matvec_add_norm.h"
 #include "shaders/matvec.h"
 
 namespace infer::gpu {
@@ -290,6 +291,10 @@ bool activations_in_int8(const MatvecKernels& k, int64_t rows, int64_t cols, uin
   return dot_path(k, rows, cols, n_tokens);
 }
 
+bool runs_matvec_shader(const MatvecKernels& k, int64_t rows, int64_t cols, uint32_t n_tokens) {
+  return !tiled_path(k, rows, n_tokens) && !dot_path(k, rows, cols, n_tokens);
+}
+
 
 Result<void> record_matvec_kernels(Recorder& rec, const MatvecKernels& k, const GpuMatrix& w,
                                    const GpuMatrix* up, Binding x, Binding y, uint32_t n_tokens) {
@@ -358,8 +363,14 @@ Result<std::unique_ptr<MatvecOp>> MatvecOp::create(const VulkanContext& ctx, Wei
                                                    MatvecTuning tuning) {
   std::unique_ptr<MatvecOp> op(new MatvecOp());
   INFER_TRY(op->k_, create_matvec_kernels(ctx, format, /*gate_up=*/false, tuning));
+  const char* fuse = std::getenv("INFER_FUSE");
+  if (tuning.fuse_add_norm && !(fuse != nullptr && fuse[0] == '0')) {
+    INFER_TRY(op->add_norm_, MatvecAddNormOp::create(ctx, op->k_));
+  }
   return op;
 }
+
+MatvecOp::~MatvecOp() = default;
 
 Result<void> MatvecOp::record(Recorder& rec, const GpuMatrix& w, Binding x, Binding y,
                               uint32_t n_tokens) const {

@@ -17,6 +17,7 @@ namespace infer::gpu {
 
 class VulkanContext;
 struct DeviceInfo;
+class MatvecAddNormOp;
 
 // The device layout of weight rows (shaders/common/weights.glsl says it in full): each row a whole
 // number of 16-byte vectors so that shaders read weights with 128-bit loads. F32 rows pad to 4
@@ -72,6 +73,9 @@ struct MatvecTuning {
   uint32_t thread_tokens = 0;
   IntDot int_dot = IntDot::kAuto;
   uint32_t dot_subgroups_per_group = 0;  // matvec_dot.comp's workgroup (rows per subgroup as above)
+  // MatvecOp also builds the fused product + residual step of decode (gpu/ops/matvec_add_norm.h),
+  // unless this is off or INFER_FUSE=0 (to compare the two on a device).
+  bool fuse_add_norm = true;
 };
 
 // A workgroup that sums with common/reduce.glsl: subgroup size × subgroups_per_group invocations,
@@ -117,6 +121,9 @@ bool products_in_f16(const MatvecKernels& k, int64_t rows, int64_t cols, uint32_
 // matmul_reference_q8_x rather than matmul_reference.
 bool activations_in_int8(const MatvecKernels& k, int64_t rows, int64_t cols, uint32_t n_tokens);
 
+// Whether such a product runs on shaders/matvec.comp (neither tiled nor integer-dot).
+bool runs_matvec_shader(const MatvecKernels& k, int64_t rows, int64_t cols, uint32_t n_tokens);
+
 Result<MatvecKernels> create_matvec_kernels(const VulkanContext& ctx, WeightFormat format,
                                             bool gate_up, MatvecTuning tuning);
 
@@ -144,11 +151,15 @@ class MatvecOp {
   bool activations_in_int8(int64_t rows, int64_t cols, uint32_t n_tokens) const {
     return gpu::activations_in_int8(k_, rows, cols, n_tokens);
   }
+  // The fused product + residual step (null when tuning.fuse_add_norm is off).
+  const MatvecAddNormOp* add_norm_op() const { return add_norm_.get(); }
+  ~MatvecOp();
 
  private:
   MatvecOp() = default;
 
   MatvecKernels k_;
+  std::unique_ptr<MatvecAddNormOp> add_norm_;
 };
 
 // y = W · x for n_tokens rows of x, end to end: uploads x, records, submits, downloads y. x:

@@ -1,0 +1,53 @@
+// The residual step that ends a block, for one row of n floats (GEMMA4_TEXT.md §4.4), shared by
+// add_norm.comp and the last workgroup of matvec_add_norm.comp so the two round alike:
+//   stream[row] = (stream[row] + rmsnorm(o[row]) · w_post) · pc.scale
+// and with FUSE_NEXT h[row] = rmsnorm(stream[row]) · next_w. The includer declares the buffers
+// stream, o, w_post (and next_w, h with FUSE_NEXT), a push block with eps and scale, and includes
+// norm_row.glsl. Call from uniform control flow: every invocation of the workgroup takes part.
+// ADD_NORM_BATCH: loads an invocation issues before using any (norm_row.glsl's kBatch unless the
+// includer, with a smaller workgroup, wants more in flight).
+
+#ifndef ADD_NORM_BATCH
+#define ADD_NORM_BATCH kBatch
+#endif
+
+void add_norm_row(uint base, uint n) {
+  const uint kAddBatch = ADD_NORM_BATCH;
+  const uint step = gl_WorkGroupSize.x;
+  float sum_sq = 0.0;
+  for (uint i0 = gl_LocalInvocationID.x; i0 < n; i0 += step * kAddBatch) {
+    float v[kAddBatch];
+    for (uint b = 0, i = i0; b < kAddBatch; ++b, i += step) v[b] = i < n ? o[base + i] : 0.0;
+    for (uint b = 0; b < kAddBatch; ++b) sum_sq += v[b] * v[b];
+  }
+  const float inv = inv_rms(workgroup_sum(sum_sq), n, pc.eps);
+
+  // Each invocation rereads only the stream elements it wrote itself, so no barrier is needed.
+  float next_sum_sq = 0.0;
+  for (uint i0 = gl_LocalInvocationID.x; i0 < n; i0 += step * kAddBatch) {
+    float xv[kAddBatch], ov[kAddBatch], wv[kAddBatch];
+    for (uint b = 0, i = i0; b < kAddBatch; ++b, i += step) {
+      xv[b] = i < n ? stream[base + i] : 0.0;
+      ov[b] = i < n ? o[base + i] : 0.0;
+      wv[b] = i < n ? w_post[i] : 0.0;
+    }
+    for (uint b = 0, i = i0; b < kAddBatch; ++b, i += step) {
+      const float v = (xv[b] + ov[b] * inv * wv[b]) * pc.scale;
+      if (i < n) stream[base + i] = v;
+      next_sum_sq += v * v;  // 0 past the row
+    }
+  }
+#if defined(FUSE_NEXT)
+  const float next_inv = inv_rms(workgroup_sum(next_sum_sq), n, pc.eps);
+  for (uint i0 = gl_LocalInvocationID.x; i0 < n; i0 += step * kAddBatch) {
+    float xv[kAddBatch], wv[kAddBatch];
+    for (uint b = 0, i = i0; b < kAddBatch; ++b, i += step) {
+      xv[b] = i < n ? stream[base + i] : 0.0;
+      wv[b] = i < n ? next_w[i] : 0.0;
+    }
+    for (uint b = 0, i = i0; b < kAddBatch; ++b, i += step) {
+      if (i < n) h[base + i] = xv[b] * next_inv * wv[b];
+    }
+  }
+#endif
+}
