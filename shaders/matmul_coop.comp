@@ -128,9 +128,13 @@ void load_step(uint row0, uint t0, uint c0) {
   }
 }
 
-// v as f16 pairs hi + lo (lo = v - hi, rounded). hi goes through packHalf2x16's bits: written as
-// f16vec4(v - vec4(f16vec4(v))), a compiler may fold the f32 -> f16 -> f32 round trip to v and
-// lo to 0 (the e2b-long prompt logits were then off by 0.66 with and without the lo parts alike).
+// v as f16 pairs hi + lo (lo = v - hi, rounded), hi through packHalf2x16's bits so that no
+// compiler can fold the f32 -> f16 -> f32 round trip away. Open (issue 3): on the H200 the
+// products still err as plain f16 does (~2^-11 relative; the matvec tests' hi + lo bound fails
+// with INFER_COOPMAT=1, and e2b-long's logits are off by 0.66 with the lo parts on or off), so
+// the lo parts are lost somewhere: suspects are f16 denormals flushed (most lo values are
+// subnormal; scaling them by 2^11 into their own accumulators would tell) or the fragments'
+// loads from the lo halves of the tiles.
 void split_f16(vec4 v, out f16vec4 hi, out f16vec4 lo) {
   const uvec2 bits = uvec2(packHalf2x16(v.xy), packHalf2x16(v.zw));
   const vec4 hi32 = vec4(unpackHalf2x16(bits.x), unpackHalf2x16(bits.y));

@@ -73,9 +73,9 @@ struct MatvecTuning {
   uint32_t thread_tokens = 0;
   IntDot int_dot = IntDot::kAuto;
   uint32_t dot_subgroups_per_group = 0;  // matvec_dot.comp's workgroup (rows per subgroup as above)
-  // MatvecOp also builds the fused product + residual step of decode (gpu/ops/matvec_add_norm.h),
-  // unless this is off or INFER_FUSE=0 (to compare the two on a device).
-  bool fuse_add_norm = true;
+  // MatvecOp also builds the fused product + residual step of decode (gpu/ops/matvec_add_norm.h)
+  // when this or INFER_FUSE=1 asks (opt-in: slower on the H200 so far, matvec.cpp says why).
+  bool fuse_add_norm = false;
 };
 
 // A workgroup that sums with common/reduce.glsl: subgroup size × subgroups_per_group invocations,

@@ -278,11 +278,12 @@ TEST_P(ForwardGpu, DecodeRecordsFewDispatchesPerLayer) {
   const bool ple = model->config().text.hidden_size_per_layer_input > 0;
   const bool moe = model->config().text.enable_moe_block;
   // Per layer: qkv matvec, qkv_prep, attend (two dispatches, scores and softmax · V; one with
-  // INFER_ATTN_SPLIT=1), o_proj + add_norm, gate_up, down + add_norm (fused: matvec_add_norm,
-  // off with INFER_FUSE=0); PLE adds gate, gelu_mul + projection + add_norm; MoE adds router (2),
-  // rms_norm, experts (2), norm_sum, and its down projection's add_norm apart. Outside the
-  // layers: embed (+ PLE projection and inputs), first norm, head matvec, softcap, argmax.
-  const int per_layer = 7 + (ple ? 2 : 0) + (moe ? 7 : 0);
+  // INFER_ATTN_SPLIT=1), o_proj, add_norm, gate_up, down, add_norm (o_proj and down fused with
+  // their add_norm under INFER_FUSE=1: two fewer); PLE adds gate, gelu_mul, projection, add_norm
+  // (two fewer fused); MoE adds router (2), rms_norm, experts (2), norm_sum, and its down
+  // projection's add_norm apart. Outside the layers: embed (+ PLE projection and inputs), first
+  // norm, head matvec, softcap, argmax.
+  const int per_layer = 9 + (ple ? 4 : 0) + (moe ? 7 : 0);
   std::printf("[%s] decode: %d dispatches, %d barriers (%d buffer barriers), %d layers\n",
               GetParam().name, c.dispatches, c.barrier_commands, c.buffer_barriers, L);
   EXPECT_LE(c.dispatches, per_layer * L + 7);

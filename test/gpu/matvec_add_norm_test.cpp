@@ -131,11 +131,11 @@ class GpuMatvecAddNorm : public GpuTest {
     const std::vector<float> w_post = random_vector(c.H, seed + 4, 0.5f, 1.5f);
     const std::vector<float> next_w = random_vector(c.H, seed + 5, 0.5f, 1.5f);
 
-    MatvecTuning off;
-    off.fuse_add_norm = false;
-    const std::unique_ptr<MatvecOp> fused = MatvecOp::create(*ctx_, c.format).value();
-    const std::unique_ptr<MatvecOp> plain = MatvecOp::create(*ctx_, c.format, off).value();
-    ASSERT_NE(fused->add_norm_op(), nullptr) << "INFER_FUSE=0 set?";
+    MatvecTuning on;
+    on.fuse_add_norm = true;
+    const std::unique_ptr<MatvecOp> fused = MatvecOp::create(*ctx_, c.format, on).value();
+    const std::unique_ptr<MatvecOp> plain = MatvecOp::create(*ctx_, c.format).value();
+    ASSERT_NE(fused->add_norm_op(), nullptr);
     ASSERT_TRUE(fused->add_norm_op()->applies(w, 1));  // else this compares unfused with itself
     ASSERT_EQ(plain->add_norm_op(), nullptr);
     const Outputs got = run_steps(*ctx_, *fused, *norm_, *ew_, w, c, x, ple, stream, w_post, next_w,
