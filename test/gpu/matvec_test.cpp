@@ -356,7 +356,8 @@ TEST_F(GpuMatvecOp, UploadMatrixRejectsQuantizedColumnsNotAMultipleOf32) {
 // 256-column group (288, 544, 800, 1056, 2080), rows ending mid workgroup, T = 2, 3, 5 ending mid
 // token group, and the widest rows its shared memory takes (16384 at T = 1, 6144 for T > 1).
 TEST_F(GpuMatvecOp, IntDotMatchesInt8ReferenceOnRaggedShapes) {
-  if (!ctx_->info().integer_dot_product) GTEST_SKIP() << "no shaderIntegerDotProduct";
+  // Vulkan 1.3 requires the feature: a device without it fails these tests rather than skip them.
+  ASSERT_TRUE(ctx_->info().integer_dot_product) << "no shaderIntegerDotProduct";
   MatvecTuning on;
   on.int_dot = IntDot::kOn;
   const Shape shapes[] = {{1, 32, 1},   {7, 288, 1},  {33, 544, 1},   {67, 1056, 2},
@@ -388,7 +389,7 @@ TEST_F(GpuMatvecOp, IntDotFallsBackToF32Activations) {
 // 2^-20, a subnormal f16 scale): the GPU must round them away from zero like roundf, not to even,
 // and keep d exact; a quant off by one breaks the tolerance at 96 columns. Plus blocks of zeros.
 TEST_F(GpuMatvecOp, IntDotQuantizesActivationsLikeTheCpu) {
-  if (!ctx_->info().integer_dot_product) GTEST_SKIP() << "no shaderIntegerDotProduct";
+  ASSERT_TRUE(ctx_->info().integer_dot_product) << "no shaderIntegerDotProduct";
   MatvecTuning on;
   on.int_dot = IntDot::kOn;
   const int64_t cols = 96, T = 2;
@@ -410,7 +411,7 @@ TEST_F(GpuMatvecOp, IntDotQuantizesActivationsLikeTheCpu) {
 
 // Other integer-dot workgroup shapes: one subgroup of 3 rows, 2 subgroups of 1 row, 3 tokens.
 TEST_F(GpuMatvecOp, IntDotMatchesInt8ReferenceForOtherWorkgroupShapes) {
-  if (!ctx_->info().integer_dot_product) GTEST_SKIP() << "no shaderIntegerDotProduct";
+  ASSERT_TRUE(ctx_->info().integer_dot_product) << "no shaderIntegerDotProduct";
   for (WeightFormat f : {WeightFormat::kQ8_0, WeightFormat::kQ4_0}) {
     MatvecTuning a{0, 3, 3};
     a.int_dot = IntDot::kOn;
@@ -429,7 +430,7 @@ TEST_F(GpuMatvecOp, IntDotMatchesInt8ReferenceForOtherWorkgroupShapes) {
 // against the CPU on x as the kernel quantizes it (q · d per block, exact in f32), with
 // test/gpu/mlp_test.cpp's bound: c·S per sum carried through gelu' <= 1.13 and the product.
 TEST_F(GpuMatvecOp, GateUpIntDotMatchesInt8Reference) {
-  if (!ctx_->info().integer_dot_product) GTEST_SKIP() << "no shaderIntegerDotProduct";
+  ASSERT_TRUE(ctx_->info().integer_dot_product) << "no shaderIntegerDotProduct";
   MatvecTuning on;
   on.int_dot = IntDot::kOn;
   struct GateUpShape {
