@@ -294,8 +294,8 @@ TEST_F(RingGpu, MassEvictionMatchesTheCpuRing) {
 // takes ~45 ms a step) through A = 4, W = 32 replay the recording made at create (its counts
 // unchanged), with device memory fixed and host RSS flat, and stay on the CPU ring's tokens.
 // RSS is read at the end of each fifth of the stream: a per-token leak grows every fifth, while
-// a one-off jump (an allocator arena the driver or the validation layer extends once; CI saw
-// 4 MB) lands in one, so at most one interval may grow.
+// allocator noise does not (CI saw a one-off 4 MB arena growth in release, and under ASan RSS
+// swinging +9, -10, -10, +12 MB with a net +0.2 MB), so not every interval may grow.
 TEST_F(RingGpu, LongDecodeReplaysOneRecordingInFixedMemory) {
   auto model = load("e2b-mini");
   ASSERT_NE(model, nullptr);
@@ -335,13 +335,14 @@ TEST_F(RingGpu, LongDecodeReplaysOneRecordingInFixedMemory) {
   EXPECT_EQ(after.dispatches, counts.dispatches);
   EXPECT_EQ(after.barrier_commands, counts.barrier_commands);
   // Four intervals of n/5 steps after the first fifth: a leak of 1 kB a token grows each by
-  // >= 80 kB even under ASan (n = 400); allow 64 kB of noise and one one-off jump.
+  // >= 80 kB even under ASan (n = 400); 64 kB of noise allowed, and growth in at most three.
   int growing = 0;
   for (size_t i = 1; i < rss.size(); ++i) {
     std::printf("RSS fifth %zu: %+lld kB\n", i + 1, (long long)(rss[i] - rss[i - 1]));
     growing += rss[i] - rss[i - 1] > 64;
   }
-  EXPECT_LE(growing, 1);
+  EXPECT_LE(growing, 3);
+  EXPECT_LE(rss.back() - rss.front(), 32 * 1024);  // a gross leak, whatever the noise
   EXPECT_EQ(f->position(), n);
   EXPECT_EQ(f->ring().n_window(), 32);
 }
