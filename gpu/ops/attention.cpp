@@ -59,6 +59,33 @@ constexpr uint32_t kSplitMaxKeys = 8;
 
 uint32_t div_up(uint32_t a, uint32_t b) { return (a + b - 1) / b; }
 
+// The most keys a decode token sees: the window, or every ring slot (tiered: and the token's
+// staging row); its position is below max_positions. Decode grids are sized for it; workgroups
+// past the keys of the current position return at once.
+uint32_t max_decode_keys(const AttentionDims& dims, uint32_t max_positions) {
+  const uint32_t full = dims.slots + (dims.mode == INFER_KV_TIERED ? 1 : 0);
+  return std::min(dims.window > 0 ? std::min(dims.window, dims.slots) : full, max_positions);
+}
+
+// attend.comp's and attend_split.comp's push constants for dims and a grid of n_splits.
+shader::AttendPush attend_push(const AttentionDims& dims, uint32_t n_splits,
+                               uint32_t heads_per_group, uint32_t tokens_per_group,
+                               uint32_t min_keys) {
+  shader::AttendPush push{};
+  push.T = dims.T;
+  push.n_q = dims.n_q;
+  push.n_kv = dims.n_kv;
+  push.d = dims.d;
+  push.slots = dims.slots;
+  push.window = dims.window;
+  push.n_splits = n_splits;
+  push.heads_per_group = heads_per_group;
+  push.tokens_per_group = tokens_per_group;
+  push.min_keys = min_keys;
+  push.mode = dims.mode;
+  return push;
+}
+
 uint32_t floor_pow2(uint32_t x) {
   uint32_t p = 1;
   while (p * 2 <= x) p *= 2;
@@ -271,12 +298,8 @@ uint32_t AttentionOps::min_keys_per_split() const { return kMinKeysPerSplit; }
 
 uint32_t AttentionOps::decode_splits(const AttentionDims& dims) const {
   if (!p_->split_decode) return 0;
-  // The most keys the token sees: the window, or every ring slot (tiered: and the token's
-  // staging row); its position is below max_positions.
-  const uint32_t full = dims.slots + (dims.mode == INFER_KV_TIERED ? 1 : 0);
-  const uint32_t keys = std::min(dims.window > 0 ? std::min(dims.window, dims.slots) : full,
-                                 p_->limits.max_positions);
-  return std::clamp(div_up(keys, kSplitTile), 1u, kMaxSplits);
+  return std::clamp(div_up(max_decode_keys(dims, p_->limits.max_positions), kSplitTile), 1u,
+                    kMaxSplits);
 }
 
 uint32_t AttentionOps::decode_min_keys_per_split() const { return kSplitTile; }
@@ -357,18 +380,9 @@ Result<void> AttentionOps::attend(Recorder& rec, Binding step, const AttentionDi
 
   const uint32_t group = dims.n_q / dims.n_kv;
   if (dims.T == 1) return attend_decode(rec, step, dims, q, k_cache, v_cache, out, inv_freq);
-  shader::AttendPush push{};
-  push.T = dims.T;
-  push.n_q = dims.n_q;
-  push.n_kv = dims.n_kv;
-  push.d = dims.d;
-  push.slots = dims.slots;
-  push.window = dims.window;
-  push.n_splits = splits(dims);
-  push.heads_per_group = std::min(group, p.prefill_rows);
-  push.tokens_per_group = p.prefill_rows / push.heads_per_group;
-  push.min_keys = kMinKeysPerSplit;
-  push.mode = dims.mode;
+  const uint32_t heads = std::min(group, p.prefill_rows);
+  const shader::AttendPush push =
+      attend_push(dims, splits(dims), heads, p.prefill_rows / heads, kMinKeysPerSplit);
   const Groups groups{push.n_splits, div_up(dims.T, push.tokens_per_group),
                       dims.n_kv * div_up(group, push.heads_per_group)};
   // One counter per (y, z) workgroup column; each holds at least one query row.
@@ -395,25 +409,9 @@ Result<void> AttentionOps::attend_decode(Recorder& rec, Binding step, const Atte
   push.key_stride = p.limits.max_positions;
   push.mode = dims.mode;
   const uint32_t head_groups = dims.n_kv * div_up(group, push.heads_per_group);
-  // The most keys the token sees (its position is below max_positions); workgroups past the
-  // keys of the current position return at once.
-  // Tiered ring layers: every ring slot, then the token itself.
-  const uint32_t full = dims.slots + (dims.mode == INFER_KV_TIERED ? 1 : 0);
-  const uint32_t keys = std::min(dims.window > 0 ? std::min(dims.window, dims.slots) : full,
-                                 p.limits.max_positions);
   if (p.split_decode) {
-    shader::AttendPush sp{};
-    sp.T = 1;
-    sp.n_q = dims.n_q;
-    sp.n_kv = dims.n_kv;
-    sp.d = dims.d;
-    sp.slots = dims.slots;
-    sp.window = dims.window;
-    sp.n_splits = decode_splits(dims);
-    sp.heads_per_group = push.heads_per_group;
-    sp.tokens_per_group = 1;
-    sp.min_keys = kSplitTile;
-    sp.mode = dims.mode;
+    const shader::AttendPush sp =
+        attend_push(dims, decode_splits(dims), push.heads_per_group, 1, kSplitTile);
     return rec.dispatch(*p.split_pass,
                         {step, q, k_cache, v_cache, out, Binding{&p.scratch},
                          Binding{&p.counters}, inv_freq},
@@ -422,7 +420,8 @@ Result<void> AttentionOps::attend_decode(Recorder& rec, Binding step, const Atte
   const uint32_t block = std::max(1u, p.scores_pass_local / p.subgroup) * kDecodeKeysPerSubgroup;
   const Binding scores{&p.scores};
   INFER_TRY_VOID(rec.dispatch(*p.scores_pass, {step, q, k_cache, scores, inv_freq}, push,
-                              Groups{div_up(keys, block), 1, head_groups}));
+                              Groups{div_up(max_decode_keys(dims, p.limits.max_positions), block),
+                                     1, head_groups}));
   return rec.dispatch(*p.pv_pass, {step, scores, v_cache, out}, push,
                       Groups{div_up(dims.d, kDecodeDimChunk), 1, head_groups});
 }
