@@ -44,8 +44,8 @@ const uint kRows = INFER_MATMUL_COOP_ROWS;
 const uint kSubgroups = kTokens * kRows / 1024;
 // Precision: f16 keeps 11 bits, too few for the forward pass's 2e-3 bound on logits. Each
 // activation goes in as hi + lo (hi = f16(x), lo = f16(x - hi): ~22 bits), and so do Q8_0/Q4_0
-// weights (d · q rounds in f16); bf16 weights are exact in f16. Products: x_hi·w + x_lo·w, and
-// x_hi·w_lo for quantized weights (x_lo·w_lo is below f32 rounding).
+// weights (d · q rounds in f16); bf16 weights are exact in f16. Products: x_hi·w, and x_lo·w +
+// x_hi·w_lo for quantized weights in their own accumulators (x_lo·w_lo is below f32 rounding).
 #ifdef W_SCALED
 #define W_SPLIT
 const uint kCols = 32;  // columns per step: whole GGML blocks; split tiles fit shared memory
@@ -77,18 +77,22 @@ const uint kXPer = kTokens * kQuads / gl_WorkGroupSize.x;
 uvec4 w_raw[kMats * kWPer];
 
 // acc += x · W(m)^T over the 16 columns at k, for the 2 x 2 fragments (a/l: x hi/lo rows).
+// The lo products go to their own accumulators (d: scaled by kLoScale), added at the end: in
+// the hi accumulators they would sit ~2^-11 below the running sums, where the tensor cores'
+// alignment of a product to the accumulator truncates them, and unscaled lo values are mostly
+// f16 subnormals, which a conversion may flush.
 #ifdef W_SPLIT
-#define MULTIPLY_LO(m, c00, c01, c10, c11)                                            \
+#define MULTIPLY_LO(m, d00, d01, d10, d11)                                            \
   coopMatLoadNV(b0, w_sh, wlo + ((m) * kRows + sr) * kStride + k, kStride, true);      \
   coopMatLoadNV(b1, w_sh, wlo + ((m) * kRows + sr + 16) * kStride + k, kStride, true); \
-  c00 = coopMatMulAddNV(a0, b0, c00);                                                  \
-  c01 = coopMatMulAddNV(a0, b1, c01);                                                  \
-  c10 = coopMatMulAddNV(a1, b0, c10);                                                  \
-  c11 = coopMatMulAddNV(a1, b1, c11);
+  d00 = coopMatMulAddNV(a0, b0, d00);                                                  \
+  d01 = coopMatMulAddNV(a0, b1, d01);                                                  \
+  d10 = coopMatMulAddNV(a1, b0, d10);                                                  \
+  d11 = coopMatMulAddNV(a1, b1, d11);
 #else
-#define MULTIPLY_LO(m, c00, c01, c10, c11)
+#define MULTIPLY_LO(m, d00, d01, d10, d11)
 #endif
-#define MULTIPLY(m, c00, c01, c10, c11)                                          \
+#define MULTIPLY(m, c00, c01, c10, c11, d00, d01, d10, d11)                     \
   coopMatLoadNV(b0, w_sh, ((m) * kRows + sr) * kStride + k, kStride, true);      \
   coopMatLoadNV(b1, w_sh, ((m) * kRows + sr + 16) * kStride + k, kStride, true); \
   c00 = coopMatMulAddNV(a0, b0, c00);                                            \
@@ -96,11 +100,11 @@ uvec4 w_raw[kMats * kWPer];
   c10 = coopMatMulAddNV(a1, b0, c10);                                            \
   c11 = coopMatMulAddNV(a1, b1, c11);                                            \
   if (kSplit) {                                                                  \
-    c00 = coopMatMulAddNV(l0, b0, c00);                                          \
-    c01 = coopMatMulAddNV(l0, b1, c01);                                          \
-    c10 = coopMatMulAddNV(l1, b0, c10);                                          \
-    c11 = coopMatMulAddNV(l1, b1, c11);                                          \
-    MULTIPLY_LO(m, c00, c01, c10, c11)                                           \
+    d00 = coopMatMulAddNV(l0, b0, d00);                                          \
+    d01 = coopMatMulAddNV(l0, b1, d01);                                          \
+    d10 = coopMatMulAddNV(l1, b0, d10);                                          \
+    d11 = coopMatMulAddNV(l1, b1, d11);                                          \
+    MULTIPLY_LO(m, d00, d01, d10, d11)                                           \
   }
 vec4 x_raw[kXPer];
 
@@ -128,18 +132,15 @@ void load_step(uint row0, uint t0, uint c0) {
   }
 }
 
-// v as f16 pairs hi + lo (lo = v - hi, rounded), hi through packHalf2x16's bits so that no
-// compiler can fold the f32 -> f16 -> f32 round trip away. Open (issue 3): on the H200 the
-// products still err as plain f16 does (~2^-11 relative; the matvec tests' hi + lo bound fails
-// with INFER_COOPMAT=1, and e2b-long's logits are off by 0.66 with the lo parts on or off), so
-// the lo parts are lost somewhere: suspects are f16 denormals flushed (most lo values are
-// subnormal; scaling them by 2^11 into their own accumulators would tell) or the fragments'
-// loads from the lo halves of the tiles.
+// v as f16 pairs hi + lo · 2^-kLoShift (lo = (v - hi) · kLoScale, rounded: a normal f16 where
+// v - hi would mostly be subnormal), hi through packHalf2x16's bits so that no compiler can fold
+// the f32 -> f16 -> f32 round trip away.
+const float kLoScale = 2048.0;
 void split_f16(vec4 v, out f16vec4 hi, out f16vec4 lo) {
   const uvec2 bits = uvec2(packHalf2x16(v.xy), packHalf2x16(v.zw));
   const vec4 hi32 = vec4(unpackHalf2x16(bits.x), unpackHalf2x16(bits.y));
   hi = f16vec4(hi32);
-  lo = f16vec4(v - hi32);
+  lo = f16vec4((v - hi32) * kLoScale);
 }
 
 // Decodes the registers of step c0 into the shared tiles (as f16).
@@ -202,8 +203,10 @@ void main() {
 
   // g<token half><row half>: the product (the gate with GATE_UP); u: the up product.
   FRAG_ACC g00 = FRAG_ACC(0.0), g01 = FRAG_ACC(0.0), g10 = FRAG_ACC(0.0), g11 = FRAG_ACC(0.0);
+  FRAG_ACC h00 = FRAG_ACC(0.0), h01 = FRAG_ACC(0.0), h10 = FRAG_ACC(0.0), h11 = FRAG_ACC(0.0);
 #ifdef GATE_UP
   FRAG_ACC u00 = FRAG_ACC(0.0), u01 = FRAG_ACC(0.0), u10 = FRAG_ACC(0.0), u11 = FRAG_ACC(0.0);
+  FRAG_ACC v00 = FRAG_ACC(0.0), v01 = FRAG_ACC(0.0), v10 = FRAG_ACC(0.0), v11 = FRAG_ACC(0.0);
 #endif
 
   load_step(row0, t0, 0);
@@ -222,14 +225,27 @@ void main() {
         coopMatLoadNV(l1, x_sh, xlo + (st + 16) * kStride + k, kStride, false);
       }
       // B[k][n] = W[row n][col k]: the [row][col] tile read column-major.
-      MULTIPLY(0u, g00, g01, g10, g11)
+      MULTIPLY(0u, g00, g01, g10, g11, h00, h01, h10, h11)
 #ifdef GATE_UP
-      MULTIPLY(1u, u00, u01, u10, u11)
+      MULTIPLY(1u, u00, u01, u10, u11, v00, v01, v10, v11)
 #endif
     }
     barrier();  // the next step overwrites the tiles
   }
 
+  if (kSplit) {
+    const float unscale = 1.0 / kLoScale;
+    g00 += h00 * unscale;
+    g01 += h01 * unscale;
+    g10 += h10 * unscale;
+    g11 += h11 * unscale;
+#ifdef GATE_UP
+    u00 += v00 * unscale;
+    u01 += v01 * unscale;
+    u10 += v10 * unscale;
+    u11 += v11 * unscale;
+#endif
+  }
 #ifdef GATE_UP
   // Same fragment type, so element e of the gate and of the up fragment are the same output.
   for (int e = 0; e < g00.length(); ++e) {
