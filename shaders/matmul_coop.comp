@@ -234,17 +234,20 @@ void main() {
   }
 
   if (kSplit) {
+    // Element by element: glslc -O (spirv-opt) crashes on whole-fragment arithmetic.
     const float unscale = 1.0 / kLoScale;
-    g00 += h00 * unscale;
-    g01 += h01 * unscale;
-    g10 += h10 * unscale;
-    g11 += h11 * unscale;
+    for (int e = 0; e < g00.length(); ++e) {
+      g00[e] += h00[e] * unscale;
+      g01[e] += h01[e] * unscale;
+      g10[e] += h10[e] * unscale;
+      g11[e] += h11[e] * unscale;
 #ifdef GATE_UP
-    u00 += v00 * unscale;
-    u01 += v01 * unscale;
-    u10 += v10 * unscale;
-    u11 += v11 * unscale;
+      u00[e] += v00[e] * unscale;
+      u01[e] += v01[e] * unscale;
+      u10[e] += v10[e] * unscale;
+      u11[e] += v11[e] * unscale;
 #endif
+    }
   }
 #ifdef GATE_UP
   // Same fragment type, so element e of the gate and of the up fragment are the same output.
