@@ -8,7 +8,7 @@
 //   inv_freq: binding 7, [d/2] f32: ring modes rotate keys at their cache position on load
 //   (positions are cache positions and key s sits at kv_slot(s), common/kv_ring.glsl)
 //   push: AttendPush (attention.h). spec: LOCAL_SIZE, ROWS query rows, TILE keys per tile,
-//   MAX_D >= d, DIMS = ceil(MAX_D / LOCAL_SIZE).
+//   MAX_D >= d, DIMS = ceil(MAX_D / LOCAL_SIZE), KV_MODE (common/kv_ring.glsl).
 // A workgroup's ROWS rows (query heads of one KV head, for one or a few tokens) share every
 // K/V row it loads. Keys [lo, p_last] the rows may see are cut into up to n_splits ranges of
 // at least min_keys keys (split-K, "flash-decoding"), one per workgroup x, so a single decode
@@ -70,7 +70,7 @@ void main() {
   const uint h_end = (kvh + 1) * group;
   const uint t0 = gl_WorkGroupID.y * pc.tokens_per_group;
   const uint t_end = min(t0 + pc.tokens_per_group, pc.T);
-  const uint pos0 = kv_cache_pos0(pc.mode);  // cache position of token 0
+  const uint pos0 = kv_cache_pos0();  // cache position of token 0
 
   // Keys of this split: [k_begin, k_end) within [lo, p_last], whole tiles per split.
   const uint p_last = pos0 + t_end - 1;
@@ -108,9 +108,9 @@ void main() {
       for (uint r = 0; r < kRows; ++r) dot[r] = 0.0;
       const uint s = base + i;
       if (i < n_tile) {
-        const uint kb = kv_slot(pc.mode, s, pc.slots) * kv_stride + kv_off;
+        const uint kb = kv_slot(s, pc.slots) * kv_stride + kv_off;
         for (uint e = gl_SubgroupInvocationID; e < d; e += gl_SubgroupSize) {
-          const float kv = kv_key(kb, e, d, s, pc.mode != INFER_KV_EXACT);
+          const float kv = kv_key(kb, e, d, s);
           for (uint r = 0; r < kRows; ++r) dot[r] += q_sh[r * kMaxD + e] * kv;
         }
       }
@@ -151,7 +151,7 @@ void main() {
       for (uint r = 0; r < kRows; ++r) acc[r * kDims + c] *= alpha_sh[r];
     }
     for (uint i = 0; i < n_tile; ++i) {
-      const uint vb = kv_slot(pc.mode, base + i, pc.slots) * kv_stride + kv_off;
+      const uint vb = kv_slot(base + i, pc.slots) * kv_stride + kv_off;
       for (uint c = 0; c < kDims; ++c) {
         const uint j = lid + c * gl_WorkGroupSize.x;
         if (j < d) {

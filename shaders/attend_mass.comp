@@ -10,6 +10,7 @@
 //      writer per mass[s], so no atomics and a fixed summation order.
 // Bindings: 0 step, 1 q [T, n_q, d] (normed, rotated), 2 k_cache [slots + T, n_kv, d] (key s
 // at kv_slot(s), common/kv_ring.glsl), 3 inv_freq [d/2], 4 lse [T · n_q], 5 mass [n_keys].
+// Spec KV_MODE: always INFER_KV_TIERED (gpu/ops/attention_mass.cpp).
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_shader_subgroup_basic : require
@@ -54,10 +55,10 @@ float dot_row(uint t, uint h, float kr[kChunks]) {
 
 // This lane's elements of key s (cache position s) of KV head kvh, rotated.
 void load_key(uint s, uint kvh, out float kr[kChunks]) {
-  const uint row = kv_slot(INFER_KV_TIERED, s, pc.slots) * pc.n_kv * pc.d + kvh * pc.d;
+  const uint row = kv_slot(s, pc.slots) * pc.n_kv * pc.d + kvh * pc.d;
   for (uint c = 0; c < kChunks; ++c) {
     const uint e = gl_SubgroupInvocationID + c * gl_SubgroupSize;
-    kr[c] = e < pc.d ? kv_key(row, e, pc.d, s, true) : 0.0;
+    kr[c] = e < pc.d ? kv_key(row, e, pc.d, s) : 0.0;
   }
 }
 

@@ -67,7 +67,7 @@ void main() {
   const uint j = gl_WorkGroupID.x * gl_WorkGroupSize.x + lid;  // this invocation's output dim
   const bool has_dim = j < d;
 
-  const uint p = kv_cache_pos0(pc.mode);  // the token's cache position
+  const uint p = kv_cache_pos0();  // the token's cache position
   const uint lo = (pc.window > 0 && p + 1 > pc.window) ? p + 1 - pc.window : 0;
   const uint n_keys = p + 1 - lo;
   const uint per_split =
@@ -97,7 +97,7 @@ void main() {
     float vv[kTile];
     for (uint i = 0; i < kTile; ++i) {
       vv[i] = has_dim && i < n_tile
-                  ? v_cache[kv_slot(pc.mode, base + i, pc.slots) * kv_stride + kv_off + j]
+                  ? v_cache[kv_slot(base + i, pc.slots) * kv_stride + kv_off + j]
                   : 0.0;
     }
     // Scores: kKeys keys per subgroup at once, lanes over d (coalesced K reads).
@@ -110,8 +110,7 @@ void main() {
         float kv[kKeys];
         for (uint u = 0; u < kKeys; ++u) {
           const uint s = base + min(i0 + u, n_tile - 1);  // past the tile: a valid key, unused
-          kv[u] = kv_key(kv_slot(pc.mode, s, pc.slots) * kv_stride + kv_off, e, d, s,
-                         pc.mode != INFER_KV_EXACT);
+          kv[u] = kv_key(kv_slot(s, pc.slots) * kv_stride + kv_off, e, d, s);
         }
         for (uint h = 0; h < kHeads; ++h) {
           const float qv = q_sh[h * kMaxD + e];

@@ -32,7 +32,6 @@ uint stride;    // floats per token row of qkv
 uint k_offset;  // floats into a token row
 uint v_offset;
 float eps;
-uint mode;  // INFER_KV_*: ring modes write K unrotated, tiered ones at staging slot slots + t
 INFER_PUSH_END(QkvPrepPush)
 #endif
 
@@ -57,18 +56,23 @@ uint n_splits;
 uint heads_per_group;   // <= ROWS and <= n_q / n_kv
 uint tokens_per_group;  // ROWS / heads_per_group (1 for decode)
 uint min_keys;          // keys per split at least (a multiple of TILE)
-uint mode;              // INFER_KV_*
 INFER_PUSH_END(AttendPush)
 #endif
 
-// Two-pass decode (INFER_ATTN_SPLIT=0; T = 1), spread over many workgroups so that K/V loads are in flight
-// at once (one flash workgroup per KV head leaves a big GPU waiting on memory latency):
-//   attend_scores: workgroup x takes keys [x·block, (x+1)·block) of the n = p + 1 - lo the
-//     token at p sees (lo = p + 1 - window on sliding layers), subgroup per key, and writes
-//     scores[h, i] = q[h] · k(lo + i), unscaled, h over the heads of workgroup z's group;
-//   attend_pv: workgroup (x, z) takes output dims [x·DCHUNK, ..) of those heads: softmax stats
-//     over the n scores, then out[h] = sum_i softmax_i · v(lo + i).
-// scores: f32 [n_q, key_stride].
+// Two-pass decode (INFER_ATTN_SPLIT=0; T = 1), spread over many workgroups so that K/V loads are
+// in flight at once (one flash workgroup per KV head leaves a big GPU waiting on memory latency).
+// The n = p + 1 - lo keys the token at p sees (lo = p + 1 - window on sliding layers):
+//   attend_scores: cut into at most score_groups blocks (grid x) of a multiple of score_block
+//     keys, at least one; workgroup x writes scores[h, i] = q[h] · k(lo + i), unscaled, for
+//     the heads h of workgroup z's group, and each head's (max, sum of exp(score - max)) over
+//     its block into stats[h, x]. Subgroups take keys_per_subgroup keys a round, all their K
+//     loads issued before any is used.
+//   attend_pv: M, L per head from the block stats, then workgroup (x, y, z) takes output dims
+//     [x·DCHUNK, ..) and the y-th of at most pv_splits key ranges (>= pv_min_keys keys each):
+//     sum_i exp(score_i - M) / L · v(lo + i). One range writes out; more write partials to
+//     the scratch [pv split, n_q, d] and the last range to finish (a counter per (x, z)) adds
+//     them in split order: no extra dispatch, no float atomics, the same sums every run.
+// scores: f32 [n_q, key_stride]; stats: f32 [n_q, score_groups, 2].
 #if defined(__cplusplus) || defined(INFER_ATTN_DECODE)
 INFER_PUSH_BEGIN(DecodeAttendPush)
 uint n_q;
@@ -78,7 +82,10 @@ uint slots;
 uint window;           // 0: full
 uint heads_per_group;  // <= HEADS and <= n_q / n_kv
 uint key_stride;       // floats per head row of scores
-uint mode;             // INFER_KV_*
+uint score_groups;     // attend_scores' grid x: key blocks at most
+uint score_block;      // keys of a block: a multiple of this
+uint pv_splits;        // attend_pv's grid y: key ranges at most
+uint pv_min_keys;      // keys of a range at least
 INFER_PUSH_END(DecodeAttendPush)
 #endif
 
@@ -108,7 +115,8 @@ INFER_PUSH_END(MassPush)
 #endif
 
 // Scratch layout (f32): o [n_splits, n_rows, d], then (m, l) [n_splits, n_rows, 2], n_rows =
-// T · n_q. Counters: uint [T · n_q], zero between dispatches.
+// T · n_q (attend_pv: partials [pv split, n_q, d] only). Counters: uint, zero between
+// dispatches.
 #define INFER_ATTN_MAX_SPLITS 64  // n_splits at most (sizes the merge's shared weights)
 
 // Specialization constant ids, chosen per device at pipeline creation (gpu/ops/attention.cpp).
@@ -116,11 +124,12 @@ INFER_PUSH_END(MassPush)
 #define INFER_ATTN_SPEC_MAX_SUBGROUPS 1  // upper bound of gl_NumSubgroups (sizes shared memory)
 #define INFER_ATTN_SPEC_ROWS 2           // query rows per attend workgroup
 #define INFER_ATTN_SPEC_TILE 3           // keys per attend tile
-#define INFER_ATTN_SPEC_MAX_D 4          // largest head dim (sizes the shared q rows)
+#define INFER_ATTN_SPEC_MAX_D 4          // largest head dim (attend_scores: the head dim)
 #define INFER_ATTN_SPEC_DIMS 5           // ceil(MAX_D / LOCAL_SIZE): output dims per invocation
 #define INFER_ATTN_SPEC_KEYS_PER_SUBGROUP 6  // attend_scores: keys each subgroup takes
 #define INFER_ATTN_SPEC_D_CHUNKS 7       // attend_scores: ceil(MAX_D / subgroup size)
 #define INFER_ATTN_SPEC_DCHUNK 8         // attend_pv: output dims per workgroup
-#define INFER_ATTN_SPEC_KEY_TILE 9       // attend_pv: keys whose probabilities share memory holds
+#define INFER_ATTN_SPEC_PV_UNROLL 9      // attend_pv: V rows each invocation loads at once
+#define INFER_ATTN_SPEC_KV_MODE 10       // INFER_KV_*: common/kv_ring.glsl, one pipeline a mode
 
 #endif  // INFER_SHADERS_ATTENTION_H_

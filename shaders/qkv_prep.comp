@@ -8,7 +8,7 @@
 //   q_out:    binding 5, [T, n_q, d] f32
 //   k_cache:  binding 6, v_cache: binding 7, [slots, n_kv, d] f32, row p % slots (exact and
 //             sliding ring; tiered ring: staging row slots + t, K unrotated in ring modes)
-//   push: QkvPrepPush (attention.h). spec: LOCAL_SIZE, MAX_SUBGROUPS.
+//   push: QkvPrepPush (attention.h). spec: LOCAL_SIZE, MAX_SUBGROUPS, KV_MODE.
 // Workgroup (x, y = t) does one head row: x < n_q a q head, then n_kv K heads, then n_kv V
 // heads. Invocation i owns the RoPE pairs (j, j + d/2) for j = i, i + LOCAL_SIZE, ..
 #version 450
@@ -43,13 +43,13 @@ void main() {
   const uint t = gl_WorkGroupID.y;
   const uint d = pc.d, half_d = pc.d / 2;
   const uint pos = step[INFER_STEP_POS0] + t;         // logical: the exact ring slot
-  const uint rope_pos = kv_cache_pos0(pc.mode) + t;  // where q (and exact K) are rotated
+  const uint rope_pos = kv_cache_pos0() + t;  // where q (and exact K) are rotated
   const uint x = gl_WorkGroupID.x;
   const uint kind = x < pc.n_q ? kQ : x < pc.n_q + pc.n_kv ? kK : kV;
   const uint head = kind == kQ ? x : kind == kK ? x - pc.n_q : x - pc.n_q - pc.n_kv;
   const uint src = t * pc.stride + (kind == kQ ? 0 : kind == kK ? pc.k_offset : pc.v_offset) +
                    head * d;
-  const uint slot = pc.mode == INFER_KV_TIERED ? pc.slots + t : pos % pc.slots;
+  const uint slot = kKvMode == INFER_KV_TIERED ? pc.slots + t : pos % pc.slots;
   const uint dst = kind == kQ ? (t * pc.n_q + head) * d : (slot * pc.n_kv + head) * d;
 
   float sum_sq = 0.0;
@@ -71,7 +71,7 @@ void main() {
     const float w_b = kind == kQ ? q_norm[j + half_d] : k_norm[j + half_d];
     const float a = qkv[src + j] * inv * w_a;
     const float b = qkv[src + j + half_d] * inv * w_b;
-    if (kind == kK && pc.mode != INFER_KV_EXACT) {  // the ring stores K before RoPE
+    if (kind == kK && kKvMode != INFER_KV_EXACT) {  // the ring stores K before RoPE
       k_cache[dst + j] = a;
       k_cache[dst + j + half_d] = b;
       continue;

@@ -1,7 +1,7 @@
 // Attention ops: q/k/v norm + RoPE + cache write in one dispatch (shaders/qkv_prep.comp);
-// decode attention in one dispatch, split over keys and dim slices, merged by the last split
-// (two passes attend_scores.comp, attend_pv.comp; INFER_ATTN_SPLIT=1: attend_split.comp);
-// prefill as split-K flash attention whose last split merges the partials (attend.comp).
+// prefill as split-K flash attention whose last split merges the partials (attend.comp); the
+// pipelines (one per KV mode, made on first use) and buffers shared with the decode paths
+// (attention_decode.cpp: two passes; attention_split.cpp: opt-in one dispatch).
 #include "gpu/ops/attention.h"
 
 #include <algorithm>
@@ -12,17 +12,16 @@
 
 #include "base/check.h"
 #include "gpu/context.h"
+#include "gpu/ops/attention_pipelines.h"
 #include "shaders/attention.h"
 #include "shaders/step.h"
 
 namespace infer::gpu {
 namespace {
 
-static_assert(sizeof(shader::QkvPrepPush) == 10 * sizeof(uint32_t), "QkvPrepPush: 32-bit scalars");
-static_assert(sizeof(shader::AttendPush) == 11 * sizeof(uint32_t), "AttendPush: 32-bit scalars");
+static_assert(sizeof(shader::QkvPrepPush) == 9 * sizeof(uint32_t), "QkvPrepPush: 32-bit scalars");
+static_assert(sizeof(shader::AttendPush) == 10 * sizeof(uint32_t), "AttendPush: 32-bit scalars");
 static_assert(sizeof(shader::KvCommitPush) == 3 * sizeof(uint32_t), "KvCommitPush: 32-bit scalars");
-static_assert(sizeof(shader::DecodeAttendPush) == 8 * sizeof(uint32_t),
-              "DecodeAttendPush: 32-bit scalars");
 
 // As matvec: enough invocations for coalesced rows of d = 256/512 on 32- and 64-wide GPUs.
 constexpr uint32_t kTargetInvocations = 128;
@@ -33,58 +32,11 @@ constexpr uint32_t kDecodeRows = 8;
 constexpr uint32_t kPrefillRows = 16;
 // Split-K: a split gets at least this many keys (fewer would cost more in the merge than they
 // save: the merging workgroup reads splits x rows x d partials), and at most kMaxSplits
-// splits, enough workgroups for the largest GPUs (~100-150 compute units) even with one KV
-// head. The grid is sized for the ring at record time; at run time only the splits the keys
-// need work (E2B decode at 640 positions: 10 of a full layer's, 8 of a sliding layer's).
-// Prefill splits only to reach kTargetGroups workgroups and within kPrefillSplits partials
-// per row, which sizes the scratch for max_T.
+// splits. Prefill splits only to reach kTargetGroups workgroups and within kPrefillSplits
+// partials per row, which sizes the scratch for max_T.
 constexpr uint32_t kMinKeysPerSplit = 2 * kTile;
-constexpr uint32_t kMaxSplits = INFER_ATTN_MAX_SPLITS;
 constexpr uint32_t kTargetGroups = 256;
 constexpr uint32_t kPrefillSplits = 4;
-// Decode: each subgroup of attend_scores loads this many K rows at once; attend_pv workgroups
-// take kDecodeDimChunk output dims (rows read in 64-byte pieces) with kDecodePvInvocations
-// invocations, the rest of them spread over keys, and stage kDecodeKeyTile probabilities.
-constexpr uint32_t kDecodeKeysPerSubgroup = 2;
-constexpr uint32_t kDecodeDimChunk = 16;
-constexpr uint32_t kDecodePvInvocations = 256;
-constexpr uint32_t kDecodeKeyTile = 256;
-// Split decode (attend_split.comp): tiles of kSplitTile keys whose V values each invocation
-// holds in registers; a split gets at least one tile (fewer keys per split would make the one
-// merging workgroup of a slice read more partials than the split itself reads K/V rows), at
-// most kMaxSplits, enough with the dim slices and KV heads to spread 64K keys over a big GPU.
-// Each subgroup loads up to kSplitMaxKeys K rows at once (their dot products live in registers).
-constexpr uint32_t kSplitTile = 32;
-constexpr uint32_t kSplitMaxKeys = 8;
-
-uint32_t div_up(uint32_t a, uint32_t b) { return (a + b - 1) / b; }
-
-// The most keys a decode token sees: the window, or every ring slot (tiered: and the token's
-// staging row); its position is below max_positions. Decode grids are sized for it; workgroups
-// past the keys of the current position return at once.
-uint32_t max_decode_keys(const AttentionDims& dims, uint32_t max_positions) {
-  const uint32_t full = dims.slots + (dims.mode == INFER_KV_TIERED ? 1 : 0);
-  return std::min(dims.window > 0 ? std::min(dims.window, dims.slots) : full, max_positions);
-}
-
-// attend.comp's and attend_split.comp's push constants for dims and a grid of n_splits.
-shader::AttendPush attend_push(const AttentionDims& dims, uint32_t n_splits,
-                               uint32_t heads_per_group, uint32_t tokens_per_group,
-                               uint32_t min_keys) {
-  shader::AttendPush push{};
-  push.T = dims.T;
-  push.n_q = dims.n_q;
-  push.n_kv = dims.n_kv;
-  push.d = dims.d;
-  push.slots = dims.slots;
-  push.window = dims.window;
-  push.n_splits = n_splits;
-  push.heads_per_group = heads_per_group;
-  push.tokens_per_group = tokens_per_group;
-  push.min_keys = min_keys;
-  push.mode = dims.mode;
-  return push;
-}
 
 uint32_t floor_pow2(uint32_t x) {
   uint32_t p = 1;
@@ -107,21 +59,57 @@ void check_floats(const char* op, const char* what, const Binding& b, uint64_t f
 
 }  // namespace
 
-struct AttentionOps::Pipelines {
-  const VulkanContext* ctx = nullptr;
-  Limits limits;
-  uint32_t decode_rows = 0;
-  uint32_t prefill_rows = 0;
-  uint32_t subgroup = 1;           // attend_scores: a subgroup per key; its workgroup holds
-  uint32_t scores_pass_local = 1;  // scores_pass_local / subgroup of them
-  uint64_t scratch_floats = 0;
-  std::unique_ptr<Pipeline> qkv, attend_prefill, scores_pass, pv_pass, commit, split_pass;
-  bool split_decode = false;  // attend_split (one dispatch) for T = 1; false: two passes
-  uint32_t local_size = 1;   // attend_split: output dims per workgroup (a slice)
-  Buffer scratch;
-  Buffer scores;  // decode: f32 [max_n_q, max_positions]
-  Buffer counters;  // uint per (token group, head group) of an attend dispatch, zero between
-};
+// The most keys a decode token sees: the window, or every ring slot (tiered: and the token's
+// staging row); its position is below max_positions. Decode grids are sized for it; workgroups
+// past the keys of the current position return at once.
+uint32_t max_decode_keys(const AttentionDims& dims, uint32_t max_positions) {
+  const uint32_t full = dims.slots + (dims.mode == INFER_KV_TIERED ? 1 : 0);
+  return std::min(dims.window > 0 ? std::min(dims.window, dims.slots) : full, max_positions);
+}
+
+shader::AttendPush attend_push(const AttentionDims& dims, uint32_t n_splits,
+                               uint32_t heads_per_group, uint32_t tokens_per_group,
+                               uint32_t min_keys) {
+  shader::AttendPush push{};
+  push.T = dims.T;
+  push.n_q = dims.n_q;
+  push.n_kv = dims.n_kv;
+  push.d = dims.d;
+  push.slots = dims.slots;
+  push.window = dims.window;
+  push.n_splits = n_splits;
+  push.heads_per_group = heads_per_group;
+  push.tokens_per_group = tokens_per_group;
+  push.min_keys = min_keys;
+  return push;
+}
+
+Result<const Pipeline*> AttentionOps::Pipelines::cached(
+    const Key& key, const std::function<PipelineDesc()>& make) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = cache_.find(key);
+  if (it == cache_.end()) {
+    INFER_CHECK(std::get<1>(key) <= INFER_KV_SLIDING, "attention: KV mode %u", std::get<1>(key));
+    std::unique_ptr<Pipeline> pipeline;
+    INFER_TRY(pipeline, Pipeline::create(*ctx, make()));
+    it = cache_.emplace(key, std::move(pipeline)).first;
+  }
+  return it->second.get();
+}
+
+PipelineDesc AttentionOps::Pipelines::desc(const char* variant, std::vector<Access> bindings,
+                                           uint32_t push_bytes, std::vector<SpecConstant> spec,
+                                           uint32_t mode) const {
+  PipelineDesc desc;
+  desc.variant = variant;
+  desc.bindings = std::move(bindings);
+  desc.push_bytes = push_bytes;
+  desc.spec = std::move(spec);
+  desc.spec.push_back({INFER_ATTN_SPEC_LOCAL_SIZE, lanes.local_size});
+  desc.spec.push_back({INFER_ATTN_SPEC_KV_MODE, mode});
+  desc.required_subgroup_size = lanes.pin ? lanes.subgroup : 0;
+  return desc;
+}
 
 AttentionOps::~AttentionOps() = default;
 
@@ -154,20 +142,13 @@ Result<std::unique_ptr<AttentionOps>> AttentionOps::create(const VulkanContext& 
   Pipelines& p = *op->p_;
   p.ctx = &ctx;
   p.limits = limits;
-
-  const AttentionLanes lanes = attention_lanes(info);
-  const uint32_t subgroup = lanes.subgroup, local_size = lanes.local_size;
-  const bool pin = lanes.pin;
-  // Unpinned: the host counts the fewest subgroups (the smallest key block, so the grid covers
-  // every key) and the shader's d loop the most.
-  p.subgroup = lanes.largest;
-  p.local_size = local_size;
+  p.lanes = attention_lanes(info);
+  p.max_subgroups = std::max(1u, p.lanes.local_size / p.lanes.smallest);
+  p.knobs = decode_knobs(info.max_workgroup_invocations);
   // Opt-in (INFER_ATTN_SPLIT=1): on the H200 the one-dispatch decode took 87 us a layer on E2B
   // and 166 on 12B at 640 keys, the two passes 43 and 38 (docs/bench/gpu-h200-s4-ab.json).
   const char* split_env = std::getenv("INFER_ATTN_SPLIT");
   p.split_decode = split_env != nullptr && std::strcmp(split_env, "1") == 0;
-  p.scores_pass_local = local_size;
-  const uint32_t max_subgroups = std::max(1u, local_size / lanes.smallest);
 
   // Shared q rows (ROWS x max_d floats) take at most half of the device's shared memory.
   VkPhysicalDeviceProperties props;
@@ -182,93 +163,36 @@ Result<std::unique_ptr<AttentionOps>> AttentionOps::create(const VulkanContext& 
   p.decode_rows = std::min(kDecodeRows, floor_pow2(rows_fit));
   p.prefill_rows = std::min(kPrefillRows, floor_pow2(rows_fit));
 
-  auto make = [&](const char* variant, std::vector<Access> bindings, uint32_t push_bytes,
-                  std::vector<SpecConstant> spec) -> Result<std::unique_ptr<Pipeline>> {
-    PipelineDesc desc;
-    desc.variant = variant;
-    desc.bindings = std::move(bindings);
-    desc.push_bytes = push_bytes;
-    desc.spec = std::move(spec);
-    desc.spec.push_back({INFER_ATTN_SPEC_LOCAL_SIZE, local_size});
-    desc.required_subgroup_size = pin ? subgroup : 0;
-    return Pipeline::create(ctx, desc);
-  };
   using A = Access;
-  const SpecConstant subgroups{INFER_ATTN_SPEC_MAX_SUBGROUPS, max_subgroups};
-  INFER_TRY(p.qkv, make("qkv_prep",
-                        {A::kRead, A::kRead, A::kRead, A::kRead, A::kRead, A::kWrite, A::kWrite,
-                         A::kWrite},
-                        sizeof(shader::QkvPrepPush), {subgroups}));
-  const uint32_t dims = div_up(limits.max_d, local_size);
-  auto make_attend = [&](uint32_t rows) {
-    return make("attend",
-                {A::kRead, A::kRead, A::kRead, A::kRead, A::kWrite, A::kReadWrite, A::kReadWrite,
-                 A::kRead},
-                sizeof(shader::AttendPush),
-                {{INFER_ATTN_SPEC_ROWS, rows},
-                 {INFER_ATTN_SPEC_TILE, kTile},
-                 {INFER_ATTN_SPEC_MAX_D, limits.max_d},
-                 {INFER_ATTN_SPEC_DIMS, dims}});
-  };
-  INFER_TRY(p.attend_prefill, make_attend(p.prefill_rows));
-  INFER_TRY(p.commit, make("kv_commit", {A::kRead, A::kReadWrite, A::kReadWrite},
-                           sizeof(shader::KvCommitPush), {}));
-  INFER_TRY(p.scores_pass,
-            make("attend_scores", {A::kRead, A::kRead, A::kRead, A::kWrite, A::kRead},
-                 sizeof(shader::DecodeAttendPush),
-                 {{INFER_ATTN_SPEC_ROWS, p.decode_rows},
-                  {INFER_ATTN_SPEC_MAX_D, limits.max_d},
-                  {INFER_ATTN_SPEC_KEYS_PER_SUBGROUP, kDecodeKeysPerSubgroup},
-                  {INFER_ATTN_SPEC_D_CHUNKS,
-                   div_up(limits.max_d, lanes.smallest)}}));
-  {
-    // attend_pv: its own workgroup size, a multiple of the dim chunk.
-    const uint32_t pv_size =
-        std::max(kDecodeDimChunk, std::min(kDecodePvInvocations, info.max_workgroup_invocations) /
-                                      kDecodeDimChunk * kDecodeDimChunk);
-    PipelineDesc desc;
-    desc.variant = "attend_pv";
-    desc.bindings = {A::kRead, A::kRead, A::kRead, A::kWrite};
-    desc.push_bytes = sizeof(shader::DecodeAttendPush);
-    desc.spec = {{INFER_ATTN_SPEC_LOCAL_SIZE, pv_size},
-                 {INFER_ATTN_SPEC_ROWS, p.decode_rows},
-                 {INFER_ATTN_SPEC_DCHUNK, kDecodeDimChunk},
-                 {INFER_ATTN_SPEC_KEY_TILE, kDecodeKeyTile}};
-    INFER_TRY(p.pv_pass, Pipeline::create(ctx, desc));
-  }
-  {
-    // Keys per subgroup: the tile in one pass of the workgroup's (fewest) subgroups.
-    const uint32_t fewest = std::max(1u, local_size / p.subgroup);
-    INFER_TRY(p.split_pass,
-              make("attend_split",
-                   {A::kRead, A::kRead, A::kRead, A::kRead, A::kWrite, A::kReadWrite,
-                    A::kReadWrite, A::kRead},
-                   sizeof(shader::AttendPush),
-                   {{INFER_ATTN_SPEC_ROWS, p.decode_rows},
-                    {INFER_ATTN_SPEC_TILE, kSplitTile},
-                    {INFER_ATTN_SPEC_MAX_D, limits.max_d},
-                    {INFER_ATTN_SPEC_KEYS_PER_SUBGROUP,
-                     std::clamp(div_up(kSplitTile, fewest), 1u, kSplitMaxKeys)},
-                    {INFER_ATTN_SPEC_D_CHUNKS, div_up(limits.max_d, lanes.smallest)}}));
-  }
+  INFER_TRY(p.commit, Pipeline::create(ctx, p.desc("kv_commit", {A::kRead, A::kReadWrite,
+                                                                 A::kReadWrite},
+                                                   sizeof(shader::KvCommitPush), {},
+                                                   INFER_KV_EXACT)));
   INFER_TRY(p.scores, Buffer::create(ctx,
                                      uint64_t(limits.max_n_q) * limits.max_positions *
                                          sizeof(float),
                                      BufferKind::kDevice, "attention decode scores"));
+  INFER_TRY(p.stats, Buffer::create(ctx,
+                                    uint64_t(limits.max_n_q) * p.knobs.score_groups * 2 *
+                                        sizeof(float),
+                                    BufferKind::kDevice, "attention decode block stats"));
 
   // Partials (o [d], m, l) per split and query row, for the most splits any record may use.
-  // Split decode: o [splits, n_q, d], then (m, l) pairs per dim slice.
+  // Split decode: o [splits, n_q, d], then (m, l) pairs per dim slice; two-pass decode: o
+  // [pv splits, n_q, d] (pv splits <= kMaxSplits).
   const uint64_t row_floats = uint64_t(limits.max_n_q) * (limits.max_d + 2);
-  const uint32_t max_slices = div_up(limits.max_d, local_size);
+  const uint32_t max_slices = div_up(limits.max_d, p.lanes.local_size);
   p.scratch_floats = std::max<uint64_t>(
       {kMaxSplits * row_floats, uint64_t(kPrefillSplits) * limits.max_T * row_floats,
        uint64_t(kMaxSplits) * limits.max_n_q * (limits.max_d + 2 * max_slices)});
   INFER_TRY(p.scratch, Buffer::create(ctx, p.scratch_floats * sizeof(float), BufferKind::kDevice,
                                       "attention split-K scratch"));
-  // At most one counter per query row (split decode: per row and dim slice); zero at the
-  // start, and the merging split of each dispatch sets its counter back to zero.
-  const std::vector<uint32_t> zeros(
-      size_t(std::max(limits.max_T, max_slices)) * limits.max_n_q, 0u);
+  // At most one counter per query row (split decode: per row and dim slice; attend_pv: per dim
+  // chunk and head group); zero at the start, and the merging workgroup of each dispatch sets
+  // its counter back to zero.
+  const uint32_t columns =
+      std::max({limits.max_T, max_slices, div_up(limits.max_d, p.knobs.pv_dims)});
+  const std::vector<uint32_t> zeros(size_t(columns) * limits.max_n_q, 0u);
   INFER_TRY(p.counters, Buffer::create(ctx, zeros.size() * sizeof(uint32_t), BufferKind::kDevice,
                                        "attention split counters"));
   INFER_TRY_VOID(upload(ctx, p.counters, 0, zeros.data(), zeros.size() * sizeof(uint32_t)));
@@ -295,14 +219,6 @@ uint32_t AttentionOps::splits(const AttentionDims& dims) const {
 }
 
 uint32_t AttentionOps::min_keys_per_split() const { return kMinKeysPerSplit; }
-
-uint32_t AttentionOps::decode_splits(const AttentionDims& dims) const {
-  if (!p_->split_decode) return 0;
-  return std::clamp(div_up(max_decode_keys(dims, p_->limits.max_positions), kSplitTile), 1u,
-                    kMaxSplits);
-}
-
-uint32_t AttentionOps::decode_min_keys_per_split() const { return kSplitTile; }
 
 Result<void> AttentionOps::qkv_prep(Recorder& rec, Binding step, const QkvShape& s, Binding qkv,
                                     Binding q_norm, Binding k_norm, Binding inv_freq,
@@ -349,8 +265,16 @@ Result<void> AttentionOps::qkv_prep(Recorder& rec, Binding step, const QkvShape&
   push.k_offset = s.k_offset;
   push.v_offset = s.v_offset;
   push.eps = s.eps;
-  push.mode = s.mode;
-  return rec.dispatch(*p.qkv, {step, qkv, q_norm, k_norm, inv_freq, q_out, k_cache, v_cache},
+  using A = Access;
+  const Pipeline* pipeline = nullptr;
+  INFER_TRY(pipeline, p.cached({"qkv_prep", s.mode, 0, 0}, [&] {
+    return p.desc("qkv_prep",
+                  {A::kRead, A::kRead, A::kRead, A::kRead, A::kRead, A::kWrite, A::kWrite,
+                   A::kWrite},
+                  sizeof(shader::QkvPrepPush),
+                  {{INFER_ATTN_SPEC_MAX_SUBGROUPS, p.max_subgroups}}, s.mode);
+  }));
+  return rec.dispatch(*pipeline, {step, qkv, q_norm, k_norm, inv_freq, q_out, k_cache, v_cache},
                       push, Groups{s.n_q + 2 * s.n_kv, s.T, 1});
 }
 
@@ -379,7 +303,10 @@ Result<void> AttentionOps::attend(Recorder& rec, Binding step, const AttentionDi
   }
 
   const uint32_t group = dims.n_q / dims.n_kv;
-  if (dims.T == 1) return attend_decode(rec, step, dims, q, k_cache, v_cache, out, inv_freq);
+  if (dims.T == 1) {
+    return p.split_decode ? attend_split(rec, step, dims, q, k_cache, v_cache, out, inv_freq)
+                          : attend_decode(rec, step, dims, q, k_cache, v_cache, out, inv_freq);
+  }
   const uint32_t heads = std::min(group, p.prefill_rows);
   const shader::AttendPush push =
       attend_push(dims, splits(dims), heads, p.prefill_rows / heads, kMinKeysPerSplit);
@@ -388,42 +315,23 @@ Result<void> AttentionOps::attend(Recorder& rec, Binding step, const AttentionDi
   // One counter per (y, z) workgroup column; each holds at least one query row.
   INFER_CHECK(uint64_t(groups.y) * groups.z <= uint64_t(p.limits.max_T) * p.limits.max_n_q,
               "attend: %u x %u counters", groups.y, groups.z);
-  return rec.dispatch(*p.attend_prefill,
+  using A = Access;
+  const Pipeline* pipeline = nullptr;
+  INFER_TRY(pipeline, p.cached({"attend", dims.mode, 0, 0}, [&] {
+    return p.desc("attend",
+                  {A::kRead, A::kRead, A::kRead, A::kRead, A::kWrite, A::kReadWrite,
+                   A::kReadWrite, A::kRead},
+                  sizeof(shader::AttendPush),
+                  {{INFER_ATTN_SPEC_ROWS, p.prefill_rows},
+                   {INFER_ATTN_SPEC_TILE, kTile},
+                   {INFER_ATTN_SPEC_MAX_D, p.limits.max_d},
+                   {INFER_ATTN_SPEC_DIMS, div_up(p.limits.max_d, p.lanes.local_size)}},
+                  dims.mode);
+  }));
+  return rec.dispatch(*pipeline,
                       {step, q, k_cache, v_cache, out, Binding{&p.scratch}, Binding{&p.counters},
                        inv_freq},
                       push, groups);
-}
-
-Result<void> AttentionOps::attend_decode(Recorder& rec, Binding step, const AttentionDims& dims,
-                                         Binding q, Binding k_cache, Binding v_cache,
-                                         Binding out, Binding inv_freq) const {
-  const Pipelines& p = *p_;
-  const uint32_t group = dims.n_q / dims.n_kv;
-  shader::DecodeAttendPush push{};
-  push.n_q = dims.n_q;
-  push.n_kv = dims.n_kv;
-  push.d = dims.d;
-  push.slots = dims.slots;
-  push.window = dims.window;
-  push.heads_per_group = std::min(group, p.decode_rows);
-  push.key_stride = p.limits.max_positions;
-  push.mode = dims.mode;
-  const uint32_t head_groups = dims.n_kv * div_up(group, push.heads_per_group);
-  if (p.split_decode) {
-    const shader::AttendPush sp =
-        attend_push(dims, decode_splits(dims), push.heads_per_group, 1, kSplitTile);
-    return rec.dispatch(*p.split_pass,
-                        {step, q, k_cache, v_cache, out, Binding{&p.scratch},
-                         Binding{&p.counters}, inv_freq},
-                        sp, Groups{div_up(dims.d, p.local_size), sp.n_splits, head_groups});
-  }
-  const uint32_t block = std::max(1u, p.scores_pass_local / p.subgroup) * kDecodeKeysPerSubgroup;
-  const Binding scores{&p.scores};
-  INFER_TRY_VOID(rec.dispatch(*p.scores_pass, {step, q, k_cache, scores, inv_freq}, push,
-                              Groups{div_up(max_decode_keys(dims, p.limits.max_positions), block),
-                                     1, head_groups}));
-  return rec.dispatch(*p.pv_pass, {step, scores, v_cache, out}, push,
-                      Groups{div_up(dims.d, kDecodeDimChunk), 1, head_groups});
 }
 
 Result<void> AttentionOps::kv_commit(Recorder& rec, Binding step, uint32_t T, uint32_t row,

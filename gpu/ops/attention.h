@@ -69,6 +69,8 @@ class AttentionOps {
  public:
   // Largest shapes the op will record: sizes its own scratch (split-K partials), allocated here
   // once; attend() records may reuse it layer after layer (the recorder orders the reuse).
+  // Pipelines are made on first use, one per KV mode (a specialization constant, so the exact
+  // mode's kernels carry no ring addressing) and, for the decode passes, per head count and d.
   struct Limits {
     uint32_t max_T = 1;
     uint32_t max_n_q = 0;
@@ -114,12 +116,23 @@ class AttentionOps {
   // At run time only splits of >= decode_min_keys_per_split() keys work, as above.
   uint32_t decode_splits(const AttentionDims& dims) const;
   uint32_t decode_min_keys_per_split() const;
+  // Two-pass decode (decode_splits() == 0): pass 1's most key blocks and their keys (a block
+  // takes a multiple of the latter), pass 2's most key ranges and their fewest keys; the
+  // blocks and ranges used at run time follow from the keys the token sees. For tests.
+  struct DecodeGrid {
+    uint32_t score_groups, score_block, pv_splits, pv_min_keys;
+  };
+  DecodeGrid decode_grid(const AttentionDims& dims) const;
 
  private:
   AttentionOps() = default;
+  // T = 1: two passes (attention_decode.cpp) or, opt-in, one dispatch (attention_split.cpp).
   Result<void> attend_decode(Recorder& rec, Binding step, const AttentionDims& dims, Binding q,
                              Binding k_cache, Binding v_cache, Binding out,
                              Binding inv_freq) const;
+  Result<void> attend_split(Recorder& rec, Binding step, const AttentionDims& dims, Binding q,
+                            Binding k_cache, Binding v_cache, Binding out,
+                            Binding inv_freq) const;
   struct Pipelines;
   std::unique_ptr<Pipelines> p_;
 };

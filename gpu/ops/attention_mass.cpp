@@ -58,7 +58,8 @@ Result<std::unique_ptr<AttentionMassOps>> AttentionMassOps::create(const VulkanC
   desc.push_bytes = sizeof(shader::MassPush);
   desc.spec = {{INFER_ATTN_SPEC_LOCAL_SIZE, local_size},
                {INFER_ATTN_SPEC_MAX_SUBGROUPS, std::max(1u, local_size / smallest)},
-               {INFER_ATTN_SPEC_D_CHUNKS, div_up(limits.max_d, smallest)}};
+               {INFER_ATTN_SPEC_D_CHUNKS, div_up(limits.max_d, smallest)},
+               {INFER_ATTN_SPEC_KV_MODE, INFER_KV_TIERED}};  // mass: tiered layers only
   desc.required_subgroup_size = lanes.pin ? lanes.subgroup : 0;
   INFER_TRY(s.pipeline, Pipeline::create(ctx, desc));
 

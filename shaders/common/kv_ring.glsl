@@ -1,36 +1,42 @@
 // Where the attention shaders find key s (a cache position) and at which position they rotate
 // it (attention.h's kv modes, DESIGN.md §4, docs/KV_RING.md). Needs `step` (step.h) declared;
-// kv_rotated_key also `k_cache` and `inv_freq`, and common/rope.glsl included first.
+// kv_key also `k_cache` and `inv_freq`, and common/rope.glsl included first.
 //   exact:   positions are logical; position s lives in slot s % slots, K already rotated.
 //   tiered:  the chunk attends plan.key_slots[s] at s < n_keys (a step word list); its own token
 //            t = s - n_keys sits in the staging slot slots + t until kv_commit moves it.
 //   sliding: the last n_s positions at 0 .. n_s-1, the chunk after: logical pos0 - n_s + s,
 //            still at slot logical % slots.
 // Ring modes store K before RoPE: keys are rotated at their cache position as they are loaded.
+// The mode is a specialization constant (one pipeline per mode, gpu/ops/attention.cpp): the
+// driver folds the branches below, so the exact-mode kernels carry no ring addressing or
+// rotation in their inner loops (a runtime mode cost E2B's decode passes ~40%, session 4).
 
-uint kv_cache_pos0(uint mode) {
-  return mode == INFER_KV_TIERED  ? step[INFER_STEP_N_KEYS]
-         : mode == INFER_KV_SLIDING ? step[INFER_STEP_N_SLIDE]
-                                    : step[INFER_STEP_POS0];
+layout(constant_id = INFER_ATTN_SPEC_KV_MODE) const uint kKvMode = INFER_KV_EXACT;
+
+uint kv_cache_pos0() {
+  return kKvMode == INFER_KV_TIERED  ? step[INFER_STEP_N_KEYS]
+         : kKvMode == INFER_KV_SLIDING ? step[INFER_STEP_N_SLIDE]
+                                       : step[INFER_STEP_POS0];
 }
 
-uint kv_slot(uint mode, uint s, uint slots) {
-  if (mode == INFER_KV_TIERED) {
+uint kv_slot(uint s, uint slots) {
+  if (kKvMode == INFER_KV_TIERED) {
     const uint n = step[INFER_STEP_N_KEYS];
     return s < n ? step[INFER_STEP_KEYS(step[INFER_STEP_T]) + s] : slots + (s - n);
   }
-  if (mode == INFER_KV_SLIDING) {
+  if (kKvMode == INFER_KV_SLIDING) {
     return (s + step[INFER_STEP_POS0] - step[INFER_STEP_N_SLIDE]) % slots;
   }
   return s % slots;
 }
 
 #ifdef INFER_KV_ROTATE_KEYS
-// Element e of the key row at k_cache[row ..], rotated (rotate-half RoPE) at cache position
-// `pos` when `rotate`, as qkv_prep rotates q: angle pos · inv_freq[j] rounded in f32.
-float kv_key(uint row, uint e, uint d, uint pos, bool rotate) {
+// Element e of the key row at k_cache[row ..]: as stored in the exact mode; in the ring modes
+// rotated (rotate-half RoPE) at cache position `pos`, as qkv_prep rotates q: angle
+// pos · inv_freq[j] rounded in f32.
+float kv_key(uint row, uint e, uint d, uint pos) {
   const float x = k_cache[row + e];
-  if (!rotate) return x;
+  if (kKvMode == INFER_KV_EXACT) return x;
   const uint half_d = d / 2;
   const bool lo = e < half_d;
   const uint j = lo ? e : e - half_d;

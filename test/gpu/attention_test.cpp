@@ -1,7 +1,9 @@
-// GPU attend vs the CPU reference (model/ops/attention): full and sliding rings with GQA,
-// d 16/256/512, decode at many positions (wrapped rings too) and prefill chunks at pos0 > 0,
-// split-K (merged by the last split) and direct paths; decode both in one dispatch (split over
-// keys and dim slices, opt-in: INFER_ATTN_SPLIT=1) and in the default two passes.
+// GPU attend vs the CPU reference (model/ops/attention), exact KV mode: full and sliding rings
+// with GQA, d 16/256/512, decode at many positions (wrapped rings too) and prefill chunks at
+// pos0 > 0, split-K (merged by the last split) and direct paths; decode both in one dispatch
+// (split over keys and dim slices, opt-in: INFER_ATTN_SPLIT=1) and in the default two passes
+// (also with its knobs forcing every loop and merge). The KV ring's modes:
+// attention_ring_test.cpp.
 #include "gpu/ops/attention.h"
 
 #include <algorithm>
@@ -37,43 +39,6 @@ void PrintTo(const AttendCase& c, std::ostream* os) {
       << " slots " << c.slots << " T " << c.T << " pos0 " << c.pos0 << " q_scale " << c.q_scale;
 }
 
-// Every position's K/V for a whole stream [0, n_pos), and the reference attention over them:
-// the CPU sees all positions (no ring), so a GPU ring too small or a wrong slot shows up.
-struct Stream {
-  uint32_t n_kv, d;
-  std::vector<float> k, v;  // [n_pos, n_kv, d]
-};
-
-Stream random_stream(uint32_t n_pos, uint32_t n_kv, uint32_t d, uint32_t seed) {
-  return {n_kv, d, random_vector(size_t(n_pos) * n_kv * d, seed),
-          random_vector(size_t(n_pos) * n_kv * d, seed + 1)};
-}
-
-std::vector<float> reference_attention(const Stream& s, const std::vector<float>& q,
-                                       const AttentionDims& dims, uint32_t pos0) {
-  AttentionShape shape;
-  shape.T = dims.T;
-  shape.pos0 = pos0;
-  shape.n_q = dims.n_q;
-  shape.n_kv = dims.n_kv;
-  shape.d = dims.d;
-  shape.window = dims.window;
-  const size_t row = size_t(s.n_kv) * s.d;
-  KvView kv;
-  kv.cache_k = s.k.data();
-  kv.cache_v = s.v.data();
-  kv.slots = int64_t(pos0) + dims.T;  // never wraps: position p at row p
-  kv.cache_begin = 0;
-  kv.chunk_k = s.k.data() + pos0 * row;
-  kv.chunk_v = s.v.data() + pos0 * row;
-  std::vector<float> scores(pos0 + dims.T);
-  AttentionScratch scratch{scores.data(), int64_t(scores.size()), 1};
-  ThreadPool pool(1);
-  std::vector<float> out(size_t(dims.T) * dims.n_q * dims.d);
-  attention(q.data(), shape, kv, out.data(), scratch, pool);
-  return out;
-}
-
 // The ring after positions [0, end) were written: row p % slots holds the last p written;
 // rows never written are NaN, so reading one poisons the output.
 void fill_ring(const std::vector<float>& all, size_t row, uint32_t slots, uint32_t end,
@@ -84,11 +49,6 @@ void fill_ring(const std::vector<float>& all, size_t row, uint32_t slots, uint32
     std::copy_n(all.begin() + p * row, row, ring->begin() + (p % slots) * row);
   }
 }
-
-// out is a convex combination of V rows (|v| <= 1). Score errors of the f32 dot products
-// (~sqrt(d) eps |q||k|, random-walk) move the weights by as much relatively, and the device's
-// exp adds a few ulp: 2e-5 absolute on O(1) outputs for d up to 512 and scores of tens.
-constexpr double kAttendTol = 2e-5;
 
 class AttendRig {
  public:
@@ -213,6 +173,56 @@ std::string attend_name(const AttendCase& c) {
 INSTANTIATE_TEST_SUITE_P(Attention, GpuAttend, ::testing::ValuesIn(kAttendCases),
                          [](const auto& info) { return attend_name(info.param); });
 
+// The default decode (two passes) on every decode case above.
+class GpuAttendTwoPass : public GpuTest, public ::testing::WithParamInterface<AttendCase> {};
+
+TEST_P(GpuAttendTwoPass, MatchesCpuReference) {
+  const AttendCase c = GetParam();
+  AttendRig rig(*ctx_, c, c.pos0 + c.T);
+  ASSERT_EQ(rig.ops().decode_splits(rig.dims()), 0u);
+  for (uint32_t pos0 : {0u, c.pos0 / 3, c.pos0}) rig.check(pos0, pos0 + 11);
+}
+
+std::vector<AttendCase> decode_cases() {
+  std::vector<AttendCase> v;
+  for (const AttendCase& c : kAttendCases) {
+    if (c.T == 1) v.push_back(c);
+  }
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(Attention, GpuAttendTwoPass, ::testing::ValuesIn(decode_cases()),
+                         [](const auto& info) { return attend_name(info.param); });
+
+// Defaults put 640 keys in one pass-1 round a workgroup and a few pass-2 ranges; the knobs
+// (read at create) here force several pass-1 rounds and blocks per workgroup, pass-2 rounds
+// with a ragged last one, ranges that merge, odd dim chunks (past d in the last) and unpinned
+// sizes, on every decode case.
+TEST_F(AttentionTest, TwoPassDecodeKnobsKeepItRight) {
+  const ScopedEnv keys("INFER_ATTN_KEYS_PER_SUBGROUP", "3");
+  const ScopedEnv groups("INFER_ATTN_SCORES_GROUPS", "5");
+  const ScopedEnv dims("INFER_ATTN_PV_DIMS", "24");
+  const ScopedEnv inv("INFER_ATTN_PV_INVOCATIONS", "100");  // 96: four key lanes
+  const ScopedEnv unroll("INFER_ATTN_PV_UNROLL", "3");
+  const ScopedEnv min_keys("INFER_ATTN_PV_KEYS", "20");
+  const ScopedEnv splits("INFER_ATTN_PV_SPLITS", "7");
+  bool rounds = false, merges = false;
+  for (const AttendCase& c : decode_cases()) {
+    SCOPED_TRACE(attend_name(c));
+    AttendRig rig(*ctx_, c, c.pos0 + 1);
+    const AttentionOps::DecodeGrid g = rig.ops().decode_grid(rig.dims());
+    EXPECT_LE(g.score_groups, 5u);
+    EXPECT_LE(g.pv_splits, 7u);
+    EXPECT_EQ(g.pv_min_keys, 20u);
+    const uint32_t keys = c.window > 0 ? std::min(c.window, c.pos0 + 1) : c.pos0 + 1;
+    rounds = rounds || keys > g.score_groups * g.score_block;
+    merges = merges || keys > g.pv_min_keys;
+    for (uint32_t pos0 : {0u, c.pos0 / 3, c.pos0}) rig.check(pos0, pos0 + 3);
+  }
+  EXPECT_TRUE(rounds);  // some pass-1 workgroup loops over more than one block
+  EXPECT_TRUE(merges);  // some pass-2 ranges merge
+}
+
 // The cases above exercise every path of attend(): for decode and prefill alike, one split
 // writing out and several whose last merges. Splits are chosen at run time from the keys the
 // rows see (>= min_keys_per_split each, within the grid's splits()); the case's last token
@@ -327,24 +337,13 @@ TEST_F(SplitDecode, DecodeStepsMatchCpuAtEveryPosition) {
   check_decode(*ctx_, {8, 1, 512, 0, 80, 80});
 }
 
-// The default decode (two passes; INFER_ATTN_SPLIT=0 asks for it explicitly): still right, in two
-// dispatches (AttendRig::check counts them).
-TEST_F(AttentionTest, TwoPassDecodeStillMatches) {
-  const char* old = std::getenv("INFER_ATTN_SPLIT");
-  const std::string saved = old != nullptr ? old : "";
-  setenv("INFER_ATTN_SPLIT", "0", 1);
-  for (const AttendCase& c : {AttendCase{8, 2, 256, 0, 700, 1, 650},
-                              AttendCase{8, 2, 512, 100, 100, 1, 333}}) {
-    AttendRig rig(*ctx_, c, c.pos0 + 1);
-    EXPECT_EQ(rig.ops().decode_splits(rig.dims()), 0u);
-    for (uint32_t pos0 : {0u, c.pos0}) rig.check(pos0, pos0 + 5);
-  }
-  check_decode(*ctx_, {4, 2, 16, 0, 70, 70});
-  if (old != nullptr) {
-    setenv("INFER_ATTN_SPLIT", saved.c_str(), 1);
-  } else {
-    unsetenv("INFER_ATTN_SPLIT");
-  }
+// The same token by token through the default decode (two passes; INFER_ATTN_SPLIT=0 asks for
+// it explicitly): two dispatches (AttendRig::check counts them).
+TEST_F(AttentionTest, TwoPassDecodeStepsMatchCpuAtEveryPosition) {
+  const ScopedEnv env("INFER_ATTN_SPLIT", "0");
+  check_decode(*ctx_, {8, 1, 256, 24, 24, 90});
+  check_decode(*ctx_, {4, 2, 16, 0, 150, 150});
+  check_decode(*ctx_, {8, 1, 512, 0, 80, 80});
 }
 
 }  // namespace

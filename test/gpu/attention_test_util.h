@@ -4,7 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -13,6 +16,8 @@
 #include "gpu/buffer.h"
 #include "gpu/ops/attention.h"
 #include "model/config.h"
+#include "model/ops/attention.h"
+#include "model/thread_pool.h"
 #include "shaders/step.h"
 #include "test/gpu/gpu_test_env.h"
 #include "test/gpu/host_matrix.h"
@@ -41,19 +46,30 @@ inline std::vector<float> download_floats(const VulkanContext& ctx, const Buffer
 }
 
 // The step buffer as the forward pass keeps it: host-visible words the host rewrites per submit.
+// max_keys > 0: room for the KV ring's words too (step.h: write slots, key slots).
 struct StepBuffer {
   Buffer buffer;
-  explicit StepBuffer(const VulkanContext& ctx) {
-    auto b = Buffer::create(ctx, INFER_STEP_WORDS(kMaxChunk) * sizeof(uint32_t), BufferKind::kHost,
-                            "step");
+  uint32_t words = 0;
+  explicit StepBuffer(const VulkanContext& ctx, uint32_t max_keys = 0)
+      : words(max_keys > 0 ? INFER_STEP_RING_WORDS(kMaxChunk, max_keys)
+                           : INFER_STEP_WORDS(kMaxChunk)) {
+    auto b = Buffer::create(ctx, words * sizeof(uint32_t), BufferKind::kHost, "step");
     INFER_CHECK(b.ok(), "%s", b.error().message.c_str());
     buffer = std::move(*b);
   }
-  void set(uint32_t pos0, uint32_t T) {
-    uint32_t words[INFER_STEP_WORDS(kMaxChunk)] = {};
-    words[INFER_STEP_POS0] = pos0;
-    words[INFER_STEP_T] = T;
-    std::memcpy(buffer.mapped(), words, sizeof(words));
+  void set(uint32_t pos0, uint32_t T) { set_ring(pos0, T, 0, 0, {}); }
+  // The ring modes' words: n_keys and n_slide, and the tiered layers' key slots.
+  void set_ring(uint32_t pos0, uint32_t T, uint32_t n_keys, uint32_t n_slide,
+                const std::vector<uint32_t>& key_slots) {
+    std::vector<uint32_t> w(words, 0u);
+    w[INFER_STEP_POS0] = pos0;
+    w[INFER_STEP_T] = T;
+    w[INFER_STEP_N_KEYS] = n_keys;
+    w[INFER_STEP_N_SLIDE] = n_slide;
+    INFER_CHECK(key_slots.empty() || INFER_STEP_KEYS(T) + key_slots.size() <= words,
+                "step buffer: %zu key slots", key_slots.size());
+    std::copy(key_slots.begin(), key_slots.end(), w.begin() + INFER_STEP_KEYS(T));
+    std::memcpy(buffer.mapped(), w.data(), w.size() * sizeof(uint32_t));
   }
 };
 
@@ -77,6 +93,37 @@ inline std::vector<float> inv_freq_for(uint32_t d, bool proportional) {
   return rope_inv_freq(rope, int(d));
 }
 
+// out is a convex combination of V rows (|v| <= 1). Score errors of the f32 dot products
+// (~sqrt(d) eps |q||k|, random-walk) move the weights by as much relatively, and the device's
+// exp adds a few ulp: 2e-5 absolute on O(1) outputs for d up to 512 and scores of tens.
+inline constexpr double kAttendTol = 2e-5;
+
+// Sets an environment variable for the scope (the ops read their knobs at create) and puts
+// the old value back.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    const char* old = std::getenv(name);
+    had_ = old != nullptr;
+    if (had_) old_ = old;
+    setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (had_) {
+      setenv(name_, old_.c_str(), 1);
+    } else {
+      unsetenv(name_);
+    }
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  bool had_ = false;
+  std::string old_;
+};
+
 // Element-wise |got - want| <= tol * (1 + |want|), at most 5 failures reported.
 inline void expect_close(const std::vector<float>& got, const std::vector<float>& want, double tol,
                   const std::string& what) {
@@ -89,6 +136,43 @@ inline void expect_close(const std::vector<float>& got, const std::vector<float>
     }
   }
   EXPECT_EQ(bad, 0) << what << ": of " << got.size();
+}
+
+// Every position's K/V for a whole stream [0, n_pos), and the reference attention over them:
+// the CPU sees all positions (no ring), so a GPU ring too small or a wrong slot shows up.
+struct Stream {
+  uint32_t n_kv, d;
+  std::vector<float> k, v;  // [n_pos, n_kv, d]
+};
+
+inline Stream random_stream(uint32_t n_pos, uint32_t n_kv, uint32_t d, uint32_t seed) {
+  return {n_kv, d, random_vector(size_t(n_pos) * n_kv * d, seed),
+          random_vector(size_t(n_pos) * n_kv * d, seed + 1)};
+}
+
+inline std::vector<float> reference_attention(const Stream& s, const std::vector<float>& q,
+                                              const AttentionDims& dims, uint32_t pos0) {
+  AttentionShape shape;
+  shape.T = dims.T;
+  shape.pos0 = pos0;
+  shape.n_q = dims.n_q;
+  shape.n_kv = dims.n_kv;
+  shape.d = dims.d;
+  shape.window = dims.window;
+  const size_t row = size_t(s.n_kv) * s.d;
+  KvView kv;
+  kv.cache_k = s.k.data();
+  kv.cache_v = s.v.data();
+  kv.slots = int64_t(pos0) + dims.T;  // never wraps: position p at row p
+  kv.cache_begin = 0;
+  kv.chunk_k = s.k.data() + pos0 * row;
+  kv.chunk_v = s.v.data() + pos0 * row;
+  std::vector<float> scores(pos0 + dims.T);
+  AttentionScratch scratch{scores.data(), int64_t(scores.size()), 1};
+  ThreadPool pool(1);
+  std::vector<float> out(size_t(dims.T) * dims.n_q * dims.d);
+  attention(q.data(), shape, kv, out.data(), scratch, pool);
+  return out;
 }
 
 }  // namespace infer::gpu

@@ -1,0 +1,77 @@
+// Private to gpu/ops/attention*.cpp: AttentionOps' pipelines (created lazily, one per KV mode and,
+// for the decode passes, per head count and head dim), buffers, the decode knobs, and helpers
+// the prefill, two-pass and split decode files share.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "base/result.h"
+#include "gpu/buffer.h"
+#include "gpu/ops/attention.h"
+#include "gpu/pipeline.h"
+#include "shaders/attention.h"
+
+namespace infer::gpu {
+
+constexpr uint32_t kMaxSplits = INFER_ATTN_MAX_SPLITS;
+
+inline uint32_t div_up(uint32_t a, uint32_t b) { return (a + b - 1) / b; }
+
+// The two-pass decode's tunables (attention_decode.cpp reads them from the environment once, at
+// create, so one build can be swept on a GPU; attention_decode.cpp documents each).
+struct DecodeKnobs {
+  uint32_t keys_per_subgroup = 2;  // INFER_ATTN_KEYS_PER_SUBGROUP
+  uint32_t score_groups = 256;     // INFER_ATTN_SCORES_GROUPS
+  uint32_t pv_dims = 32;           // INFER_ATTN_PV_DIMS
+  uint32_t pv_invocations = 256;   // INFER_ATTN_PV_INVOCATIONS
+  uint32_t pv_unroll = 8;          // INFER_ATTN_PV_UNROLL
+  uint32_t pv_min_keys = 64;       // INFER_ATTN_PV_KEYS
+  uint32_t pv_splits = 64;         // INFER_ATTN_PV_SPLITS
+};
+DecodeKnobs decode_knobs(uint32_t max_workgroup_invocations);
+
+struct AttentionOps::Pipelines {
+  const VulkanContext* ctx = nullptr;
+  Limits limits;
+  AttentionLanes lanes;
+  uint32_t max_subgroups = 1;  // local_size / lanes.smallest
+  uint32_t decode_rows = 0;
+  uint32_t prefill_rows = 0;
+  DecodeKnobs knobs;
+  uint64_t scratch_floats = 0;
+  bool split_decode = false;  // attend_split (one dispatch) for T = 1; false: two passes
+  std::unique_ptr<Pipeline> commit;
+  Buffer scratch;
+  Buffer scores;    // decode: f32 [max_n_q, max_positions]
+  Buffer stats;     // decode: f32 [max_n_q, knobs.score_groups, 2]
+  Buffer counters;  // uint per workgroup column of a merging dispatch, zero between
+
+  // The pipeline of `key` (kernel name, KV mode, heads, head dim), created by `desc` on first
+  // use. Recording happens once per shape, so the lock is never contended on the token path.
+  using Key = std::tuple<std::string, uint32_t, uint32_t, uint32_t>;
+  Result<const Pipeline*> cached(const Key& key, const std::function<PipelineDesc()>& desc) const;
+  // A desc with the workgroup of `lanes` (LOCAL_SIZE, pinned subgroup) and the KV mode.
+  PipelineDesc desc(const char* variant, std::vector<Access> bindings, uint32_t push_bytes,
+                    std::vector<SpecConstant> spec, uint32_t mode) const;
+
+ private:
+  mutable std::mutex mu_;
+  mutable std::map<Key, std::unique_ptr<Pipeline>> cache_;
+};
+
+// The most keys a decode token sees (the grids of both decode paths are sized for it).
+uint32_t max_decode_keys(const AttentionDims& dims, uint32_t max_positions);
+
+// attend.comp's and attend_split.comp's push constants for dims and a grid of n_splits.
+shader::AttendPush attend_push(const AttentionDims& dims, uint32_t n_splits,
+                               uint32_t heads_per_group, uint32_t tokens_per_group,
+                               uint32_t min_keys);
+
+}  // namespace infer::gpu
