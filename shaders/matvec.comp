@@ -2,8 +2,9 @@
 //   W: binding 0, [rows, cols] in the device layout of W_* (common/weights.glsl)
 //   x: binding 1, [n_tokens, x_stride] f32        y: binding 2, [n_tokens, y_stride] f32
 //   GATE_UP only: binding 3, the up matrix, like W (which is then the gate); y = gelu(g) · u
-//   push: MatvecPush (matvec.h). spec: LOCAL_SIZE invocations = SUBGROUPS subgroups of the
-//   device's size; ROWS rows per subgroup, TOKENS tokens per workgroup.
+//   push: MatvecPush (matvec.h): its `split` subgroups share each row. spec: LOCAL_SIZE
+//   invocations = SUBGROUPS subgroups of the device's size; ROWS rows per subgroup, TOKENS tokens
+//   per workgroup, UNROLL vectors of each row a lane loads per round.
 // The body (how rows and tokens are split over workgroups, subgroups and lanes) is
 // matvec_rows.glsl, shared with matvec_add_norm.comp.
 #version 450
@@ -31,6 +32,7 @@ const uint kMats = 2;  // gate, then up
 const uint kMats = 1;
 #endif
 #include "common/weights.glsl"
+layout(constant_id = INFER_MATVEC_SPEC_UNROLL) const uint kUnroll = VEC_UNROLL;
 
 // x[t, c .. c + 3]; a quad past cols (zero weights) reads the last one instead.
 vec4 load_x_quad(uint t, uint c) {
@@ -42,6 +44,8 @@ vec4 load_x_quad(uint t, uint c) {
 }
 
 #define MATVEC_Y y
+#define MATVEC_UNROLL kUnroll
+#define MATVEC_SPLIT pc.split
 #include "matvec_rows.glsl"
 
 void main() { matvec_rows(); }

@@ -15,6 +15,7 @@ uint cols;      // input features (cols of W); a multiple of 32 for Q8_0/Q4_0
 uint n_tokens;  // T
 uint x_stride;  // elements between tokens in x (>= cols)
 uint y_stride;  // elements between tokens in y (>= rows)
+uint split;     // matvec.comp: subgroups sharing each row (divides SUBGROUPS); others ignore it
 INFER_PUSH_END(MatvecPush)
 
 // Bindings: 0 W (gate), 1 x, 2 y, and for GATE_UP 3 the up matrix.
@@ -25,19 +26,23 @@ INFER_PUSH_END(MatvecPush)
 #define INFER_MATVEC_SPEC_ROWS 1        // rows of W per subgroup
 #define INFER_MATVEC_SPEC_TOKENS 2      // tokens per workgroup (1 = matrix-vector)
 #define INFER_MATVEC_SPEC_SUBGROUPS 3   // subgroups per workgroup at the device's subgroup size
+#define INFER_MATVEC_SPEC_UNROLL 5      // matvec.comp: vectors of each row a lane loads per round
 // matvec_dot.comp only: the 256-column groups of x per token its shared memory holds (288 bytes
 // each: 256 int8 activations, 8 f32 block scales).
 #define INFER_MATVEC_DOT_SPEC_GROUPS 4
 #define INFER_MATVEC_DOT_GROUP_BYTES 288
 
 // matmul.comp (tiled, prefill) specialization constant ids. A workgroup computes a tile of
-// TILE_ROWS x TILE_TOKENS outputs, each invocation THREAD_ROWS x THREAD_TOKENS of them, so
-// LOCAL_SIZE = (TILE_ROWS / THREAD_ROWS) * (TILE_TOKENS / THREAD_TOKENS).
+// TILE_ROWS x TILE_TOKENS outputs, each invocation THREAD_ROWS x THREAD_TOKENS of them (multiples
+// of 4: vec4 reads), so LOCAL_SIZE = (TILE_ROWS / THREAD_ROWS) * (TILE_TOKENS / THREAD_TOKENS).
 #define INFER_MATMUL_SPEC_LOCAL_SIZE 0
 #define INFER_MATMUL_SPEC_TILE_ROWS 1
 #define INFER_MATMUL_SPEC_TILE_TOKENS 2
 #define INFER_MATMUL_SPEC_THREAD_ROWS 3
 #define INFER_MATMUL_SPEC_THREAD_TOKENS 4
+// Shared-memory buffers of the tiles: 1 (the next step's loads wait in registers while the FMAs
+// run, stored after a barrier) or 2 (stored right after the FMAs into the other buffer).
+#define INFER_MATMUL_SPEC_STAGES 5
 // Columns of W and x per shared-memory step: a multiple of 32, so quantized blocks never
 // straddle two steps.
 #define INFER_MATMUL_TILE_COLS 32

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <string_view>
@@ -12,12 +13,13 @@
 #include "base/check.h"
 #include "gpu/context.h"
 #include "gpu/ops/matvec_add_norm.h"
+#include "gpu/ops/matvec_shape.h"
 #include "shaders/matvec.h"
 
 namespace infer::gpu {
 namespace {
 
-static_assert(sizeof(shader::MatvecPush) == 5 * sizeof(uint32_t),
+static_assert(sizeof(shader::MatvecPush) == 6 * sizeof(uint32_t),
               "MatvecPush must match shaders/matvec.h in the shader (32-bit "
               "scalars only)");
 
@@ -25,25 +27,6 @@ static_assert(sizeof(shader::MatvecPush) == 5 * sizeof(uint32_t),
 // row on every GPU we know of (32-wide NVIDIA/Intel, 64-wide AMD), and a modest count on CPU
 // drivers.
 constexpr uint32_t kTargetInvocations = 128;
-// matvec.comp: two subgroups a workgroup (small grids still spread over every SM), each summing
-// its own rows. Rows per subgroup set how often a lane's activations are reused: a Q4_0 vector
-// carries 32 weights against 128 bytes of x, so quantized rows go 4 to a subgroup (2 for
-// gate-up, which reuses x across its two matrices). Each lane keeps rows × VEC_UNROLL (×2 for
-// gate-up) 16-byte loads in flight: 64-128 bytes, 2-4 KB per 32-wide subgroup.
-constexpr uint32_t kDefaultSubgroups = 2;
-constexpr uint32_t kDefaultTokens = 4;
-
-uint32_t default_rows_per_subgroup(WeightFormat f, bool gate_up) {
-  const bool quantized = f == WeightFormat::kQ8_0 || f == WeightFormat::kQ4_0;
-  if (gate_up) return quantized ? 2 : 1;
-  return quantized ? 4 : 2;
-}
-
-// Tiled defaults: 64 x 64 outputs a workgroup, 4 x 4 an invocation (256 invocations, 16
-// accumulators each, 25 KB of shared memory for gate-up). Measured on an H200 (Q4_0/Q8_0/bf16,
-// 6144x1536, 1536x6144, 21504x5376): the tiled kernel wins from T = 16 when its grid has ~100+
-// workgroups, but with 24 (1536 rows) only from T = 64; the matvec kernel streams W once per 4
-// tokens and wins below.
 // matvec_dot.comp: every workgroup quantizes its tokens of x (~10 instructions an activation)
 // before its rows' dot products (~1.5 a weight and row for Q4_0), so it takes more rows than
 // matvec.comp to amortize that: 4 subgroups. Its shared memory holds up to 64 groups of x (16384
@@ -54,10 +37,47 @@ constexpr uint32_t kDotMaxGroupsOne = 64;
 constexpr uint32_t kDotMaxGroupsMany = 24;
 constexpr uint32_t kDotSharedBudget = 32 * 1024;
 
+// Tiled defaults (shaders/matmul.comp): a register-blocked SIMT GEMM. Plain products 128 x 128
+// outputs a workgroup, 8 x 8 an invocation (256 invocations; per column 4 vec4 shared reads feed
+// 64 FMAs); gate-up 64 x 128 at 4 x 8 per matrix (the same 64 sums and 256 invocations, two
+// matrices staged). 32 KB of shared memory either way, one buffer: the next step's loads wait in
+// registers during the FMAs. Halved while the device cannot hold them. A product whose grid of
+// these has fewer than 128 workgroups (a 3840-row projection of a 256-token chunk: 60) takes the
+// quarter tile, 64 x 64 by 4 x 4 (small_tile()): 4x the workgroups, so a big GPU's SMs each get
+// some. The H200 knobs, read once at pipeline creation where the tuning leaves them 0:
+// INFER_MM_TILE=128x64 (rows x tokens), INFER_MM_THREAD=8x4, INFER_MM_STAGES=1|2,
+// INFER_MM_BIG_MIN_GROUPS=128 for plain products; INFER_MM_GU_TILE, INFER_MM_GU_THREAD,
+// INFER_MM_GU_STAGES, INFER_MM_GU_BIG_MIN_GROUPS for gate-up; INFER_MM_MIN_TOKENS and
+// INFER_MM_MIN_GROUPS for the switch from matvec.comp (below, counted in quarter tiles).
+// The switch: measured on an H200 with the old 64 x 64 tile (Q4_0/Q8_0/bf16, 6144x1536,
+// 1536x6144, 21504x5376), the tiled kernel won from T = 16 when its grid had ~100+ workgroups,
+// but with 24 (1536 rows) only from T = 64; the matvec kernel streams W once per 4 tokens and
+// wins below.
 constexpr uint32_t kDefaultMatmulMinTokens = 16;
 constexpr uint32_t kDefaultMatmulMinGroups = 64;
-constexpr uint32_t kDefaultTile = 64;
-constexpr uint32_t kDefaultThreadTile = 4;
+struct TileShape {
+  uint32_t rows, tokens, thread_rows, thread_tokens, stages;
+};
+constexpr TileShape kDefaultTile{128, 128, 8, 8, 1};
+constexpr TileShape kDefaultGateUpTile{64, 128, 4, 8, 1};
+constexpr uint32_t kDefaultBigTileMinGroups = 128;
+
+// The quarter tile of t: the thread tile's larger dimension (>= 8) halved, twice, with the tile's,
+// so the invocations stay and each sums a quarter of the outputs (a dimension of 4 stays: vec4
+// reads). Equal to t's where nothing halves.
+TileShape small_tile(const MatvecTuning& t) {
+  TileShape s{t.tile_rows, t.tile_tokens, t.thread_rows, t.thread_tokens, t.tile_stages};
+  for (int i = 0; i < 2; ++i) {
+    if (s.thread_tokens >= s.thread_rows && s.thread_tokens >= 8) {
+      s.thread_tokens /= 2;
+      s.tokens /= 2;
+    } else if (s.thread_rows >= 8) {
+      s.thread_rows /= 2;
+      s.rows /= 2;
+    }
+  }
+  return s;
+}
 
 // shaders/meson.build names the variants family + "_" + the format's name ("matmul_q4_0").
 std::string variant_name(const char* family, WeightFormat f) {
@@ -66,37 +86,79 @@ std::string variant_name(const char* family, WeightFormat f) {
 
 uint32_t matmul_shared_bytes(const MatvecTuning& t, bool gate_up) {
   const uint32_t mats = gate_up ? 2 : 1;
-  return 4 * INFER_MATMUL_TILE_COLS * (mats * (t.tile_rows + 1) + t.tile_tokens + 1);
+  return t.tile_stages * 4 * INFER_MATMUL_TILE_COLS * (mats * t.tile_rows + t.tile_tokens);
 }
 
-// Fills the tiled kernel's zeros with defaults, halving the tile while the device cannot hold it
-// (workgroup invocations or shared memory), and checks the shape is one the shader can run.
+// Reads "AxB" from the environment into a and b where both are 0; a value that is not two
+// positive numbers is an error (a sweep should not silently run the default).
+Result<void> env_pair(const char* name, uint32_t& a, uint32_t& b) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || a != 0 || b != 0) return Ok{};
+  unsigned x = 0, y = 0;
+  char tail = 0;
+  if (std::sscanf(v, "%ux%u%c", &x, &y, &tail) != 2 || x == 0 || y == 0) {
+    return make_error(ErrorCode::kUnsupported,
+                      std::string(name) + "=\"" + v + "\": expected ROWSxTOKENS, e.g. 128x64");
+  }
+  a = x;
+  b = y;
+  return Ok{};
+}
+
+void env_number(const char* name, uint32_t& a) {
+  const char* v = std::getenv(name);
+  if (v != nullptr && a == 0) a = uint32_t(std::strtoul(v, nullptr, 10));
+}
+
+// Fills the tiled kernel's zeros from the environment, then from the defaults, halving a default
+// tile while the device cannot hold it (workgroup invocations or shared memory), and checks the
+// shape is one the shader can run.
 Result<void> resolve_matmul_tuning(const VulkanContext& ctx, bool gate_up, MatvecTuning& t) {
   VkPhysicalDeviceProperties props;
   vkGetPhysicalDeviceProperties(ctx.physical_device(), &props);
   const uint32_t max_shared = props.limits.maxComputeSharedMemorySize;
-  const uint32_t max_invocations = ctx.info().max_workgroup_invocations;
+  const uint32_t max_invocations =
+      std::min(ctx.info().max_workgroup_invocations, props.limits.maxComputeWorkGroupSize[0]);
+  INFER_TRY_VOID(env_pair(gate_up ? "INFER_MM_GU_TILE" : "INFER_MM_TILE", t.tile_rows,
+                          t.tile_tokens));
+  INFER_TRY_VOID(env_pair(gate_up ? "INFER_MM_GU_THREAD" : "INFER_MM_THREAD", t.thread_rows,
+                          t.thread_tokens));
+  env_number(gate_up ? "INFER_MM_GU_STAGES" : "INFER_MM_STAGES", t.tile_stages);
+  env_number(gate_up ? "INFER_MM_GU_BIG_MIN_GROUPS" : "INFER_MM_BIG_MIN_GROUPS",
+             t.tile_min_groups);
+  env_number("INFER_MM_MIN_TOKENS", t.matmul_min_tokens);
+  env_number("INFER_MM_MIN_GROUPS", t.matmul_min_groups);
+  const TileShape& d = gate_up ? kDefaultGateUpTile : kDefaultTile;
   const bool defaults = t.tile_rows == 0 && t.tile_tokens == 0;
   if (t.matmul_min_tokens == 0) t.matmul_min_tokens = kDefaultMatmulMinTokens;
   if (t.matmul_min_groups == 0) t.matmul_min_groups = kDefaultMatmulMinGroups;
-  if (t.tile_rows == 0) t.tile_rows = kDefaultTile;
-  if (t.tile_tokens == 0) t.tile_tokens = kDefaultTile;
-  if (t.thread_rows == 0) t.thread_rows = kDefaultThreadTile;
-  if (t.thread_tokens == 0) t.thread_tokens = kDefaultThreadTile;
+  if (t.tile_rows == 0) t.tile_rows = d.rows;
+  if (t.tile_tokens == 0) t.tile_tokens = d.tokens;
+  if (t.thread_rows == 0) t.thread_rows = d.thread_rows;
+  if (t.thread_tokens == 0) t.thread_tokens = d.thread_tokens;
+  if (t.tile_stages == 0) t.tile_stages = d.stages;
+  if (t.tile_min_groups == 0) t.tile_min_groups = kDefaultBigTileMinGroups;
   auto invocations = [&] {
     return (t.tile_rows / t.thread_rows) * (t.tile_tokens / t.thread_tokens);
   };
-  while (defaults && t.tile_tokens > t.thread_tokens &&
-         (invocations() > max_invocations || matmul_shared_bytes(t, gate_up) > max_shared)) {
-    t.tile_tokens /= 2;
+  while (defaults && (invocations() > max_invocations ||
+                      matmul_shared_bytes(t, gate_up) > max_shared)) {
+    if (t.tile_tokens >= t.tile_rows && t.tile_tokens > t.thread_tokens) {
+      t.tile_tokens /= 2;
+    } else if (t.tile_rows > t.thread_rows) {
+      t.tile_rows /= 2;
+    } else {
+      break;
+    }
   }
-  if (t.tile_rows % t.thread_rows != 0 || t.tile_tokens % t.thread_tokens != 0 ||
-      invocations() == 0 || invocations() > max_invocations ||
-      matmul_shared_bytes(t, gate_up) > max_shared) {
+  if (t.thread_rows % 4 != 0 || t.thread_tokens % 4 != 0 || t.tile_rows % t.thread_rows != 0 ||
+      t.tile_tokens % t.thread_tokens != 0 || (t.tile_stages != 1 && t.tile_stages != 2) ||
+      invocations() > max_invocations || matmul_shared_bytes(t, gate_up) > max_shared) {
     return make_error(ErrorCode::kUnsupported,
                       "matmul tile " + std::to_string(t.tile_rows) + "x" +
                           std::to_string(t.tile_tokens) + " by " + std::to_string(t.thread_rows) +
-                          "x" + std::to_string(t.thread_tokens) + " needs " +
+                          "x" + std::to_string(t.thread_tokens) + " (multiples of 4), " +
+                          std::to_string(t.tile_stages) + " stage(s) needs " +
                           std::to_string(invocations()) + " invocations and " +
                           std::to_string(matmul_shared_bytes(t, gate_up)) +
                           " bytes of shared memory; the device allows " +
@@ -160,12 +222,8 @@ Result<MatvecKernels> create_matvec_kernels(const VulkanContext& ctx, WeightForm
   k.max_workgroups_x = info.max_workgroup_count[0];
 
   const uint32_t subgroup = std::max(1u, info.subgroup_size);
-  if (tuning.subgroups_per_group == 0) tuning.subgroups_per_group = kDefaultSubgroups;
-  tuning.subgroups_per_group =
-      std::min(tuning.subgroups_per_group, std::max(1u, info.max_workgroup_invocations / subgroup));
-  if (tuning.rows_per_subgroup == 0)
-    tuning.rows_per_subgroup = default_rows_per_subgroup(format, gate_up);
-  if (tuning.tokens_per_group == 0) tuning.tokens_per_group = kDefaultTokens;
+  k.subgroup_size = subgroup;
+  resolve_matvec_shape(info, format, gate_up, tuning);
   INFER_TRY_VOID(resolve_matmul_tuning(ctx, gate_up, tuning));
   k.tuning = tuning;
 
@@ -181,7 +239,8 @@ Result<MatvecKernels> create_matvec_kernels(const VulkanContext& ctx, WeightForm
     desc.spec = {{INFER_MATVEC_SPEC_LOCAL_SIZE, shape.local_size},
                  {INFER_MATVEC_SPEC_ROWS, tuning.rows_per_subgroup},
                  {INFER_MATVEC_SPEC_TOKENS, tokens},
-                 {INFER_MATVEC_SPEC_SUBGROUPS, tuning.subgroups_per_group}};
+                 {INFER_MATVEC_SPEC_SUBGROUPS, tuning.subgroups_per_group},
+                 {INFER_MATVEC_SPEC_UNROLL, tuning.vec_unroll}};
     desc.required_subgroup_size = shape.required_subgroup_size;
     INFER_TRY(std::unique_ptr<Pipeline> p, Pipeline::create(ctx, desc));
     (tokens == 1 ? k.one_token : k.many_tokens) = std::move(p);
@@ -192,14 +251,24 @@ Result<MatvecKernels> create_matvec_kernels(const VulkanContext& ctx, WeightForm
   desc.bindings = {Access::kRead, Access::kRead, Access::kWrite, Access::kRead};
   desc.bindings.resize(bindings);
   desc.push_bytes = sizeof(shader::MatvecPush);
-  const uint32_t tiled_invocations =
-      (tuning.tile_rows / tuning.thread_rows) * (tuning.tile_tokens / tuning.thread_tokens);
-  desc.spec = {{INFER_MATMUL_SPEC_LOCAL_SIZE, tiled_invocations},
-               {INFER_MATMUL_SPEC_TILE_ROWS, tuning.tile_rows},
-               {INFER_MATMUL_SPEC_TILE_TOKENS, tuning.tile_tokens},
-               {INFER_MATMUL_SPEC_THREAD_ROWS, tuning.thread_rows},
-               {INFER_MATMUL_SPEC_THREAD_TOKENS, tuning.thread_tokens}};
-  INFER_TRY(k.tiled, Pipeline::create(ctx, desc));
+  const TileShape big{tuning.tile_rows, tuning.tile_tokens, tuning.thread_rows,
+                      tuning.thread_tokens, tuning.tile_stages};
+  const TileShape small = small_tile(tuning);
+  const bool has_small = small.rows != big.rows || small.tokens != big.tokens;
+  for (int i = 0; i < (has_small ? 2 : 1); ++i) {
+    const TileShape& s = i == 0 ? big : small;
+    const uint32_t invocations = (s.rows / s.thread_rows) * (s.tokens / s.thread_tokens);
+    desc.spec = {{INFER_MATMUL_SPEC_LOCAL_SIZE, invocations},
+                 {INFER_MATMUL_SPEC_TILE_ROWS, s.rows},
+                 {INFER_MATMUL_SPEC_TILE_TOKENS, s.tokens},
+                 {INFER_MATMUL_SPEC_THREAD_ROWS, s.thread_rows},
+                 {INFER_MATMUL_SPEC_THREAD_TOKENS, s.thread_tokens},
+                 {INFER_MATMUL_SPEC_STAGES, s.stages}};
+    INFER_TRY(std::unique_ptr<Pipeline> p, Pipeline::create(ctx, desc));
+    (i == 0 ? k.tiled : k.tiled_small) = std::move(p);
+  }
+  k.small_tile_rows = has_small ? small.rows : big.rows;
+  k.small_tile_tokens = has_small ? small.tokens : big.tokens;
 
   VkPhysicalDeviceProperties props;
   vkGetPhysicalDeviceProperties(ctx.physical_device(), &props);
@@ -250,12 +319,25 @@ Result<MatvecKernels> create_matvec_kernels(const VulkanContext& ctx, WeightForm
 
 namespace {
 
+uint64_t tile_groups(int64_t rows, uint32_t n_tokens, uint32_t tile_rows, uint32_t tile_tokens) {
+  return uint64_t((rows + tile_rows - 1) / tile_rows) *
+         ((n_tokens + tile_tokens - 1) / tile_tokens);
+}
+
+// Counted in quarter tiles: the kernel a short grid of big tiles would take.
 bool tiled_path(const MatvecKernels& k, int64_t rows, uint32_t n_tokens) {
   const MatvecTuning& t = k.tuning;
-  const uint64_t tiled_groups = uint64_t((rows + t.tile_rows - 1) / t.tile_rows) *
-                                ((n_tokens + t.tile_tokens - 1) / t.tile_tokens);
   return n_tokens >= t.matmul_min_tokens &&
-         (n_tokens >= t.tile_tokens || tiled_groups >= t.matmul_min_groups);
+         (n_tokens >= k.small_tile_tokens ||
+          tile_groups(rows, n_tokens, k.small_tile_rows, k.small_tile_tokens) >=
+              t.matmul_min_groups);
+}
+
+// Whether a tiled product takes the quarter tile: its big-tile grid is short of tile_min_groups.
+bool small_tile_path(const MatvecKernels& k, int64_t rows, uint32_t n_tokens) {
+  const MatvecTuning& t = k.tuning;
+  return k.tiled_small != nullptr &&
+         tile_groups(rows, n_tokens, t.tile_rows, t.tile_tokens) < t.tile_min_groups;
 }
 
 // The cooperative-matrix kernel takes rows of whole 64-column steps (narrower ones take the f32
@@ -328,22 +410,29 @@ Result<void> record_matvec_kernels(Recorder& rec, const MatvecKernels& k, const 
   push.n_tokens = n_tokens;
   push.x_stride = uint32_t(w.cols);
   push.y_stride = uint32_t(w.rows);
+  push.split = 1;
 
   const MatvecTuning& t = k.tuning;
   const bool tiled = tiled_path(k, w.rows, n_tokens);
+  const bool small = tiled && small_tile_path(k, w.rows, n_tokens);
   const bool coop = coop_path(k, w.rows, w.cols, n_tokens);
   const bool dot = dot_path(k, w.rows, w.cols, n_tokens);
+  if (!tiled && !dot) push.split = matvec_split(k, w.rows, w.cols);
   const Pipeline& p = coop    ? *k.coop
+                      : small ? *k.tiled_small
                       : tiled ? *k.tiled
                       : dot   ? (n_tokens == 1 ? *k.dot_one_token : *k.dot_many_tokens)
                       : n_tokens == 1 ? *k.one_token
                                       : *k.many_tokens;
   const uint32_t coop_rows = k.gate_up ? INFER_MATMUL_COOP_GATE_UP_ROWS : INFER_MATMUL_COOP_ROWS;
+  const uint32_t slots = t.subgroups_per_group / push.split;  // matvec.comp's row slots
   const uint32_t rows_per_group = coop    ? coop_rows
+                                  : small ? k.small_tile_rows
                                   : tiled ? t.tile_rows
                                   : dot   ? t.dot_subgroups_per_group * t.rows_per_subgroup
-                                          : t.subgroups_per_group * t.rows_per_subgroup;
+                                          : slots * t.rows_per_subgroup;
   const uint32_t tokens_per_group = coop            ? INFER_MATMUL_COOP_TOKENS
+                                    : small         ? k.small_tile_tokens
                                     : tiled         ? t.tile_tokens
                                     : n_tokens == 1 ? 1
                                                     : t.tokens_per_group;

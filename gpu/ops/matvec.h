@@ -26,6 +26,8 @@ class MatvecAddNormOp;
 // Padding columns have zero weights. The CPU keeps model/matrix.h's bytes; only the device copy
 // is repacked.
 size_t device_row_bytes(WeightFormat f, int64_t cols);
+// The 16-byte weight vectors of a device row, scale vectors not counted (weights.glsl's w_vecs()).
+int64_t device_row_vectors(WeightFormat f, int64_t cols);
 // Writes rows [r0, r0 + n) of m in the device layout to dst (n * device_row_bytes bytes).
 void repack_rows(const Matrix& m, int64_t r0, int64_t n, uint8_t* dst);
 // out: [cols] f32 <- one row in the device layout (what the shaders decode; tests).
@@ -57,10 +59,11 @@ enum class IntDot { kAuto, kOff, kOn };
 // (test/gpu/gpu_test_env.cpp), while the matvec tests ask for kOn.
 void set_matvec_int_dot(bool on);
 
-// Workgroup shapes; zeros are chosen from the device (create_matvec_kernels says how).
+// Workgroup shapes; zeros are taken from INFER_MV_* / INFER_GU_* in the environment, then chosen
+// from the device (create_matvec_kernels and matvec.cpp's knob list say how).
 struct MatvecTuning {
   uint32_t subgroups_per_group = 0;  // workgroup = subgroup size * this
-  uint32_t rows_per_subgroup = 0;    // each subgroup sums its own rows (subgroupAdd)
+  uint32_t rows_per_subgroup = 0;    // rows a subgroup (or `split` subgroups together) sums
   uint32_t tokens_per_group = 0;     // for T > 1; T = 1 uses a one-token pipeline
   // The tiled kernel runs for T >= matmul_min_tokens when T fills a token tile or its grid has >=
   // matmul_min_groups workgroups (few long rows, e.g. a down projection, would leave most of a big
@@ -69,13 +72,28 @@ struct MatvecTuning {
   uint32_t matmul_min_groups = 0;
   uint32_t tile_rows = 0;  // outputs per workgroup: tile_rows x tile_tokens
   uint32_t tile_tokens = 0;
-  uint32_t thread_rows = 0;  // outputs per invocation: thread_rows x thread_tokens
+  uint32_t thread_rows = 0;  // outputs per invocation: thread_rows x thread_tokens (multiples of 4)
   uint32_t thread_tokens = 0;
+  uint32_t tile_stages = 0;  // shared-memory tile buffers, 1 or 2 (shaders/matvec.h)
+  // Products whose grid of tile_rows x tile_tokens tiles has fewer workgroups than this take a
+  // tile of a quarter the outputs at the same invocations (MatvecKernels::tiled_small), so that a
+  // few thousand rows still spread over a big GPU; 1: always the big tile.
+  uint32_t tile_min_groups = 0;
   IntDot int_dot = IntDot::kAuto;
   uint32_t dot_subgroups_per_group = 0;  // matvec_dot.comp's workgroup (rows per subgroup as above)
   // MatvecOp also builds the fused product + residual step of decode (gpu/ops/matvec_add_norm.h)
   // when this or INFER_FUSE=1 asks (opt-in: slower on the H200 so far, matvec.cpp says why).
   bool fuse_add_norm = false;
+  // matvec.comp's rounds: each lane loads vec_unroll 16-byte vectors of each of its rows before
+  // using any. A row of more than split_rounds rounds is split over up to max_split subgroups of
+  // the workgroup (a divisor of subgroups_per_group; 1: never), each summing a part of its
+  // columns, combined through shared memory (matvec_split() picks the split per product).
+  // A matrix of few rows also splits (while parts still get a chunk of vectors each) until its
+  // grid has split_min_groups workgroups.
+  uint32_t vec_unroll = 0;
+  uint32_t max_split = 0;
+  uint32_t split_rounds = 0;
+  uint32_t split_min_groups = 0;
 };
 
 // A workgroup that sums with common/reduce.glsl: subgroup size × subgroups_per_group invocations,
@@ -97,10 +115,16 @@ struct MatvecKernels {
   WeightFormat format = WeightFormat::kF32;
   bool gate_up = false;
   uint32_t max_workgroups_x = 0;
+  uint32_t subgroup_size = 0;  // the device's, as matvec_split() counts a round
   MatvecTuning tuning;  // as resolved for the device
   std::unique_ptr<Pipeline> one_token;
   std::unique_ptr<Pipeline> many_tokens;
   std::unique_ptr<Pipeline> tiled;
+  // The quarter tile (MatvecTuning::tile_min_groups), small_tile_rows x small_tile_tokens; null
+  // where the thread tile cannot shrink (then `tiled` takes every product).
+  std::unique_ptr<Pipeline> tiled_small;
+  uint32_t small_tile_rows = 0;
+  uint32_t small_tile_tokens = 0;
   // Where the device has cooperative matrices (DeviceInfo::coop_matrix_nv): the tiled product
   // on them (shaders/matmul_coop.comp), used instead of `tiled`.
   std::unique_ptr<Pipeline> coop;
@@ -123,6 +147,12 @@ bool activations_in_int8(const MatvecKernels& k, int64_t rows, int64_t cols, uin
 
 // Whether such a product runs on shaders/matvec.comp (neither tiled nor integer-dot).
 bool runs_matvec_shader(const MatvecKernels& k, int64_t rows, int64_t cols, uint32_t n_tokens);
+
+// The subgroups of a workgroup that share each row of a [rows, cols] matrix on matvec.comp: the
+// smallest divisor of subgroups_per_group up to max_split that leaves each part at most
+// split_rounds rounds and gives split_min_groups workgroups, short of parts without a chunk of
+// vectors (where none meets both: the largest divisor within those bounds).
+uint32_t matvec_split(const MatvecKernels& k, int64_t rows, int64_t cols);
 
 Result<MatvecKernels> create_matvec_kernels(const VulkanContext& ctx, WeightFormat format,
                                             bool gate_up, MatvecTuning tuning);

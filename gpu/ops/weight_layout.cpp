@@ -44,6 +44,20 @@ size_t scale_offset(WeightFormat f, int64_t cols, int64_t b) {
 
 }  // namespace
 
+int64_t device_row_vectors(WeightFormat f, int64_t cols) {
+  switch (f) {
+    case WeightFormat::kF32:
+      return div_up(cols, 4);
+    case WeightFormat::kBF16:
+      return div_up(cols, kBf16GroupCols) * 8;
+    case WeightFormat::kQ8_0:
+      return div_up(cols, kGroupCols) * 16;
+    case WeightFormat::kQ4_0:
+      return div_up(cols, kGroupCols) * 8;
+  }
+  return 0;
+}
+
 size_t device_row_bytes(WeightFormat f, int64_t cols) {
   switch (f) {
     case WeightFormat::kF32:

@@ -1,0 +1,115 @@
+// matvec.comp's workgroup shape: the knobs, their defaults and why, and the split of a row over
+// subgroups chosen per product.
+#include "gpu/ops/matvec_shape.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <string>
+
+#include "gpu/context.h"
+
+namespace infer::gpu {
+namespace {
+
+// Each field is a knob read when the kernels are created, so one device run can sweep them
+// (`infer --bench --gpu --profile` prints each pipeline's time, its spec constants in its name):
+// INFER_MV_<KNOB> for plain products, INFER_GU_<KNOB> for gate-up, either with a suffix _F32,
+// _BF16, _Q8_0 or _Q4_0 for one format, which wins (INFER_MV_ROWS_Q4_0=8).
+// The H200 numbers below: 132 SMs, ~4.3 TB/s, ~1 us a DRAM round trip under load.
+//   SUBGROUPS  subgroups a workgroup. Default 4: 128 invocations at 32 lanes, room to split a row
+//              4 ways; an SM still holds 8-16 such workgroups.
+//   ROWS       rows a subgroup (slot) sums. They set how often a lane's activations are reused:
+//              a Q4_0 vector carries 32 weights against 128 bytes of x, 4 bytes of L1 traffic a
+//              weight at one row; at 4.3 TB/s an SM streams ~29 Q4_0 weights a clock, which would
+//              take nearly all of its L1's 128 bytes a clock. Staging x in shared memory costs the
+//              same bytes, so rows it is: 4 for Q8_0/Q4_0 (gate-up 2, times its two matrices), a
+//              quarter of that; bf16 (2 bytes a weight, ~8 weights a clock) 2 (gate-up 1).
+//   UNROLL     vectors of each row a lane loads in one round, before using any: weights.glsl's
+//              VEC_UNROLL (4 f32/bf16, 2 Q8_0/Q4_0, whose scale vectors double the registers):
+//              8 16-byte loads a lane in flight, 4 KB a 32-wide subgroup.
+//   SPLIT      most subgroups sharing a row (a divisor of SUBGROUPS; 1: off). Default SUBGROUPS.
+//              The 12B Q4_0 down projection (3840 x 13312) on 2 subgroups of 4 rows a workgroup
+//              left ~7 subgroups an SM, each doing 7 rounds of (issue loads, wait, compute) in
+//              turn (the Q4_0 matvecs averaged ~1 TB/s). Split 4 ways, each subgroup does 2 rounds and an SM holds 4x the
+//              loads in flight; few-row matrices (o, down: 3840 rows) fill the GPU like qkv.
+//   ROUNDS     a row is split (SPLIT permitting) until each part takes at most this many rounds.
+//              Default 1: every subgroup issues all its loads at once, and many short-lived
+//              subgroups keep an SM's loads in flight while others compute, as gate_up_bf16 did
+//              at 3.5 TB/s (100 subgroups an SM, in waves) where matvec_bf16 (15 an SM, 4-13
+//              rounds each) got 2.4.
+//   MIN_GROUPS a matrix of few rows splits further (SPLIT permitting, while each part still
+//              gets a chunk of vectors) until its grid has this many workgroups. Default 256,
+//              above the SM count of an H200 (132) or B200 (148): a 1536-row Q4_0 matrix of
+//              2048 columns (one round) keeps the previous shape's 192 workgroups, not 96.
+//   TOKENS     tokens a workgroup for 1 < T below the tiled kernel's threshold. Default 4.
+// Sweep: INFER_MV_SPLIT=1,2,4 x INFER_MV_ROUNDS=1,2 x INFER_MV_SUBGROUPS=2,4,8 (and INFER_GU_*),
+// then INFER_MV_ROWS_Q4_0=2,4,8 and INFER_MV_UNROLL_Q4_0=1,2,4. INFER_MV_SUBGROUPS=2
+// INFER_MV_SPLIT=1 (INFER_GU_ too) is the previous kernel's shape.
+constexpr uint32_t kDefaultSubgroups = 4;
+constexpr uint32_t kDefaultTokens = 4;
+constexpr uint32_t kDefaultSplitRounds = 1;
+constexpr uint32_t kDefaultMinGroups = 256;
+
+uint32_t default_rows_per_subgroup(WeightFormat f, bool gate_up) {
+  const bool quantized = f == WeightFormat::kQ8_0 || f == WeightFormat::kQ4_0;
+  if (gate_up) return quantized ? 2 : 1;
+  return quantized ? 4 : 2;
+}
+
+// weights.glsl's VEC_UNROLL for the format (the shader's default for the spec constant).
+uint32_t default_vec_unroll(WeightFormat f) {
+  return f == WeightFormat::kQ8_0 || f == WeightFormat::kQ4_0 ? 2 : 4;
+}
+
+// The knob for this family and format; 0 where unset.
+uint32_t env_knob(bool gate_up, WeightFormat f, const char* knob) {
+  const std::string name = std::string(gate_up ? "INFER_GU_" : "INFER_MV_") + knob;
+  std::string format = weight_format_name(f);
+  for (char& c : format) c = char(std::toupper(static_cast<unsigned char>(c)));
+  for (const std::string& n : {name + "_" + format, name}) {
+    const char* v = std::getenv(n.c_str());
+    if (v != nullptr && v[0] != '\0') return uint32_t(std::strtoul(v, nullptr, 10));
+  }
+  return 0;
+}
+
+}  // namespace
+
+void resolve_matvec_shape(const DeviceInfo& info, WeightFormat format, bool gate_up,
+                          MatvecTuning& t) {
+  auto fill = [&](uint32_t& field, const char* knob, uint32_t fallback) {
+    if (field == 0) field = env_knob(gate_up, format, knob);
+    if (field == 0) field = fallback;
+  };
+  const uint32_t subgroup = std::max(1u, info.subgroup_size);
+  fill(t.subgroups_per_group, "SUBGROUPS", kDefaultSubgroups);
+  t.subgroups_per_group =
+      std::min(t.subgroups_per_group, std::max(1u, info.max_workgroup_invocations / subgroup));
+  fill(t.rows_per_subgroup, "ROWS", default_rows_per_subgroup(format, gate_up));
+  fill(t.tokens_per_group, "TOKENS", kDefaultTokens);
+  fill(t.vec_unroll, "UNROLL", default_vec_unroll(format));
+  fill(t.max_split, "SPLIT", t.subgroups_per_group);
+  t.max_split = std::min(t.max_split, t.subgroups_per_group);
+  fill(t.split_rounds, "ROUNDS", kDefaultSplitRounds);
+  fill(t.split_min_groups, "MIN_GROUPS", kDefaultMinGroups);
+}
+
+uint32_t matvec_split(const MatvecKernels& k, int64_t rows, int64_t cols) {
+  const MatvecTuning& t = k.tuning;
+  const int64_t lanes = std::max(1u, k.subgroup_size);
+  const int64_t chunks = (device_row_vectors(k.format, cols) + lanes - 1) / lanes;
+  const int64_t per_part = int64_t(t.split_rounds) * t.vec_unroll;  // chunks in split_rounds
+  uint32_t split = 1;
+  for (uint32_t s = 1; s <= t.max_split; ++s) {
+    if (t.subgroups_per_group % s != 0) continue;
+    if (s > 1 && s > chunks) break;  // parts without a chunk: no rounds saved, no more rows
+    split = s;
+    const int64_t rows_per_group = int64_t(t.subgroups_per_group / s) * t.rows_per_subgroup;
+    const bool rounds_ok = (chunks + s - 1) / s <= per_part;
+    if (rounds_ok && (rows + rows_per_group - 1) / rows_per_group >= t.split_min_groups) break;
+  }
+  return split;
+}
+
+}  // namespace infer::gpu
