@@ -18,6 +18,7 @@
 #include "gpu/ops/elementwise.h"
 #include "gpu/ops/embed.h"
 #include "gpu/ops/matvec.h"
+#include "gpu/ops/matvec_norm_in.h"
 #include "gpu/ops/mlp.h"
 #include "gpu/ops/moe.h"
 #include "gpu/ops/norm.h"
@@ -44,6 +45,11 @@ struct GpuOps {
   std::array<std::unique_ptr<MatvecOp>, 4> matvec;  // by WeightFormat, those the model uses
   std::array<std::unique_ptr<GateUpOp>, 4> gate_up;
   std::unique_ptr<MoeOps> moe;
+  // Decode's products that start a block, with the step before them in their prologue
+  // (gpu/ops/matvec_norm_in.h), by WeightFormat; null where the device has no room or
+  // INFER_NORM_IN=0 keeps the separate add_norm, rms_norm and gelu_mul dispatches (A/B).
+  std::array<std::unique_ptr<MatvecNormInOp>, 4> matvec_norm_in;
+  std::array<std::unique_ptr<MatvecNormInOp>, 4> gate_up_norm_in;
 
   const MatvecOp& matvec_for(WeightFormat f) const;
   const GateUpOp& gate_up_for(WeightFormat f) const;
@@ -55,6 +61,8 @@ struct GpuActivations {
   Buffer step_dev;    // KV ring only: the step copied to the device at the chunk's start
   Buffer ple_rows;    // host-written [C, L·P]: the PLE table rows of the chunk's ids (§4.3.1)
   Buffer x, h, o;     // [C, H]: stream, normed block input, block output
+  Buffer x_alt;       // [C, H]: the stream's other buffer: a product with the residual step in
+                      // its prologue reads the stream from one and writes it to the other
   Buffer x2, m2;      // [C, H]: MoE expert input and output
   Buffer qkv;         // [C, rows of the widest stacked q|k|v projection]: raw projections
   Buffer q, att;      // [C, n_q·d_max]: q normed and rotated, attention output
@@ -127,6 +135,7 @@ struct GpuForward::Impl {
   // a skipped token's carried layers, and the submit that decides between the two upper parts.
   std::unique_ptr<GpuQuiet> quiet;
   void record_quiet_copies(Recorder& rec, uint32_t T, int layer);
+  bool quiet_copies_after(int layer) const;  // whether record_quiet_copies copies anything there
   Result<void> record_carried(Recorder& rec);
   Result<void> quiet_submit(Recorder& rec, int64_t T);
   Result<Recorder*> quiet_recording(Head head, Part part);  // kUpper or kCarried, made once

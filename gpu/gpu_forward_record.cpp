@@ -2,11 +2,16 @@
 // and model/forward_*.cpp op for op. Positions and ids come from the step buffer, so the same
 // recording serves every chunk of its length (decode: every token). Layers run in program order,
 // so a donor's K/V are in its ring before the shared layers after it read them (§5).
+//
+// A block's residual step is left pending until the next product reads the stream: at T = 1 that
+// product does it in its prologue (gpu/ops/matvec_norm_in.h), reading the stream from one of two
+// buffers and writing it to the other, which saves the add_norm, rms_norm and gelu_mul dispatches
+// of decode; elsewhere add_norm applies it in place just before the product, as it always did.
+#include <algorithm>
 #include <cmath>
 
 #include "base/check.h"
 #include "gpu/gpu_forward_impl.h"
-#include "gpu/ops/matvec_add_norm.h"
 #include "shaders/attention.h"
 
 namespace infer::gpu {
@@ -30,20 +35,101 @@ struct ChunkRecorder {
     return ops.matvec_for(m.format).record(rec, m, x, y, n);
   }
 
-  // o = m · in (gelu: gelu(in) ⊙ the ple slice), then the block's residual step on the stream:
-  // x = (x + rmsnorm(o) · w_post) · scale, h = rmsnorm(x) · next_w given next_w. One dispatch
-  // for decode (gpu/ops/matvec_add_norm.h), else the separate ops.
-  Result<void> matvec_add_norm(const GpuMatrix& m, Binding in, const GeluMulInput* gelu,
-                               Binding w_post, float scale, Binding next_w) const {
-    AddNormArgs an;
-    an.x = whole(a.x);
-    an.w_post = w_post;
-    an.scale = scale;
-    an.next_w = next_w;
-    if (next_w.buffer != nullptr) an.h = whole(a.h);
-    an.eps = eps();
-    return record_matvec_add_norm(rec, ops.matvec_for(m.format), *ops.norm, *ops.elementwise, m,
-                                  in, gelu, whole(a.o), an, T);
+  // The stream [T, H] between blocks.
+  struct Stream {
+    int cur = 0;           // it is in x_buf(cur), before any pending step
+    bool pending = false;  // it is (x_buf(cur) + rmsnorm(a.o) · w_post) · scale
+    Binding w_post;
+    float scale = 1.0f;
+    bool h_ready = false;  // a.h holds the next product's normed input already (record_kv_rows)
+  };
+
+  const Buffer& x_buf(int k) const { return k == 0 ? a.x : a.x_alt; }
+
+  // The block that wrote a.o ends with x = (x + rmsnorm(o) · w_post) · scale (§4.4), left to the
+  // next reader of the stream.
+  void end_block(Binding w_post, float scale) {
+    INFER_CHECK(!s.pending, "a residual step is pending already");
+    s.pending = true;
+    s.w_post = w_post;
+    s.scale = scale;
+  }
+
+  // The step layer i ends with: the PLE block's, else the MLP's (its layer scalar either way).
+  void end_layer_step(int i, Binding* w_post, float* scale) const {
+    const GpuLayerWeights& lw = w.layers[size_t(i)];
+    *w_post = cfg.text.hidden_size_per_layer_input > 0 ? lw.post_per_layer_input_norm
+                                                       : lw.post_feedforward_layernorm;
+    *scale = lw.layer_scalar;
+  }
+
+  // The pending step (and norm_w's norm into a.h, given) as separate dispatches, in place; what
+  // the product then reads: a.h given norm_w, else the stream.
+  Result<Binding> settle(Binding norm_w) {
+    const Binding x = whole(x_buf(s.cur));
+    const bool norm = norm_w.buffer != nullptr;
+    if (s.pending) {
+      INFER_TRY_VOID(ops.norm->add_norm(rec, x, whole(a.o), s.w_post, s.scale, norm_w,
+                                        norm ? whole(a.h) : Binding{}, T, H(), eps()));
+      s.pending = false;
+    } else if (norm && !s.h_ready) {
+      INFER_TRY_VOID(ops.norm->rms_norm(rec, x, norm_w, whole(a.h), T, H(), eps()));
+    }
+    s.h_ready = false;
+    return norm ? whole(a.h) : x;
+  }
+
+  // The prologue op for m (gate-up with `up`), or null: T = 1, an op built that takes m, and m's
+  // plain product in f32 (INFER_INTDOT=1 quantizes its input to int8, which the prologue's f32
+  // input would not; gate-up decides that as the plain op of its format does).
+  const MatvecNormInOp* norm_in_for(const GpuMatrix& m, const GpuMatrix* up) const {
+    if (T != 1 || s.h_ready) return nullptr;
+    const MatvecNormInOp* op =
+        (up != nullptr ? ops.gate_up_norm_in : ops.matvec_norm_in)[size_t(m.format)].get();
+    const MatvecOp* plain = ops.matvec[size_t(m.format)].get();
+    if (op == nullptr || plain == nullptr || !op->applies(m)) return nullptr;
+    return plain->activations_in_int8(m.rows, m.cols, 1) ? nullptr : op;
+  }
+
+  // y = m · in, in = rmsnorm(stream) · norm_w (given) or the stream; gate-up with `up`.
+  Result<void> product(const GpuMatrix& m, const GpuMatrix* up, Binding norm_w, Binding y) {
+    if (const MatvecNormInOp* op = norm_in_for(m, up)) {
+      NormIn ni;
+      ni.x = whole(x_buf(s.cur));
+      ni.norm_w = norm_w;
+      ni.eps = eps();
+      if (s.pending) {
+        ni.o = whole(a.o);
+        ni.w_post = s.w_post;
+        ni.scale = s.scale;
+        ni.x_out = whole(x_buf(1 - s.cur));
+      }
+      INFER_TRY_VOID(op->record(rec, m, up, ni, y));
+      if (s.pending) s.cur = 1 - s.cur;
+      s.pending = false;
+      return Ok{};
+    }
+    INFER_TRY(const Binding in, settle(norm_w));
+    if (up != nullptr) return ops.gate_up_for(m.format).record(rec, m, *up, in, y, T);
+    return matvec(m, in, y, T);
+  }
+
+  // Quiescence copies the stream after a layer from a.x (gpu_forward_quiescence.cpp): made there
+  // by add_norm from a copy, the pending step left to the next product, so that recordings split
+  // at a layer compute what the whole one does. The stream before the step moves to x_alt.
+  Result<void> expose_stream() {
+    INFER_CHECK(s.pending, "no residual step pending after a layer");
+    const VkDeviceSize bytes = VkDeviceSize(T) * H() * sizeof(float);
+    if (s.cur == 1) {
+      // Copied back and forth: x_alt's next reader is a compute shader, and the recorder's
+      // barrier before the first copy made x_alt's last (compute) write visible to copies only;
+      // the second copy's write gets the compute read a barrier of its own.
+      rec.copy(a.x_alt, 0, a.x, 0, bytes);
+    }
+    rec.copy(a.x, 0, a.x_alt, 0, bytes);
+    s.cur = 1;
+    return ops.norm->add_norm(rec, whole(a.x), whole(a.o), s.w_post, s.scale, Binding{}, Binding{},
+                              T, H(), eps());
   }
 
   // x [T, H] = embed_tokens[ids] · √H; ple [T, L·P] (§4.2, §4.3).
@@ -60,16 +146,16 @@ struct ChunkRecorder {
                                  whole(a.ple_rows), ple_scale, whole(a.ple), T, L, P, eps());
   }
 
-  // From h [T, H]: q normed and rotated into a.q, the layer's K/V rows into its ring (none on a
-  // KV-shared layer); qs gets the shape.
-  Result<void> qkv(int i, QkvShape& qs) const {
+  // From the stream's input norm: q normed and rotated into a.q, the layer's K/V rows into its
+  // ring (none on a KV-shared layer); qs gets the shape.
+  Result<void> qkv(int i, QkvShape& qs) {
     const TextConfig& tc = cfg.text;
     const LayerPlan& plan = cfg.layers[size_t(i)];
     const GpuLayerWeights& lw = w.layers[size_t(i)];
     const KvRing& ring = kv.ring(i);
-    const Binding step = whole(*step_buf), h = whole(a.h), q = whole(a.q);
+    const Binding step = whole(*step_buf), q = whole(a.q);
     // One matvec: qkv[t] = [q | k | v] (gpu/gpu_weights.h), then one qkv_prep.
-    INFER_TRY_VOID(matvec(lw.qkv_proj, h, whole(a.qkv), T));
+    INFER_TRY_VOID(product(lw.qkv_proj, nullptr, lw.input_layernorm, whole(a.qkv)));
     qs.T = T;
     qs.n_q = uint32_t(tc.num_attention_heads);
     qs.n_kv = plan.kv_shared ? 0 : ring.n_kv;  // KV-shared: the donor filled the ring
@@ -90,9 +176,8 @@ struct ChunkRecorder {
     return Ok{};
   }
 
-  // h [T, H] = rmsnorm(x) · input_layernorm on entry; x += the attention block (§4.4, §4.5);
-  // h = rmsnorm(x) · pre_feedforward_layernorm on exit.
-  Result<void> attention(int i) const {
+  // x += the attention block (§4.4, §4.5), its residual step left pending.
+  Result<void> attention(int i) {
     const TextConfig& tc = cfg.text;
     const LayerPlan& plan = cfg.layers[size_t(i)];
     const GpuLayerWeights& lw = w.layers[size_t(i)];
@@ -116,32 +201,28 @@ struct ChunkRecorder {
       INFER_TRY_VOID(mass->record(rec, step, ad, q, whole(ring.k), lw.inv_freq,
                                   i != first_mass_layer));
     }
-    return matvec_add_norm(lw.o_proj, whole(a.att), nullptr, lw.post_attention_layernorm, 1.0f,
-                           lw.pre_feedforward_layernorm);
+    INFER_TRY_VOID(matvec(lw.o_proj, whole(a.att), whole(a.o), T));
+    end_block(lw.post_attention_layernorm, 1.0f);
+    return Ok{};
   }
 
-  // x += rmsnorm(mlp (+ experts)) and, with PLE, the PLE block; then x *= layer_scalar, and
-  // h = rmsnorm(x) · next_w (the next layer's input norm, or the final norm) (§4.4, §4.8, §4.9).
-  Result<void> feed_forward(int i, Binding next_w) const {
+  // x += rmsnorm(mlp (+ experts)) and, with PLE, the PLE block; then x *= layer_scalar, that
+  // last residual step left pending (§4.4, §4.8, §4.9).
+  Result<void> feed_forward(int i) {
     const TextConfig& tc = cfg.text;
     const GpuLayerWeights& lw = w.layers[size_t(i)];
     const uint32_t I = uint32_t(cfg.layers[size_t(i)].mlp_intermediate);
-    const Binding x = whole(a.x), h = whole(a.h), o = whole(a.o), act = whole(a.act);
+    const Binding o = whole(a.o), act = whole(a.act);
     INFER_CHECK(lw.gate_proj.format == lw.up_proj.format && lw.gate_proj.rows == I,
                 "layer %d: gate %s [%lld], up %s", i, weight_format_name(lw.gate_proj.format),
                 (long long)lw.gate_proj.rows, weight_format_name(lw.up_proj.format));
-    INFER_TRY_VOID(
-        ops.gate_up_for(lw.gate_proj.format).record(rec, lw.gate_proj, lw.up_proj, h, act, T));
+    INFER_TRY_VOID(product(lw.gate_proj, &lw.up_proj, lw.pre_feedforward_layernorm, act));
     const uint32_t P = uint32_t(tc.hidden_size_per_layer_input);
-    // Without PLE this step ends the layer: the layer scalar and the next input norm.
-    const float down_scale = P == 0 ? lw.layer_scalar : 1.0f;
-    const Binding down_next = P == 0 ? next_w : Binding{};
-    if (!tc.enable_moe_block) {
-      INFER_TRY_VOID(matvec_add_norm(lw.down_proj, act, nullptr, lw.post_feedforward_layernorm,
-                                     down_scale, down_next));
-    } else {
-      INFER_TRY_VOID(matvec(lw.down_proj, act, o, T));
-      // The router and the experts read r = x, the stream before this block (§4.4).
+    INFER_TRY_VOID(matvec(lw.down_proj, act, o, T));
+    if (tc.enable_moe_block) {
+      // The router and the experts read r = x, the stream before this block (§4.4): the
+      // gate-up product above left it in place, no step pending.
+      const Binding x = whole(x_buf(s.cur));
       MoeDims md;
       md.T = T;
       md.H = H();
@@ -158,37 +239,54 @@ struct ChunkRecorder {
                                       whole(a.moe_idx), whole(a.moe_w), whole(a.m2)));
       INFER_TRY_VOID(ops.norm->norm_sum(rec, o, lw.post_feedforward_layernorm_1, whole(a.m2),
                                         lw.post_feedforward_layernorm_2, o, T, H(), eps()));
-      INFER_TRY_VOID(ops.norm->add_norm(rec, x, o, lw.post_feedforward_layernorm, down_scale,
-                                        down_next, P == 0 ? h : Binding{}, T, H(), eps()));
     }
-    if (P == 0) return Ok{};
+    if (P == 0) {  // this step ends the layer
+      Binding w_post;
+      float scale = 1.0f;
+      end_layer_step(i, &w_post, &scale);
+      end_block(w_post, scale);
+      return Ok{};
+    }
+    end_block(lw.post_feedforward_layernorm, 1.0f);
     // PLE block: x += rmsnorm(projection · (gelu(gate · x) ⊙ ple[:, i])), then the layer scalar.
     const Binding g = whole(a.g);
-    INFER_TRY_VOID(matvec(lw.per_layer_input_gate, x, g, T));
-    GeluMulInput ple;
-    ple.b = whole(a.ple);
-    ple.b_stride = uint32_t(tc.num_hidden_layers) * P;  // ple [T, L·P]: slice i
-    ple.b_off = uint32_t(i) * P;
-    return matvec_add_norm(lw.per_layer_projection, g, &ple, lw.post_per_layer_input_norm,
-                           lw.layer_scalar, next_w);
+    INFER_TRY_VOID(product(lw.per_layer_input_gate, nullptr, Binding{}, g));
+    const uint32_t off = uint32_t(i) * P;  // ple [T, L·P]: slice i
+    if (const MatvecNormInOp* op = norm_in_for(lw.per_layer_projection, nullptr)) {
+      NormIn ni;
+      ni.x = g;
+      ni.gelu_b = whole(a.ple);
+      ni.b_off = off;
+      INFER_TRY_VOID(op->record(rec, lw.per_layer_projection, nullptr, ni, o));
+    } else {
+      INFER_TRY_VOID(ops.elementwise->gelu_mul(rec, g, P, 0, whole(a.ple),
+                                               uint32_t(tc.num_hidden_layers) * P, off, g, T, P));
+      INFER_TRY_VOID(matvec(lw.per_layer_projection, g, o, T));
+    }
+    Binding w_post;
+    float scale = 1.0f;
+    end_layer_step(i, &w_post, &scale);
+    end_block(w_post, scale);
+    return Ok{};
   }
 
-  // h holds rmsnorm(x; norm) [T, H]: logits = softcap(lm_head · h) (§4.10), as `head` asks.
-  Result<void> output(Head head) const {
+  // logits = softcap(lm_head · rmsnorm(x; norm)) (§4.10), as `head` asks.
+  Result<void> output(Head head) {
     if (head == Head::kNone) return Ok{};
     const TextConfig& tc = cfg.text;
     const GpuMatrix& lm = w.lm_head();
     const uint32_t V = uint32_t(tc.vocab_size);
     const uint32_t rows = head == Head::kAll ? T : 1;
-    Binding in = whole(a.h);
+    const Buffer& logits = head == Head::kAll ? a.all_logits : a.logits;
     if (head != Head::kAll && T > 1) {
       // The last row only; a copy, since a row offset need not meet the binding alignment.
+      INFER_TRY_VOID(settle(w.norm));
       const VkDeviceSize row = VkDeviceSize(H()) * sizeof(float);
       rec.copy(a.h, row * (T - 1), a.head_in, 0, row);
-      in = whole(a.head_in);
+      INFER_TRY_VOID(matvec(lm, whole(a.head_in), whole(logits), rows));
+    } else {
+      INFER_TRY_VOID(product(lm, nullptr, w.norm, whole(logits)));
     }
-    const Buffer& logits = head == Head::kAll ? a.all_logits : a.logits;
-    INFER_TRY_VOID(matvec(lm, in, whole(logits), rows));
     if (tc.final_logit_softcapping) {
       INFER_TRY_VOID(ops.elementwise->softcap(rec, whole(logits), rows * V,
                                               float(*tc.final_logit_softcapping)));
@@ -214,9 +312,16 @@ struct ChunkRecorder {
   const Buffer* step_buf = nullptr;  // what the shaders read the step from
   const AttentionMassOps* mass = nullptr;  // --evict mass only
   int first_mass_layer = -1;               // the first tiered layer: its mass overwrites
+  Stream s;
 };
 
 }  // namespace
+
+bool GpuForward::Impl::quiet_copies_after(int layer) const {
+  const GpuQuiet& g = *quiet;
+  return g.snap_layer[size_t(layer)] ||
+         std::find(g.probe_layers.begin(), g.probe_layers.end(), layer) != g.probe_layers.end();
+}
 
 Result<void> GpuForward::Impl::record(Recorder& rec, uint32_t T, Head head, Part part) {
   const ModelConfig& cfg = model->config();
@@ -227,7 +332,8 @@ Result<void> GpuForward::Impl::record(Recorder& rec, uint32_t T, Head head, Part
   const int L = cfg.text.num_hidden_layers;
   INFER_TRY_VOID(rec.begin(/*reusable=*/true));
   // Quiescence splits a decode token at the skip depth d (gpu_forward_quiescence.h): the upper
-  // parts go on from the stream, h and step the lower part left on the device.
+  // parts go on from the stream, its pending step and the step buffer the lower part left on the
+  // device.
   const int d = part == Part::kWhole ? L - 1 : quiet->q.skip_depth();
   const bool lower = part == Part::kWhole || part == Part::kLower;
   c.step_buf = &a.step;
@@ -244,22 +350,28 @@ Result<void> GpuForward::Impl::record(Recorder& rec, uint32_t T, Head head, Part
       break;
     }
   }
-  if (lower) {
-    INFER_TRY_VOID(c.inputs());
-    // h = rmsnorm(x) · the first layer's input norm; later ones come fused from add_norm.
-    const Binding first_norm = L > 0 ? weights->layers[0].input_layernorm : weights->norm;
-    INFER_TRY_VOID(ops.norm->rms_norm(rec, whole(a.x), first_norm, whole(a.h), T,
-                                      uint32_t(cfg.text.hidden_size), c.eps()));
+  if (lower) INFER_TRY_VOID(c.inputs());  // the stream in a.x, nothing pending
+  if (part == Part::kCarried) {
+    // The host's carried stream in a.x and its final norm in a.h; no layer runs.
+    INFER_TRY_VOID(record_carried(rec));
+    c.s.h_ready = true;
   }
-  if (part == Part::kCarried) INFER_TRY_VOID(record_carried(rec));
+  if (part == Part::kUpper) {
+    // As the lower part left it: layer d's last step pending on x_alt (c.expose_stream(); d is
+    // the deepest probe).
+    c.s.cur = 1;
+    c.s.pending = true;
+    c.end_layer_step(d, &c.s.w_post, &c.s.scale);
+  }
   const int first = lower ? 0 : d + 1;
   const int last = part == Part::kLower || part == Part::kCarried ? d : L - 1;
   for (int i = first; i <= last; ++i) {
     INFER_TRY_VOID(c.attention(i));
-    const Binding next_w = i + 1 < L ? weights->layers[size_t(i) + 1].input_layernorm
-                                     : weights->norm;
-    INFER_TRY_VOID(c.feed_forward(i, next_w));
-    if (quiet) record_quiet_copies(rec, T, i);
+    INFER_TRY_VOID(c.feed_forward(i));
+    if (quiet && quiet_copies_after(i)) {
+      INFER_TRY_VOID(c.expose_stream());
+      record_quiet_copies(rec, T, i);
+    }
   }
   if (part == Part::kLower) return rec.end();
   // KV ring: the chunk's rows of the tiered layers leave their staging slots for the plan's
@@ -280,6 +392,7 @@ Result<void> GpuForward::Impl::record_kv_rows(Recorder& rec, int layer) {
   const ModelWeights& mw = model->weights();
   ChunkRecorder c{model->config(), *weights, *kv, ops, a, rec, 1, mw.embed_scale, mw.ple_scale};
   c.step_buf = ring ? &a.step_dev : &a.step;
+  c.s.h_ready = true;  // the caller's rmsnorm(x) · input_layernorm
   QkvShape qs;
   return c.qkv(layer, qs);
 }

@@ -1,6 +1,7 @@
 // GpuForward's setup: the ops it records (matrix ops for each weight format the model uses) and
 // the chunk buffers, all created once so that recording and replaying create nothing.
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 
 #include "base/check.h"
@@ -60,6 +61,23 @@ Result<void> create_ops(const VulkanContext& ctx, const ModelConfig& cfg, const 
       INFER_TRY(ops.gate_up[f], GateUpOp::create(ctx, WeightFormat(f)));
     }
   }
+  // Products that read the stream at T = 1 take the step before them in their prologue: up to
+  // H columns, P for the PLE projection.
+  const char* norm_in = std::getenv("INFER_NORM_IN");
+  if (norm_in == nullptr || norm_in[0] != '0') {
+    const uint32_t max_cols =
+        uint32_t(std::max(tc.hidden_size, tc.hidden_size_per_layer_input));
+    for (size_t f = 0; f < 4; ++f) {
+      if (mv[f]) {
+        INFER_TRY(ops.matvec_norm_in[f],
+                  MatvecNormInOp::create(ctx, WeightFormat(f), /*gate_up=*/false, max_cols));
+      }
+      if (gu[f]) {
+        INFER_TRY(ops.gate_up_norm_in[f],
+                  MatvecNormInOp::create(ctx, WeightFormat(f), /*gate_up=*/true, max_cols));
+      }
+    }
+  }
   if (tc.enable_moe_block) {
     const LayerWeights& l0 = w.layers.front();
     if (l0.expert_gate_up.empty()) {
@@ -107,6 +125,7 @@ Result<void> create_activations(const VulkanContext& ctx, const ModelConfig& cfg
   }
   INFER_TRY_VOID(make(a.ple_rows, C * LP, BufferKind::kHost, "ple rows"));
   INFER_TRY_VOID(make(a.x, C * H, BufferKind::kDevice, "x"));
+  INFER_TRY_VOID(make(a.x_alt, C * H, BufferKind::kDevice, "x (other)"));
   INFER_TRY_VOID(make(a.h, C * H, BufferKind::kDevice, "h"));
   INFER_TRY_VOID(make(a.o, C * H, BufferKind::kDevice, "o"));
   INFER_TRY_VOID(make(a.x2, moe ? C * H : 1, BufferKind::kDevice, "moe x2"));
