@@ -47,7 +47,8 @@ struct GpuOps {
   std::unique_ptr<MoeOps> moe;
   // Decode's products that start a block, with the step before them in their prologue
   // (gpu/ops/matvec_norm_in.h), by WeightFormat; null where the device has no room or
-  // INFER_NORM_IN=0 keeps the separate add_norm, rms_norm and gelu_mul dispatches (A/B).
+  // INFER_NORM_IN=0 keeps the separate add_norm, rms_norm and gelu_mul dispatches (A/B); gate-up
+  // takes its step only with INFER_NORM_IN=2 (gpu_forward_setup.cpp says why).
   std::array<std::unique_ptr<MatvecNormInOp>, 4> matvec_norm_in;
   std::array<std::unique_ptr<MatvecNormInOp>, 4> gate_up_norm_in;
 

@@ -62,8 +62,13 @@ Result<void> create_ops(const VulkanContext& ctx, const ModelConfig& cfg, const 
     }
   }
   // Products that read the stream at T = 1 take the step before them in their prologue: up to
-  // H columns, P for the PLE projection.
+  // H columns, P for the PLE projection. INFER_NORM_IN: 0 none, 1 (default) plain products, 2
+  // gate-up too: on the H200 the gate-up prologue cost more than the add_norm it saves (12B
+  // Q4_0 51.3 us against 40.7 + 7.0, E2B 31.0 against 20.3 + 6.2; its grid is capped to bound
+  // the prologue's work), while the qkv, PLE and head products gained (E2B qkv 10.4 against
+  // 8.7 + 6.2; docs/bench/gpu-h200-s5-mv.json).
   const char* norm_in = std::getenv("INFER_NORM_IN");
+  const bool gate_up_norm_in = norm_in != nullptr && norm_in[0] == '2';
   if (norm_in == nullptr || norm_in[0] != '0') {
     const uint32_t max_cols =
         uint32_t(std::max(tc.hidden_size, tc.hidden_size_per_layer_input));
@@ -72,7 +77,7 @@ Result<void> create_ops(const VulkanContext& ctx, const ModelConfig& cfg, const 
         INFER_TRY(ops.matvec_norm_in[f],
                   MatvecNormInOp::create(ctx, WeightFormat(f), /*gate_up=*/false, max_cols));
       }
-      if (gu[f]) {
+      if (gu[f] && gate_up_norm_in) {
         INFER_TRY(ops.gate_up_norm_in[f],
                   MatvecNormInOp::create(ctx, WeightFormat(f), /*gate_up=*/true, max_cols));
       }

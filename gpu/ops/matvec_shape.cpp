@@ -47,6 +47,7 @@ namespace {
 // then INFER_MV_ROWS_Q4_0=2,4,8 and INFER_MV_UNROLL_Q4_0=1,2,4. INFER_MV_SUBGROUPS=2
 // INFER_MV_SPLIT=1 (INFER_GU_ too) is the previous kernel's shape.
 constexpr uint32_t kDefaultSubgroups = 4;
+constexpr uint32_t kQuantizedSubgroups = 2;  // and SPLIT 1 (resolve_matvec_shape says why)
 constexpr uint32_t kDefaultTokens = 4;
 constexpr uint32_t kDefaultSplitRounds = 1;
 constexpr uint32_t kDefaultMinGroups = 256;
@@ -83,13 +84,18 @@ void resolve_matvec_shape(const DeviceInfo& info, WeightFormat format, bool gate
     if (field == 0) field = fallback;
   };
   const uint32_t subgroup = std::max(1u, info.subgroup_size);
-  fill(t.subgroups_per_group, "SUBGROUPS", kDefaultSubgroups);
+  // Q8_0/Q4_0 keep the unsplit 2-subgroup shape: on the H200 (docs/bench/gpu-h200-s5-mv.json)
+  // it ran 12B Q4_0 decode at 157.5 t/s against 152.1 split (gate-up 38.3 vs 40.7 us, the Q8_0
+  // head 315 vs 406 us), while bf16 gained from the split (matvec 29.5 vs 32.7 us, gate-up
+  // 54.6 vs 58.9).
+  const bool quantized = format == WeightFormat::kQ8_0 || format == WeightFormat::kQ4_0;
+  fill(t.subgroups_per_group, "SUBGROUPS", quantized ? kQuantizedSubgroups : kDefaultSubgroups);
   t.subgroups_per_group =
       std::min(t.subgroups_per_group, std::max(1u, info.max_workgroup_invocations / subgroup));
   fill(t.rows_per_subgroup, "ROWS", default_rows_per_subgroup(format, gate_up));
   fill(t.tokens_per_group, "TOKENS", kDefaultTokens);
   fill(t.vec_unroll, "UNROLL", default_vec_unroll(format));
-  fill(t.max_split, "SPLIT", t.subgroups_per_group);
+  fill(t.max_split, "SPLIT", quantized ? 1 : t.subgroups_per_group);
   t.max_split = std::min(t.max_split, t.subgroups_per_group);
   fill(t.split_rounds, "ROUNDS", kDefaultSplitRounds);
   fill(t.split_min_groups, "MIN_GROUPS", kDefaultMinGroups);

@@ -1,5 +1,6 @@
-// The forward with decode's residual steps in the next product's prologue (the default) against
-// the same forward with the separate dispatches (INFER_NORM_IN=0), on every fixture: the
+// The forward with decode's residual steps in the next product's prologue (INFER_NORM_IN=1, the
+// default: plain products; 2: gate-up too) against the same forward with the separate dispatches
+// (INFER_NORM_IN=0), on every fixture: the
 // dispatches it saves per decode token, and the same greedy tokens with logits within the
 // fixtures' bound through both decode paths. forward_test.cpp checks the default against the CPU
 // and the golden files (Q8_0 and Q4_0 weights too); this one pins what the fusion changes.
@@ -35,11 +36,11 @@ class ForwardNormInGpu : public GpuTest, public ::testing::WithParamInterface<Ca
     ASSERT_FALSE(golden_.prompt_ids.empty());
   }
 
-  // A forward with (on) or without (off: INFER_NORM_IN=0 while its ops are made) the fusion.
-  std::unique_ptr<GpuForward> make(const Model& model, bool on) {
-    if (!on) setenv("INFER_NORM_IN", "0", 1);
+  // A forward with INFER_NORM_IN=mode while its ops are made ("0": no fusion).
+  std::unique_ptr<GpuForward> make(const Model& model, const char* mode) {
+    setenv("INFER_NORM_IN", mode, 1);
     auto f = GpuForward::create(*ctx_, model, pool_, test::kGoldenMaxPositions, 8);
-    if (!on) unsetenv("INFER_NORM_IN");
+    unsetenv("INFER_NORM_IN");
     EXPECT_TRUE(f.ok()) << f.error().message;
     return f.ok() ? std::move(f).value() : nullptr;
   }
@@ -55,49 +56,55 @@ TEST_P(ForwardNormInGpu, DecodeSavesTheStepDispatchesAndKeepsTheTokens) {
     ASSERT_TRUE(m.ok()) << m.error().message;
     const Model& model = **m;
     const TextConfig& tc = model.config().text;
-    std::unique_ptr<GpuForward> on = make(model, true), off = make(model, false);
-    ASSERT_TRUE(on != nullptr && off != nullptr);
+    for (const char* mode : {"1", "2"}) {
+      SCOPED_TRACE(std::string("INFER_NORM_IN=") + mode);
+      const bool gate_up = mode[0] == '2';
+      std::unique_ptr<GpuForward> on = make(model, mode), off = make(model, "0");
+      ASSERT_TRUE(on != nullptr && off != nullptr);
 
-    // Saved per layer: the attention block's add_norm (into gate-up's prologue) and the layer's
-    // last step (into the next qkv's, the last layer's into the head's where it takes it: not a
-    // vocabulary of 262144, gpu/ops/matvec_norm_in.h); with PLE also the MLP's add_norm (into
-    // the PLE gate's) and gelu_mul (into the projection's). Once: the first layer's rms_norm.
-    const Matrix& head = model.weights().lm_head;
-    auto head_op = MatvecNormInOp::create(*ctx_, head.format, false, uint32_t(tc.hidden_size));
-    ASSERT_TRUE(head_op.ok() && *head_op != nullptr);
-    const int head_fused = (*head_op)->slots_for(head.rows) > 0 ? 1 : 0;
-    const int L = tc.num_hidden_layers;
-    const int saved = L * (tc.hidden_size_per_layer_input > 0 ? 4 : 2) + 1 - (1 - head_fused);
-    const RecordingCounts c_on = on->decode_counts(), c_off = off->decode_counts();
-    std::printf("[%s] decode dispatches: %d fused, %d apart (%d barriers, %d apart)\n",
-                GetParam().name, c_on.dispatches, c_off.dispatches, c_on.barrier_commands,
-                c_off.barrier_commands);
-    EXPECT_EQ(c_off.dispatches - c_on.dispatches, saved);
-    EXPECT_LE(c_on.barrier_commands, c_on.dispatches);
+      // Saved per layer: the attention block's add_norm (into gate-up's prologue, mode 2) and
+      // the layer's last step (into the next qkv's, the last layer's into the head's where it
+      // takes it: not a vocabulary of 262144, gpu/ops/matvec_norm_in.h); with PLE also the MLP's
+      // add_norm (into the PLE gate's) and gelu_mul (into the projection's). Once: the first
+      // layer's rms_norm.
+      const Matrix& head = model.weights().lm_head;
+      auto head_op = MatvecNormInOp::create(*ctx_, head.format, false, uint32_t(tc.hidden_size));
+      ASSERT_TRUE(head_op.ok() && *head_op != nullptr);
+      const int head_fused = (*head_op)->slots_for(head.rows) > 0 ? 1 : 0;
+      const int L = tc.num_hidden_layers;
+      const int saved = L * (tc.hidden_size_per_layer_input > 0 ? 3 : 1) + (gate_up ? L : 0) + 1 -
+                        (1 - head_fused);
+      const RecordingCounts c_on = on->decode_counts(), c_off = off->decode_counts();
+      std::printf("[%s] decode dispatches: %d fused, %d apart (%d barriers, %d apart)\n",
+                  GetParam().name, c_on.dispatches, c_off.dispatches, c_on.barrier_commands,
+                  c_off.barrier_commands);
+      EXPECT_EQ(c_off.dispatches - c_on.dispatches, saved);
+      EXPECT_LE(c_on.barrier_commands, c_on.dispatches);
 
-    // Greedy through decode (logits) and decode_greedy (ids): the same tokens, logits within the
-    // fixtures' bound (both sum in f32; only the norms' reduction order differs).
-    const int64_t V = golden_.vocab;
-    std::vector<float> a(static_cast<size_t>(V)), b(a.size());
-    ASSERT_TRUE(on->prefill(golden_.prompt_ids, a.data()).ok());
-    ASSERT_TRUE(off->prefill(golden_.prompt_ids, b.data()).ok());
-    float worst = 0;
-    for (int k = 0; k < 8; ++k) {
-      const int32_t id = test::argmax(a.data(), V);
-      ASSERT_EQ(id, test::argmax(b.data(), V)) << "step " << k;
-      ASSERT_TRUE(on->decode(id, a.data()).ok());
-      ASSERT_TRUE(off->decode(id, b.data()).ok());
-      worst = std::max(worst, test::max_abs_diff(a.data(), b.data(), V));
-    }
-    EXPECT_LE(worst, test::kGoldenTol);
-    for (int k = 0; k < 8; ++k) {
-      const int32_t id = test::argmax(a.data(), V);
-      auto x = on->decode_greedy(id);
-      auto y = off->decode_greedy(id);
-      ASSERT_TRUE(x.ok() && y.ok());
-      ASSERT_EQ(*x, *y) << "greedy step " << k;
-      ASSERT_TRUE(on->decode(*x, a.data()).ok());
-      ASSERT_TRUE(off->decode(*y, b.data()).ok());
+      // Greedy through decode (logits) and decode_greedy (ids): the same tokens, logits within the
+      // fixtures' bound (both sum in f32; only the norms' reduction order differs).
+      const int64_t V = golden_.vocab;
+      std::vector<float> a(static_cast<size_t>(V)), b(a.size());
+      ASSERT_TRUE(on->prefill(golden_.prompt_ids, a.data()).ok());
+      ASSERT_TRUE(off->prefill(golden_.prompt_ids, b.data()).ok());
+      float worst = 0;
+      for (int k = 0; k < 8; ++k) {
+        const int32_t id = test::argmax(a.data(), V);
+        ASSERT_EQ(id, test::argmax(b.data(), V)) << "step " << k;
+        ASSERT_TRUE(on->decode(id, a.data()).ok());
+        ASSERT_TRUE(off->decode(id, b.data()).ok());
+        worst = std::max(worst, test::max_abs_diff(a.data(), b.data(), V));
+      }
+      EXPECT_LE(worst, test::kGoldenTol);
+      for (int k = 0; k < 8; ++k) {
+        const int32_t id = test::argmax(a.data(), V);
+        auto x = on->decode_greedy(id);
+        auto y = off->decode_greedy(id);
+        ASSERT_TRUE(x.ok() && y.ok());
+        ASSERT_EQ(*x, *y) << "greedy step " << k;
+        ASSERT_TRUE(on->decode(*x, a.data()).ok());
+        ASSERT_TRUE(off->decode(*y, b.data()).ok());
+      }
     }
   }
 }

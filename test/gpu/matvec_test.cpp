@@ -328,7 +328,9 @@ TEST_F(GpuMatvecOp, ShapeKnobsComeFromTheEnvironment) {
   EXPECT_EQ(q8->tuning.rows_per_subgroup, 5u);
   EXPECT_EQ(gu->tuning.rows_per_subgroup, 2u);  // the gate-up default, not INFER_MV_ROWS
   EXPECT_EQ(gu->tuning.vec_unroll, 3u);
-  EXPECT_EQ(gu->tuning.max_split, gu->tuning.subgroups_per_group);
+  // Q8_0/Q4_0's defaults: 2 subgroups, unsplit (gpu/ops/matvec_shape.cpp).
+  EXPECT_EQ(gu->tuning.subgroups_per_group, 2u);
+  EXPECT_EQ(gu->tuning.max_split, 1u);
   EXPECT_EQ(set->tuning.rows_per_subgroup, 2u);  // set in code
   // And the knobs' kernels compute the product.
   check_matvec(*ctx_, WeightFormat::kQ4_0, 45, 1280, 1);
