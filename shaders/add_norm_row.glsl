@@ -1,5 +1,5 @@
 // The residual step that ends a block, for one row of n floats (GEMMA4_TEXT.md §4.4), shared by
-// add_norm.comp and the last workgroup of matvec_add_norm.comp so the two round alike:
+// by add_norm.comp's workgroups:
 //   stream[row] = (stream[row] + rmsnorm(o[row]) · w_post) · pc.scale
 // and with FUSE_NEXT h[row] = rmsnorm(stream[row]) · next_w. The includer declares the buffers
 // stream, o, w_post (and next_w, h with FUSE_NEXT), a push block with eps and scale, and includes

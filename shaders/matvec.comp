@@ -6,7 +6,7 @@
 //   invocations = SUBGROUPS subgroups of the device's size; ROWS rows per subgroup, TOKENS tokens
 //   per workgroup, UNROLL vectors of each row a lane loads per round.
 // The body (how rows and tokens are split over workgroups, subgroups and lanes) is
-// matvec_rows.glsl, shared with matvec_add_norm.comp.
+// matvec_rows.glsl, shared with matvec_norm_in.comp.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_shader_subgroup_basic : require

@@ -1,4 +1,4 @@
-// The body of matvec.comp, shared with matvec_add_norm.comp (which adds an epilogue): this
+// The body of matvec.comp, shared with matvec_norm_in.comp (which adds a prologue): this
 // workgroup's rows of y = W · x for its tokens. The includer declares the spec constants kRows,
 // kTokens, kSubgroups, the constant kMats (2: GATE_UP), a push block with MatvecPush's fields,
 // includes common/weights.glsl (and common/gelu.glsl for GATE_UP), and defines
@@ -15,8 +15,7 @@
 // sums go through subgroupAdd, then (split > 1) shared memory, added in part order: rows of
 // 13312-16384 columns split over 4 subgroups take a quarter of the rounds, and matrices of few
 // rows still fill a big GPU. Workgroup y owns tokens [TOKENS * y, ...); a partial last token
-// group repeats the last token (not stored). Never returns early: matvec_add_norm.comp counts
-// every workgroup in after it.
+// group repeats the last token (not stored).
 
 #ifndef MATVEC_UNROLL
 #define MATVEC_UNROLL VEC_UNROLL

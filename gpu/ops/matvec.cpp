@@ -12,7 +12,6 @@
 
 #include "base/check.h"
 #include "gpu/context.h"
-#include "gpu/ops/matvec_add_norm.h"
 #include "gpu/ops/matvec_shape.h"
 #include "shaders/matvec.h"
 
@@ -452,13 +451,6 @@ Result<std::unique_ptr<MatvecOp>> MatvecOp::create(const VulkanContext& ctx, Wei
                                                    MatvecTuning tuning) {
   std::unique_ptr<MatvecOp> op(new MatvecOp());
   INFER_TRY(op->k_, create_matvec_kernels(ctx, format, /*gate_up=*/false, tuning));
-  // Opt-in (INFER_FUSE=1): on the H200 the fused E2B Q4_0 products took 26-49 us against 9 + 6
-  // for the two dispatches (the last workgroup's serial epilogue), 149 vs 228 t/s
-  // (docs/bench/gpu-h200-s4-final.json).
-  const char* fuse = std::getenv("INFER_FUSE");
-  if (tuning.fuse_add_norm || (fuse != nullptr && fuse[0] == '1')) {
-    INFER_TRY(op->add_norm_, MatvecAddNormOp::create(ctx, op->k_));
-  }
   return op;
 }
 

@@ -17,7 +17,6 @@ namespace infer::gpu {
 
 class VulkanContext;
 struct DeviceInfo;
-class MatvecAddNormOp;
 
 // The device layout of weight rows (shaders/common/weights.glsl says it in full): each row a whole
 // number of 16-byte vectors so that shaders read weights with 128-bit loads. F32 rows pad to 4
@@ -81,9 +80,6 @@ struct MatvecTuning {
   uint32_t tile_min_groups = 0;
   IntDot int_dot = IntDot::kAuto;
   uint32_t dot_subgroups_per_group = 0;  // matvec_dot.comp's workgroup (rows per subgroup as above)
-  // MatvecOp also builds the fused product + residual step of decode (gpu/ops/matvec_add_norm.h)
-  // when this or INFER_FUSE=1 asks (opt-in: slower on the H200 so far, matvec.cpp says why).
-  bool fuse_add_norm = false;
   // matvec.comp's rounds: each lane loads vec_unroll 16-byte vectors of each of its rows before
   // using any. A row of more than split_rounds rounds is split over up to max_split subgroups of
   // the workgroup (a divisor of subgroups_per_group; 1: never), each summing a part of its
@@ -181,15 +177,12 @@ class MatvecOp {
   bool activations_in_int8(int64_t rows, int64_t cols, uint32_t n_tokens) const {
     return gpu::activations_in_int8(k_, rows, cols, n_tokens);
   }
-  // The fused product + residual step (null when tuning.fuse_add_norm is off).
-  const MatvecAddNormOp* add_norm_op() const { return add_norm_.get(); }
   ~MatvecOp();
 
  private:
   MatvecOp() = default;
 
   MatvecKernels k_;
-  std::unique_ptr<MatvecAddNormOp> add_norm_;
 };
 
 // y = W · x for n_tokens rows of x, end to end: uploads x, records, submits, downloads y. x:
