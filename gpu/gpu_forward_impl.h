@@ -46,9 +46,9 @@ struct GpuOps {
   std::array<std::unique_ptr<GateUpOp>, 4> gate_up;
   std::unique_ptr<MoeOps> moe;
   // Decode's products that start a block, with the step before them in their prologue
-  // (gpu/ops/matvec_norm_in.h), by WeightFormat; null where the device has no room or
-  // INFER_NORM_IN=0 keeps the separate add_norm, rms_norm and gelu_mul dispatches (A/B); gate-up
-  // takes its step only with INFER_NORM_IN=2 (gpu_forward_setup.cpp says why).
+  // (gpu/ops/matvec_norm_in.h), by WeightFormat; null unless INFER_NORM_IN=1 (plain products)
+  // or 2 (gate-up too) asks, or where the device has no room: opt-in, slower on the H200
+  // (gpu_forward_setup.cpp says why).
   std::array<std::unique_ptr<MatvecNormInOp>, 4> matvec_norm_in;
   std::array<std::unique_ptr<MatvecNormInOp>, 4> gate_up_norm_in;
 

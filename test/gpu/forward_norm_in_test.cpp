@@ -1,6 +1,6 @@
-// The forward with decode's residual steps in the next product's prologue (INFER_NORM_IN=1, the
-// default: plain products; 2: gate-up too) against the same forward with the separate dispatches
-// (INFER_NORM_IN=0), on every fixture: the
+// The forward with decode's residual steps in the next product's prologue (opt-in:
+// INFER_NORM_IN=1 plain products, 2 gate-up too) against the same forward with the separate
+// dispatches (INFER_NORM_IN=0, the default), on every fixture: the
 // dispatches it saves per decode token, and the same greedy tokens with logits within the
 // fixtures' bound through both decode paths. forward_test.cpp checks the default against the CPU
 // and the golden files (Q8_0 and Q4_0 weights too); this one pins what the fusion changes.
