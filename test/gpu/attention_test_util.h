@@ -21,11 +21,13 @@
 #include "shaders/step.h"
 #include "test/gpu/gpu_test_env.h"
 #include "test/gpu/host_matrix.h"
+#include "test/scoped_env.h"
 
 namespace infer::gpu {
 
 // Suites start with "Attention" so --gtest_filter='Attention*' selects them all.
 using AttentionTest = GpuTest;
+using test::ScopedEnv;
 
 inline constexpr uint32_t kMaxChunk = 64;
 
@@ -97,32 +99,6 @@ inline std::vector<float> inv_freq_for(uint32_t d, bool proportional) {
 // (~sqrt(d) eps |q||k|, random-walk) move the weights by as much relatively, and the device's
 // exp adds a few ulp: 2e-5 absolute on O(1) outputs for d up to 512 and scores of tens.
 inline constexpr double kAttendTol = 2e-5;
-
-// Sets an environment variable for the scope (the ops read their knobs at create) and puts
-// the old value back.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    const char* old = std::getenv(name);
-    had_ = old != nullptr;
-    if (had_) old_ = old;
-    setenv(name, value, 1);
-  }
-  ~ScopedEnv() {
-    if (had_) {
-      setenv(name_, old_.c_str(), 1);
-    } else {
-      unsetenv(name_);
-    }
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-  bool had_ = false;
-  std::string old_;
-};
 
 // Element-wise |got - want| <= tol * (1 + |want|), at most 5 failures reported.
 inline void expect_close(const std::vector<float>& got, const std::vector<float>& want, double tol,

@@ -24,11 +24,13 @@
 #include "test/gpu/gpu_test_env.h"
 #include "test/gpu/host_matrix.h"
 #include "test/gpu/matvec_check.h"
+#include "test/scoped_env.h"
 
 namespace infer::gpu {
 namespace {
 
 using GpuMatvecOp = GpuTest;
+using test::ScopedEnv;
 
 // A workgroup shape of matvec.comp (MatvecTuning's fields; zeros: the environment's knobs, then
 // the defaults), named for the test output.
@@ -277,32 +279,6 @@ TEST_F(GpuMatvecOp, RowsSplitByLengthAndCount) {
   ASSERT_TRUE(off.ok()) << off.error().message;
   EXPECT_EQ(matvec_split(*off, 16, 64 * group_cols), 1u);
 }
-
-// Sets (or clears, with nullptr) an environment variable for a scope, then restores it.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    const char* old = std::getenv(name);
-    had_ = old != nullptr;
-    if (had_) old_ = old;
-    if (value != nullptr) {
-      setenv(name, value, 1);
-    } else {
-      unsetenv(name);
-    }
-  }
-  ~ScopedEnv() {
-    if (had_) {
-      setenv(name_.c_str(), old_.c_str(), 1);
-    } else {
-      unsetenv(name_.c_str());
-    }
-  }
-
- private:
-  std::string name_, old_;
-  bool had_ = false;
-};
 
 // The INFER_MV_* / INFER_GU_* knobs fill the fields the code leaves 0; a format's own knob wins
 // over the family's, and gate-up reads only INFER_GU_*.

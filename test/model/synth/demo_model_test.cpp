@@ -20,10 +20,13 @@
 #include "model/thread_pool.h"
 #include "model/tokenizer/tokenizer.h"
 #include "test/model/synth/temp_dir.h"
+#include "test/scoped_env.h"
 #include "test/test_paths.h"
 
 namespace infer {
 namespace {
+
+using test::ScopedEnv;
 
 using test::TempDir;
 
@@ -33,30 +36,6 @@ std::filesystem::path make_demo(const std::filesystem::path& dir, int threads) {
   EXPECT_TRUE(r.ok()) << r.error().message;
   return r.ok() ? *r : std::filesystem::path();
 }
-
-// Sets (or unsets, with nullptr) an environment variable for one scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value) {
-      setenv(name, value, 1);
-    } else {
-      unsetenv(name);
-    }
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      setenv(name_, old_->c_str(), 1);
-    } else {
-      unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
 
 TEST(SynthDemo, GenerationIsIdenticalForAnyThreadCount) {
   TempDir tmp;
