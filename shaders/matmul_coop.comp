@@ -21,6 +21,9 @@
 
 // Whether the lo halves take part (INFER_MATMUL_COOP_SPEC_SPLIT; off: plain f16 products).
 layout(constant_id = INFER_MATMUL_COOP_SPEC_SPLIT) const bool kSplit = true;
+// Diagnosis only (INFER_COOP_DEBUG=1): the output is the lo products' sum alone, to see on the
+// device whether anything of lo arrives (matvec.cpp).
+layout(constant_id = INFER_MATMUL_COOP_SPEC_LO_ONLY) const bool kLoOnly = false;
 
 layout(binding = 1, std430) readonly buffer X { float x[]; };
 layout(binding = 2, std430) writeonly buffer Y { float y[]; };
@@ -49,18 +52,22 @@ const uint kSubgroups = kTokens * kRows / 1024;
 #ifdef W_SCALED
 #define W_SPLIT
 const uint kCols = 32;  // columns per step: whole GGML blocks; split tiles fit shared memory
-const uint kWParts = 2;
 #else
 const uint kCols = 64;
-const uint kWParts = 1;
 #endif
 const uint kQuads = kCols / 4;
 // Shared rows padded by 8 halves (16-byte aligned rows that start on different banks).
 const uint kStride = kCols + 8;
 const uint kEdgeStride = 20;  // floats, one 16 x 16 fragment of a subgroup at a tile's edge
 
-shared float16_t x_sh[2 * kTokens * kStride];              // [hi/lo][token][col]
-shared float16_t w_sh[kWParts * kMats * kRows * kStride];  // [hi/lo][matrix][row][col]
+// The lo parts in arrays of their own (not the upper halves of the hi arrays): on the H200 the
+// products erred as plain f16 with them in one array (issue 3; being narrowed down).
+shared float16_t x_sh[kTokens * kStride];     // [token][col]
+shared float16_t x_lo_sh[kTokens * kStride];  // lo parts, scaled
+shared float16_t w_sh[kMats * kRows * kStride];  // [matrix][row][col]
+#ifdef W_SPLIT
+shared float16_t w_lo_sh[kMats * kRows * kStride];
+#endif
 shared float edge_sh[kSubgroups * 16 * kEdgeStride];
 
 // Quads each invocation stages per step, loaded one step ahead into registers (raw, undecoded),
@@ -83,8 +90,8 @@ uvec4 w_raw[kMats * kWPer];
 // f16 subnormals, which a conversion may flush.
 #ifdef W_SPLIT
 #define MULTIPLY_LO(m, d00, d01, d10, d11)                                            \
-  coopMatLoadNV(b0, w_sh, wlo + ((m) * kRows + sr) * kStride + k, kStride, true);      \
-  coopMatLoadNV(b1, w_sh, wlo + ((m) * kRows + sr + 16) * kStride + k, kStride, true); \
+  coopMatLoadNV(b0, w_lo_sh, ((m) * kRows + sr) * kStride + k, kStride, true);         \
+  coopMatLoadNV(b1, w_lo_sh, ((m) * kRows + sr + 16) * kStride + k, kStride, true);    \
   d00 = coopMatMulAddNV(a0, b0, d00);                                                  \
   d01 = coopMatMulAddNV(a0, b1, d01);                                                  \
   d10 = coopMatMulAddNV(a1, b0, d10);                                                  \
@@ -154,7 +161,7 @@ void store_step(uint c0) {
 #ifdef W_SPLIT
       f16vec4 hi, lo;
       split_f16(w, hi, lo);
-      for (uint e = 0; e < 4; ++e) w_sh[kMats * kRows * kStride + o + e] = lo[e];
+      for (uint e = 0; e < 4; ++e) w_lo_sh[o + e] = lo[e];
 #else
       const f16vec4 hi = f16vec4(w);  // bf16 weights are exact in f16
 #endif
@@ -168,7 +175,7 @@ void store_step(uint c0) {
     split_f16(x_raw[k], hi, lo);
     for (uint e = 0; e < 4; ++e) {
       x_sh[o + e] = hi[e];
-      x_sh[kTokens * kStride + o + e] = lo[e];
+      x_lo_sh[o + e] = lo[e];
     }
   }
 }
@@ -216,13 +223,12 @@ void main() {
     if (c0 + kCols < pc.cols) load_step(row0, t0, c0 + kCols);  // in flight while multiplying
 
     for (uint k = 0; k < kCols; k += 16) {
-      const uint xlo = kTokens * kStride, wlo = kMats * kRows * kStride;
       FRAG_A a0, a1, l0, l1, b0, b1;
       coopMatLoadNV(a0, x_sh, st * kStride + k, kStride, false);
       coopMatLoadNV(a1, x_sh, (st + 16) * kStride + k, kStride, false);
       if (kSplit) {
-        coopMatLoadNV(l0, x_sh, xlo + st * kStride + k, kStride, false);
-        coopMatLoadNV(l1, x_sh, xlo + (st + 16) * kStride + k, kStride, false);
+        coopMatLoadNV(l0, x_lo_sh, st * kStride + k, kStride, false);
+        coopMatLoadNV(l1, x_lo_sh, (st + 16) * kStride + k, kStride, false);
       }
       // B[k][n] = W[row n][col k]: the [row][col] tile read column-major.
       MULTIPLY(0u, g00, g01, g10, g11, h00, h01, h10, h11)
@@ -236,16 +242,17 @@ void main() {
   if (kSplit) {
     // Element by element: glslc -O (spirv-opt) crashes on whole-fragment arithmetic.
     const float unscale = 1.0 / kLoScale;
+    const float keep = kLoOnly ? 0.0 : 1.0;
     for (int e = 0; e < g00.length(); ++e) {
-      g00[e] += h00[e] * unscale;
-      g01[e] += h01[e] * unscale;
-      g10[e] += h10[e] * unscale;
-      g11[e] += h11[e] * unscale;
+      g00[e] = keep * g00[e] + h00[e] * unscale;
+      g01[e] = keep * g01[e] + h01[e] * unscale;
+      g10[e] = keep * g10[e] + h10[e] * unscale;
+      g11[e] = keep * g11[e] + h11[e] * unscale;
 #ifdef GATE_UP
-      u00[e] += v00[e] * unscale;
-      u01[e] += v01[e] * unscale;
-      u10[e] += v10[e] * unscale;
-      u11[e] += v11[e] * unscale;
+      u00[e] = keep * u00[e] + v00[e] * unscale;
+      u01[e] = keep * u01[e] + v01[e] * unscale;
+      u10[e] = keep * u10[e] + v10[e] * unscale;
+      u11[e] = keep * u11[e] + v11[e] * unscale;
 #endif
     }
   }

@@ -54,5 +54,6 @@ INFER_PUSH_END(MatvecPush)
 #define INFER_MATMUL_COOP_ROWS 128
 #define INFER_MATMUL_COOP_GATE_UP_ROWS 64
 #define INFER_MATMUL_COOP_SPEC_SPLIT 1  // bool: hi + lo f16 parts (default), else f16 alone
+#define INFER_MATMUL_COOP_SPEC_LO_ONLY 2  // bool, diagnosis: the lo products alone
 
 #endif  // INFER_SHADERS_MATVEC_H_

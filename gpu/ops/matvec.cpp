@@ -280,8 +280,11 @@ Result<MatvecKernels> create_matvec_kernels(const VulkanContext& ctx, WeightForm
     coop.push_bytes = sizeof(shader::MatvecPush);
     // INFER_COOP_SPLIT=0 drops the lo parts (plain f16 products: faster, ~2^-10 relative).
     const char* split = std::getenv("INFER_COOP_SPLIT");
+    // INFER_COOP_DEBUG=1: the lo products alone (diagnosis of the lost precision, issue 3).
+    const char* lo_only = std::getenv("INFER_COOP_DEBUG");
     coop.spec = {{INFER_MATMUL_SPEC_LOCAL_SIZE, INFER_MATMUL_COOP_TOKENS * rows / 1024 * subgroup},
-                 {INFER_MATMUL_COOP_SPEC_SPLIT, split != nullptr && split[0] == '0' ? 0u : 1u}};
+                 {INFER_MATMUL_COOP_SPEC_SPLIT, split != nullptr && split[0] == '0' ? 0u : 1u},
+                 {INFER_MATMUL_COOP_SPEC_LO_ONLY, lo_only != nullptr && lo_only[0] == '1' ? 1u : 0u}};
     coop.required_subgroup_size = subgroup;  // fragments span whole subgroups
     INFER_TRY(k.coop, Pipeline::create(ctx, coop));
   }
