@@ -49,7 +49,7 @@ const uint kSubgroups = kTokens * kRows / 1024;
 // activation goes in as hi + lo (hi = f16(x), lo = f16(x - hi): ~22 bits), and so do Q8_0/Q4_0
 // weights (d · q rounds in f16); bf16 weights are exact in f16. Products: x_hi·w, and x_lo·w +
 // x_hi·w_lo for quantized weights in their own accumulators (x_lo·w_lo is below f32 rounding).
-#ifdef W_SCALED
+#if defined(W_SCALED) || defined(W_F32)  // f32 weights lose 13 bits in f16: split them too
 #define W_SPLIT
 const uint kCols = 32;  // columns per step: whole GGML blocks; split tiles fit shared memory
 #else
