@@ -12,6 +12,7 @@
 
 #include "base/check.h"
 #include "gpu/context.h"
+#include "gpu/ops/matmul_tuning.h"
 #include "gpu/ops/matvec_shape.h"
 #include "shaders/matvec.h"
 
@@ -36,134 +37,9 @@ constexpr uint32_t kDotMaxGroupsOne = 64;
 constexpr uint32_t kDotMaxGroupsMany = 24;
 constexpr uint32_t kDotSharedBudget = 32 * 1024;
 
-// Tiled defaults (shaders/matmul.comp): a register-blocked SIMT GEMM. Plain products 128 x 128
-// outputs a workgroup, 8 x 8 an invocation (256 invocations; per column 4 vec4 shared reads feed
-// 64 FMAs); gate-up 64 x 128 at 4 x 8 per matrix (the same 64 sums and 256 invocations, two
-// matrices staged). 32 KB of shared memory either way, one buffer: the next step's loads wait in
-// registers during the FMAs. Halved while the device cannot hold them. A product whose grid of
-// these has fewer than 128 workgroups (a 3840-row projection of a 256-token chunk: 60) takes the
-// quarter tile, 64 x 64 by 4 x 4 (small_tile()): 4x the workgroups, so a big GPU's SMs each get
-// some. The H200 knobs, read once at pipeline creation where the tuning leaves them 0:
-// INFER_MM_TILE=128x64 (rows x tokens), INFER_MM_THREAD=8x4, INFER_MM_STAGES=1|2,
-// INFER_MM_BIG_MIN_GROUPS=128 for plain products; INFER_MM_GU_TILE, INFER_MM_GU_THREAD,
-// INFER_MM_GU_STAGES, INFER_MM_GU_BIG_MIN_GROUPS for gate-up; INFER_MM_MIN_TOKENS and
-// INFER_MM_MIN_GROUPS for the switch from matvec.comp (below, counted in quarter tiles).
-// The switch: measured on an H200 with the old 64 x 64 tile (Q4_0/Q8_0/bf16, 6144x1536,
-// 1536x6144, 21504x5376), the tiled kernel won from T = 16 when its grid had ~100+ workgroups,
-// but with 24 (1536 rows) only from T = 64; the matvec kernel streams W once per 4 tokens and
-// wins below.
-constexpr uint32_t kDefaultMatmulMinTokens = 16;
-constexpr uint32_t kDefaultMatmulMinGroups = 64;
-struct TileShape {
-  uint32_t rows, tokens, thread_rows, thread_tokens, stages;
-};
-constexpr TileShape kDefaultTile{128, 128, 8, 8, 1};
-constexpr TileShape kDefaultGateUpTile{64, 128, 4, 8, 1};
-constexpr uint32_t kDefaultBigTileMinGroups = 128;
-
-// The quarter tile of t: the thread tile's larger dimension (>= 8) halved, twice, with the tile's,
-// so the invocations stay and each sums a quarter of the outputs (a dimension of 4 stays: vec4
-// reads). Equal to t's where nothing halves.
-TileShape small_tile(const MatvecTuning& t) {
-  TileShape s{t.tile_rows, t.tile_tokens, t.thread_rows, t.thread_tokens, t.tile_stages};
-  for (int i = 0; i < 2; ++i) {
-    if (s.thread_tokens >= s.thread_rows && s.thread_tokens >= 8) {
-      s.thread_tokens /= 2;
-      s.tokens /= 2;
-    } else if (s.thread_rows >= 8) {
-      s.thread_rows /= 2;
-      s.rows /= 2;
-    }
-  }
-  return s;
-}
-
 // shaders/meson.build names the variants family + "_" + the format's name ("matmul_q4_0").
 std::string variant_name(const char* family, WeightFormat f) {
   return std::string(family) + "_" + weight_format_name(f);
-}
-
-uint32_t matmul_shared_bytes(const MatvecTuning& t, bool gate_up) {
-  const uint32_t mats = gate_up ? 2 : 1;
-  return t.tile_stages * 4 * INFER_MATMUL_TILE_COLS * (mats * t.tile_rows + t.tile_tokens);
-}
-
-// Reads "AxB" from the environment into a and b where both are 0; a value that is not two
-// positive numbers is an error (a sweep should not silently run the default).
-Result<void> env_pair(const char* name, uint32_t& a, uint32_t& b) {
-  const char* v = std::getenv(name);
-  if (v == nullptr || a != 0 || b != 0) return Ok{};
-  unsigned x = 0, y = 0;
-  char tail = 0;
-  if (std::sscanf(v, "%ux%u%c", &x, &y, &tail) != 2 || x == 0 || y == 0) {
-    return make_error(ErrorCode::kUnsupported,
-                      std::string(name) + "=\"" + v + "\": expected ROWSxTOKENS, e.g. 128x64");
-  }
-  a = x;
-  b = y;
-  return Ok{};
-}
-
-void env_number(const char* name, uint32_t& a) {
-  const char* v = std::getenv(name);
-  if (v != nullptr && a == 0) a = uint32_t(std::strtoul(v, nullptr, 10));
-}
-
-// Fills the tiled kernel's zeros from the environment, then from the defaults, halving a default
-// tile while the device cannot hold it (workgroup invocations or shared memory), and checks the
-// shape is one the shader can run.
-Result<void> resolve_matmul_tuning(const VulkanContext& ctx, bool gate_up, MatvecTuning& t) {
-  VkPhysicalDeviceProperties props;
-  vkGetPhysicalDeviceProperties(ctx.physical_device(), &props);
-  const uint32_t max_shared = props.limits.maxComputeSharedMemorySize;
-  const uint32_t max_invocations =
-      std::min(ctx.info().max_workgroup_invocations, props.limits.maxComputeWorkGroupSize[0]);
-  INFER_TRY_VOID(env_pair(gate_up ? "INFER_MM_GU_TILE" : "INFER_MM_TILE", t.tile_rows,
-                          t.tile_tokens));
-  INFER_TRY_VOID(env_pair(gate_up ? "INFER_MM_GU_THREAD" : "INFER_MM_THREAD", t.thread_rows,
-                          t.thread_tokens));
-  env_number(gate_up ? "INFER_MM_GU_STAGES" : "INFER_MM_STAGES", t.tile_stages);
-  env_number(gate_up ? "INFER_MM_GU_BIG_MIN_GROUPS" : "INFER_MM_BIG_MIN_GROUPS",
-             t.tile_min_groups);
-  env_number("INFER_MM_MIN_TOKENS", t.matmul_min_tokens);
-  env_number("INFER_MM_MIN_GROUPS", t.matmul_min_groups);
-  const TileShape& d = gate_up ? kDefaultGateUpTile : kDefaultTile;
-  const bool defaults = t.tile_rows == 0 && t.tile_tokens == 0;
-  if (t.matmul_min_tokens == 0) t.matmul_min_tokens = kDefaultMatmulMinTokens;
-  if (t.matmul_min_groups == 0) t.matmul_min_groups = kDefaultMatmulMinGroups;
-  if (t.tile_rows == 0) t.tile_rows = d.rows;
-  if (t.tile_tokens == 0) t.tile_tokens = d.tokens;
-  if (t.thread_rows == 0) t.thread_rows = d.thread_rows;
-  if (t.thread_tokens == 0) t.thread_tokens = d.thread_tokens;
-  if (t.tile_stages == 0) t.tile_stages = d.stages;
-  if (t.tile_min_groups == 0) t.tile_min_groups = kDefaultBigTileMinGroups;
-  auto invocations = [&] {
-    return (t.tile_rows / t.thread_rows) * (t.tile_tokens / t.thread_tokens);
-  };
-  while (defaults && (invocations() > max_invocations ||
-                      matmul_shared_bytes(t, gate_up) > max_shared)) {
-    if (t.tile_tokens >= t.tile_rows && t.tile_tokens > t.thread_tokens) {
-      t.tile_tokens /= 2;
-    } else if (t.tile_rows > t.thread_rows) {
-      t.tile_rows /= 2;
-    } else {
-      break;
-    }
-  }
-  if (t.thread_rows % 4 != 0 || t.thread_tokens % 4 != 0 || t.tile_rows % t.thread_rows != 0 ||
-      t.tile_tokens % t.thread_tokens != 0 || (t.tile_stages != 1 && t.tile_stages != 2) ||
-      invocations() > max_invocations || matmul_shared_bytes(t, gate_up) > max_shared) {
-    return make_error(ErrorCode::kUnsupported,
-                      "matmul tile " + std::to_string(t.tile_rows) + "x" +
-                          std::to_string(t.tile_tokens) + " by " + std::to_string(t.thread_rows) +
-                          "x" + std::to_string(t.thread_tokens) + " (multiples of 4), " +
-                          std::to_string(t.tile_stages) + " stage(s) needs " +
-                          std::to_string(invocations()) + " invocations and " +
-                          std::to_string(matmul_shared_bytes(t, gate_up)) +
-                          " bytes of shared memory; the device allows " +
-                          std::to_string(max_invocations) + " and " + std::to_string(max_shared));
-  }
-  return Ok{};
 }
 
 std::atomic<bool> g_int_dot{false};
@@ -378,7 +254,6 @@ bool activations_in_int8(const MatvecKernels& k, int64_t rows, int64_t cols, uin
 bool runs_matvec_shader(const MatvecKernels& k, int64_t rows, int64_t cols, uint32_t n_tokens) {
   return !tiled_path(k, rows, n_tokens) && !dot_path(k, rows, cols, n_tokens);
 }
-
 
 Result<void> record_matvec_kernels(Recorder& rec, const MatvecKernels& k, const GpuMatrix& w,
                                    const GpuMatrix* up, Binding x, Binding y, uint32_t n_tokens) {
