@@ -17,8 +17,10 @@
 #include "gpu/ops/matvec_norm_in.h"
 #include "model/model.h"
 #include "model/thread_pool.h"
+#include "test/gpu/forward_fixture_test.h"
 #include "test/gpu/gpu_test_env.h"
 #include "test/model/golden_fixture.h"
+#include "test/scoped_env.h"
 #include "test/test_paths.h"
 
 namespace infer::gpu {
@@ -26,28 +28,15 @@ namespace {
 
 using Case = test::FixtureCase;
 
-class ForwardNormInGpu : public GpuTest, public ::testing::WithParamInterface<Case> {
+class ForwardNormInGpu : public GpuFixtureTest {
  protected:
-  void SetUp() override {
-    GpuTest::SetUp();
-    if (HasFatalFailure()) return;
-    dir_ = test::repo_fixtures() / "gemma4-text" / GetParam().dir;
-    golden_ = test::read_fixture_golden(dir_);
-    ASSERT_FALSE(golden_.prompt_ids.empty());
-  }
-
   // A forward with INFER_NORM_IN=mode while its ops are made ("0": no fusion).
   std::unique_ptr<GpuForward> make(const Model& model, const char* mode) {
-    setenv("INFER_NORM_IN", mode, 1);
+    const test::ScopedEnv env("INFER_NORM_IN", mode);
     auto f = GpuForward::create(*ctx_, model, pool_, test::kGoldenMaxPositions, 8);
-    unsetenv("INFER_NORM_IN");
     EXPECT_TRUE(f.ok()) << f.error().message;
     return f.ok() ? std::move(f).value() : nullptr;
   }
-
-  ThreadPool pool_{2};
-  std::filesystem::path dir_;
-  test::FixtureGolden golden_;
 };
 
 TEST_P(ForwardNormInGpu, DecodeSavesTheStepDispatchesAndKeepsTheTokens) {

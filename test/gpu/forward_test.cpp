@@ -18,6 +18,7 @@
 #include "model/cpu_forward.h"
 #include "model/model.h"
 #include "model/thread_pool.h"
+#include "test/gpu/forward_fixture_test.h"
 #include "test/gpu/gpu_test_env.h"
 #include "test/model/golden_fixture.h"
 #include "test/test_paths.h"
@@ -35,16 +36,8 @@ const LoadOptions kOracleLoad{Quant::kAsStored, EmbedScale::kF32};
 
 using Case = test::FixtureCase;
 
-class ForwardGpu : public GpuTest, public ::testing::WithParamInterface<Case> {
+class ForwardGpu : public GpuFixtureTest {
  protected:
-  void SetUp() override {
-    GpuTest::SetUp();
-    if (HasFatalFailure()) return;
-    dir_ = test::repo_fixtures() / "gemma4-text" / GetParam().dir;
-    golden_ = test::read_fixture_golden(dir_);
-    ASSERT_FALSE(golden_.prompt_ids.empty());
-  }
-
   std::unique_ptr<Model> load(Quant quant) {
     auto m = Model::load(dir_, LoadOptions{quant, EmbedScale::kF32}, pool_);
     EXPECT_TRUE(m.ok()) << m.error().message;
@@ -107,10 +100,6 @@ class ForwardGpu : public GpuTest, public ::testing::WithParamInterface<Case> {
     }
     return tokens;
   }
-
-  ThreadPool pool_{2};
-  std::filesystem::path dir_;
-  test::FixtureGolden golden_;
 };
 
 TEST_P(ForwardGpu, PromptLogitsMatchCpuAndGoldenInEveryChunking) {

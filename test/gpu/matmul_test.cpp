@@ -21,10 +21,7 @@
 #include "model/ops/matmul.h"
 #include "test/gpu/gpu_test_env.h"
 #include "test/gpu/host_matrix.h"
-
-namespace infer {
-inline void PrintTo(WeightFormat f, std::ostream* os) { *os << weight_format_name(f); }
-}  // namespace infer
+#include "test/gpu/matvec_check.h"  // Shape, expect_gate_up_matches
 
 namespace infer::gpu {
 namespace {
@@ -149,34 +146,8 @@ void check_gate_up(const VulkanContext& ctx, const MatvecKernels& k, int64_t I, 
   const HostMatrix up = random_matrix(k.format, I, H, uint32_t(I * 137 + H + 1));
   // Activations in [-2, 2): gate sums reach the curved part of gelu and its negative tail.
   const std::vector<float> x = random_vector(size_t(T * H), uint32_t(H + T), -2.0f, 2.0f);
-  const std::vector<float> act = run(ctx, k, gate, &up, x, T);
-  std::vector<float> g(act.size()), u(act.size()), ref(act.size());
-  matmul_reference(gate.m, x.data(), T, g.data());
-  matmul_reference(up.m, x.data(), T, u.data());
-  gelu_mul(g.data(), u.data(), T * I, ref.data());
-  std::vector<float> grow(static_cast<size_t>(H)), urow(static_cast<size_t>(H));
-  int bad = 0;
-  for (int64_t i = 0; i < I; ++i) {
-    dequantize_row(gate.m, i, grow.data());
-    dequantize_row(up.m, i, urow.data());
-    for (int64_t t = 0; t < T; ++t) {
-      const size_t o = size_t(t * I + i);
-      const double gv = std::fabs(g[o]), uv = std::fabs(u[o]);
-      const double tol = 1.13 * uv * sum_tol(H) * abs_dot(grow, &x[size_t(t * H)]) +
-                         gv * sum_tol(H) * abs_dot(urow, &x[size_t(t * H)]) +
-                         32.0 * FLT_EPSILON * gv * uv + 1e-30;
-      if (!(std::fabs(double(act[o]) - ref[o]) <= tol) && ++bad <= 5) {
-        ADD_FAILURE() << "act[t=" << t << ", i=" << i << "] = " << act[o] << ", reference "
-                      << ref[o] << ", tolerance " << tol;
-      }
-    }
-  }
-  EXPECT_EQ(bad, 0) << "of " << T * I << " outputs";
+  expect_gate_up_matches(gate.m, up.m, x, T, run(ctx, k, gate, &up, x, T));
 }
-
-struct Shape {
-  int64_t rows, cols, T;
-};
 
 // Rows 1, 7, 65, 130, 200 leave the last row tile partial; T = 1, 2, 5, 33 most of a token tile
 // empty, 64 and 256 fill 64-token tiles, 130 ends mid tile; 96 and 160 columns end mid 64 (a

@@ -19,10 +19,7 @@
 #include "model/ops/matmul.h"
 #include "test/gpu/gpu_test_env.h"
 #include "test/gpu/host_matrix.h"
-
-namespace infer {
-inline void PrintTo(WeightFormat f, std::ostream* os) { *os << weight_format_name(f); }
-}  // namespace infer
+#include "test/gpu/matvec_check.h"  // expect_gate_up_matches
 
 namespace infer::gpu {
 namespace {
@@ -47,13 +44,6 @@ std::vector<float> run_gate_up(const VulkanContext& ctx, const GateUpOp& op, con
   return act;
 }
 
-// Sum of |w[r, c] · x[t, c]| over c: the scale of a dot product's rounding error.
-double abs_dot(const Matrix& w, const std::vector<float>& row, const float* x) {
-  double s = 0;
-  for (int64_t c = 0; c < w.cols; ++c) s += std::fabs(double(row[size_t(c)]) * x[c]);
-  return s;
-}
-
 void check_gate_up(const VulkanContext& ctx, WeightFormat format, int64_t I, int64_t H, int64_t T) {
   SCOPED_TRACE(std::string(weight_format_name(format)) + " I " + std::to_string(I) + " H " +
                std::to_string(H) + " T " + std::to_string(T));
@@ -68,49 +58,22 @@ void check_gate_up(const VulkanContext& ctx, WeightFormat format, int64_t I, int
   ASSERT_TRUE(op.ok()) << op.error().message;
   const std::vector<float> act = run_gate_up(ctx, **op, *g, *u, x, T);
 
-  std::vector<float> g_ref(size_t(T * I)), u_ref(size_t(T * I)), act_ref(size_t(T * I));
-  matmul_reference(gate.m, x.data(), T, g_ref.data());
-  matmul_reference(up.m, x.data(), T, u_ref.data());
-  gelu_mul(g_ref.data(), u_ref.data(), T * I, act_ref.data());
-
-  // Each GPU sum errs by up to c·S (S the sum of |terms|, c as in matvec_test: random-walk rounding
-  // over H terms, 8x margin). act = gelu(g)·u moves by |gelu'(g)|·|u|·δg + |gelu(g)|·δu with
-  // |gelu'| <= 1.13 and |gelu(g)| <= |g|; the two gelu evaluations (tanh on the CPU, the exp form
-  // on the GPU) and the products add a few ulps of |g·u|.
-  // On the cooperative-matrix kernel each product is within 2^-10 of itself (f16 inputs).
-  const double c = 8.0 * FLT_EPSILON * std::sqrt(double(H)) +
-                   ((*op)->products_in_f16(I, H, uint32_t(T)) ? std::ldexp(1.0, -10) : 0.0);
-  std::vector<float> grow(static_cast<size_t>(H)), urow(static_cast<size_t>(H));
-  int bad = 0;
-  for (int64_t i = 0; i < I; ++i) {
-    dequantize_row(gate.m, i, grow.data());
-    dequantize_row(up.m, i, urow.data());
-    for (int64_t t = 0; t < T; ++t) {
-      const size_t o = size_t(t * I + i);
-      const double gv = std::fabs(g_ref[o]), uv = std::fabs(u_ref[o]);
-      const double tol = 1.13 * uv * c * abs_dot(gate.m, grow, &x[size_t(t * H)]) +
-                         gv * c * abs_dot(up.m, urow, &x[size_t(t * H)]) +
-                         32.0 * FLT_EPSILON * gv * uv + 1e-30;
-      if (!(std::fabs(double(act[o]) - act_ref[o]) <= tol) && ++bad <= 5) {
-        ADD_FAILURE() << "act[t=" << t << ", i=" << i << "] = " << act[o] << ", reference "
-                      << act_ref[o] << " (gate " << g_ref[o] << ", up " << u_ref[o]
-                      << "), tolerance " << tol;
-      }
-    }
-  }
-  EXPECT_EQ(bad, 0) << "of " << T * I << " outputs";
+  // The bound of test/gpu/matvec_check.h; on the cooperative-matrix kernel each product is also
+  // within 2^-10 of itself (f16 inputs).
+  expect_gate_up_matches(gate.m, up.m, x, T, act,
+                         (*op)->products_in_f16(I, H, uint32_t(T)) ? std::ldexp(1.0, -10) : 0.0);
 }
 
-struct Shape {
+struct GateUpShape {
   int64_t I, H, T;
 };
 
-void PrintTo(const Shape& s, std::ostream* os) {
+void PrintTo(const GateUpShape& s, std::ostream* os) {
   *os << "I " << s.I << " H " << s.H << " T " << s.T;
 }
 
 class GpuGateUp : public GpuTest,
-                  public ::testing::WithParamInterface<std::tuple<WeightFormat, Shape>> {};
+                  public ::testing::WithParamInterface<std::tuple<WeightFormat, GateUpShape>> {};
 
 TEST_P(GpuGateUp, MatchesCpuReference) {
   const auto [format, s] = GetParam();
@@ -119,7 +82,7 @@ TEST_P(GpuGateUp, MatchesCpuReference) {
 
 // T = 1, 2, 5: matvec kernels with partial row and token groups; T = 64 and 256: the tiled kernel
 // with partial row tiles (130, 65, 1 rows) and 96-column rows (a 32-column step past 64).
-const Shape kShapes[] = {{1, 32, 1},    {7, 64, 2},  {33, 96, 5},    {130, 256, 64},
+const GateUpShape kShapes[] = {{1, 32, 1},    {7, 64, 2},  {33, 96, 5},    {130, 256, 64},
                          {65, 96, 256}, {1, 64, 64}, {512, 1536, 1}, {96, 512, 256}};
 
 INSTANTIATE_TEST_SUITE_P(
@@ -131,7 +94,7 @@ INSTANTIATE_TEST_SUITE_P(
       std::string n = weight_format_name(std::get<0>(info.param));
       n[0] = char(std::toupper(n[0]));
       n.erase(std::remove(n.begin(), n.end(), '_'), n.end());
-      const Shape& s = std::get<1>(info.param);
+      const GateUpShape& s = std::get<1>(info.param);
       return n + "I" + std::to_string(s.I) + "H" + std::to_string(s.H) + "T" + std::to_string(s.T);
     });
 
