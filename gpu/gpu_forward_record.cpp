@@ -121,12 +121,10 @@ struct ChunkRecorder {
     INFER_CHECK(s.pending, "no residual step pending after a layer");
     const VkDeviceSize bytes = VkDeviceSize(T) * H() * sizeof(float);
     if (s.cur == 1) {
-      // Copied back and forth: x_alt's next reader is a compute shader, and the recorder's
-      // barrier before the first copy made x_alt's last (compute) write visible to copies only;
-      // the second copy's write gets the compute read a barrier of its own.
-      rec.copy(a.x_alt, 0, a.x, 0, bytes);
+      rec.copy(a.x_alt, 0, a.x, 0, bytes);  // the stream is in x_alt already
+    } else {
+      rec.copy(a.x, 0, a.x_alt, 0, bytes);
     }
-    rec.copy(a.x, 0, a.x_alt, 0, bytes);
     s.cur = 1;
     return ops.norm->add_norm(rec, whole(a.x), whole(a.o), s.w_post, s.scale, Binding{}, Binding{},
                               T, H(), eps());

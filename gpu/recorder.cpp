@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <string>
 
 #include "base/check.h"
 #include "gpu/context.h"
@@ -26,6 +28,11 @@ Result<std::unique_ptr<Recorder>> Recorder::create(const VulkanContext& ctx) {
   vkGetPhysicalDeviceProperties(ctx.physical_device(), &props);
   r->max_bindings_ = std::min<uint32_t>(kMaxBindings,
                                         props.limits.maxPerStageDescriptorStorageBuffers);
+  if (const char* mode = std::getenv("INFER_BARRIERS"); mode != nullptr) {
+    const std::string m = mode;
+    if (m == "global") r->barrier_mode_ = BarrierMode::kGlobal;
+    if (m == "none") r->barrier_mode_ = BarrierMode::kNone;
+  }
   VkCommandPoolCreateInfo pool_info{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
   pool_info.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
   pool_info.queueFamilyIndex = ctx.queue_family();
@@ -160,7 +167,16 @@ Result<VkDescriptorSet> Recorder::allocate_set(VkDescriptorSetLayout layout) {
 }
 
 void Recorder::order(std::span<const Use> uses, VkPipelineStageFlags2 stage,
-                     VkAccessFlags2 read_access, VkAccessFlags2 write_access) {
+                     VkAccessFlags2 write_access) {
+  // A barrier makes the earlier accesses available to every stage and access this recorder uses
+  // (compute and copy), not just to this command's: pending_ forgets the buffer after it, so a
+  // later reader of another stage (a shader after a copy) must already be covered, and so must a
+  // buffer bound twice in one dispatch (read at one binding, written at another).
+  constexpr VkPipelineStageFlags2 kAllStages =
+      VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_2_COPY_BIT;
+  constexpr VkAccessFlags2 kAllAccess =
+      VK_ACCESS_2_SHADER_STORAGE_READ_BIT | VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT |
+      VK_ACCESS_2_TRANSFER_READ_BIT | VK_ACCESS_2_TRANSFER_WRITE_BIT;
   barrier_scratch_.clear();
   for (const Use& u : uses) {
     auto it = pending_.find(u.buffer);
@@ -168,33 +184,50 @@ void Recorder::order(std::span<const Use> uses, VkPipelineStageFlags2 stage,
     const Pending& p = it->second;
     VkBufferMemoryBarrier2 b{VK_STRUCTURE_TYPE_BUFFER_MEMORY_BARRIER_2};
     if (p.write_stages != 0) {  // read- or write-after-write: make the earlier write visible
-      b.srcStageMask = p.write_stages;
+      b.srcStageMask = p.write_stages | p.read_stages;
       b.srcAccessMask = p.write_access;
     } else if (u.write) {  // write-after-read: the earlier reads must finish first
       b.srcStageMask = p.read_stages;
     } else {
       continue;  // read-after-read needs nothing
     }
-    b.dstStageMask = stage;
-    b.dstAccessMask = u.write ? (read_access | write_access) : read_access;
+    b.dstStageMask = kAllStages;
+    b.dstAccessMask = kAllAccess;
     b.srcQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED;
     b.dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED;
     b.buffer = u.buffer;
     b.offset = 0;
     b.size = VK_WHOLE_SIZE;
     bool seen = false;  // one barrier per buffer, even if it is bound twice
-    for (const VkBufferMemoryBarrier2& o : barrier_scratch_) seen = seen || o.buffer == u.buffer;
+    for (VkBufferMemoryBarrier2& o : barrier_scratch_) {
+      if (o.buffer != u.buffer) continue;
+      seen = true;
+      o.srcStageMask |= b.srcStageMask;
+      o.srcAccessMask |= b.srcAccessMask;
+    }
     if (!seen) barrier_scratch_.push_back(b);
   }
-  if (!barrier_scratch_.empty()) {
+  if (!barrier_scratch_.empty() && barrier_mode_ != BarrierMode::kNone) {
     VkDependencyInfo dep{VK_STRUCTURE_TYPE_DEPENDENCY_INFO};
-    dep.bufferMemoryBarrierCount = uint32_t(barrier_scratch_.size());
-    dep.pBufferMemoryBarriers = barrier_scratch_.data();
+    VkMemoryBarrier2 global{VK_STRUCTURE_TYPE_MEMORY_BARRIER_2};
+    if (barrier_mode_ == BarrierMode::kGlobal) {
+      for (const VkBufferMemoryBarrier2& b : barrier_scratch_) {
+        global.srcStageMask |= b.srcStageMask;
+        global.srcAccessMask |= b.srcAccessMask;
+      }
+      global.dstStageMask = kAllStages;
+      global.dstAccessMask = kAllAccess;
+      dep.memoryBarrierCount = 1;
+      dep.pMemoryBarriers = &global;
+    } else {
+      dep.bufferMemoryBarrierCount = uint32_t(barrier_scratch_.size());
+      dep.pBufferMemoryBarriers = barrier_scratch_.data();
+    }
     vkCmdPipelineBarrier2(cb_, &dep);
     barriers_ += int(barrier_scratch_.size());
     ++barrier_commands_;
-    for (const VkBufferMemoryBarrier2& b : barrier_scratch_) pending_.erase(b.buffer);
   }
+  for (const VkBufferMemoryBarrier2& b : barrier_scratch_) pending_.erase(b.buffer);
   for (const Use& u : uses) {
     Pending& p = pending_[u.buffer];
     if (u.write) {
@@ -246,7 +279,7 @@ Result<void> Recorder::dispatch(const Pipeline& pipeline, std::span<const Bindin
   vkUpdateDescriptorSets(ctx_.device(), uint32_t(bindings.size()), writes, 0, nullptr);
 
   order(std::span<const Use>(uses, bindings.size()), VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT,
-        VK_ACCESS_2_SHADER_STORAGE_READ_BIT, VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT);
+        VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT);
   vkCmdBindPipeline(cb_, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.handle());
   vkCmdBindDescriptorSets(cb_, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.layout(), 0, 1, &set, 0,
                           nullptr);
@@ -266,8 +299,7 @@ void Recorder::copy(const Buffer& src, VkDeviceSize src_offset, const Buffer& ds
               "copy of %llu bytes from \"%s\" to \"%s\" out of range", (unsigned long long)bytes,
               src.name().c_str(), dst.name().c_str());
   const Use uses[2] = {{src.handle(), false}, {dst.handle(), true}};
-  order(uses, VK_PIPELINE_STAGE_2_COPY_BIT, VK_ACCESS_2_TRANSFER_READ_BIT,
-        VK_ACCESS_2_TRANSFER_WRITE_BIT);
+  order(uses, VK_PIPELINE_STAGE_2_COPY_BIT, VK_ACCESS_2_TRANSFER_WRITE_BIT);
   VkBufferCopy region{src_offset, dst_offset, bytes};
   vkCmdCopyBuffer(cb_, src.handle(), dst.handle(), 1, &region);
   stamp("copy");

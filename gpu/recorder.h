@@ -111,8 +111,7 @@ class Recorder {
 
   explicit Recorder(const VulkanContext& ctx) : ctx_(ctx) {}
   // Emits the barriers `uses` need at `stage`, then records the uses as pending.
-  void order(std::span<const Use> uses, VkPipelineStageFlags2 stage, VkAccessFlags2 read_access,
-             VkAccessFlags2 write_access);
+  void order(std::span<const Use> uses, VkPipelineStageFlags2 stage, VkAccessFlags2 write_access);
   Result<VkDescriptorSet> allocate_set(VkDescriptorSetLayout layout);
   // After a dispatch or copy of a profiled recording: a timestamp, labelled.
   void stamp(const char* label);
@@ -125,6 +124,11 @@ class Recorder {
   size_t current_pool_ = 0;
   std::unordered_map<VkBuffer, Pending> pending_;
   std::vector<VkBufferMemoryBarrier2> barrier_scratch_;
+  // INFER_BARRIERS (diagnosis, read at create): "global" orders with one memory barrier instead
+  // of a buffer barrier per buffer; "none" records no barriers at all, so results are wrong and
+  // only the time means anything (what the dependencies cost).
+  enum class BarrierMode { kBuffers, kGlobal, kNone };
+  BarrierMode barrier_mode_ = BarrierMode::kBuffers;
   enum class State { kEmpty, kRecording, kEnded, kInFlight };
   State state_ = State::kEmpty;
   bool reusable_ = false;

@@ -115,6 +115,50 @@ TEST_F(GpuRecorder, PutsBarriersOnlyWhereDataDepends) {
   check_barriers(*staging_ctx_);
 }
 
+// A buffer written by a shader, read by a copy, then read by a shader again: the barrier before
+// the copy must also cover the later shader read (the recorder forgets the write after it), so
+// the second read needs none of its own; synchronization validation (on in the gpu suite) would
+// flag the hazard, and the result is checked on the CPU.
+TEST_F(GpuRecorder, OneBarrierCoversACopyAndALaterShaderRead) {
+  const int64_t n = 64;
+  const size_t un = size_t(n);
+  std::vector<float> wf(un * un), x(un);
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<float> dist(-0.2f, 0.2f);
+  for (float& v : wf) v = dist(rng);
+  for (float& v : x) v = dist(rng);
+  const Matrix m{WeightFormat::kF32, n, n, reinterpret_cast<const uint8_t*>(wf.data())};
+  auto w = upload_matrix(*ctx_, m, "w");
+  auto op = MatvecOp::create(*ctx_, WeightFormat::kF32);
+  ASSERT_TRUE(w.ok() && op.ok());
+  const size_t bytes = un * sizeof(float);
+  auto xb = Buffer::create(*ctx_, bytes, BufferKind::kDevice, "x");
+  auto y = Buffer::create(*ctx_, bytes, BufferKind::kDevice, "y");
+  auto copy = Buffer::create(*ctx_, bytes, BufferKind::kDevice, "copy");
+  auto z = Buffer::create(*ctx_, bytes, BufferKind::kDevice, "z");
+  ASSERT_TRUE(xb.ok() && y.ok() && copy.ok() && z.ok());
+  ASSERT_TRUE(upload(*ctx_, *xb, 0, x.data(), bytes).ok());
+  auto rec = Recorder::create(*ctx_);
+  ASSERT_TRUE(rec.ok()) << rec.error().message;
+  Recorder& r = **rec;
+  ASSERT_TRUE(r.begin().ok());
+  ASSERT_TRUE((*op)->record(r, *w, {&*xb}, {&*y}, 1).ok());
+  r.copy(*y, 0, *copy, 0, bytes);
+  EXPECT_EQ(r.barrier_command_count(), 1);
+  ASSERT_TRUE((*op)->record(r, *w, {&*y}, {&*z}, 1).ok());
+  EXPECT_EQ(r.barrier_command_count(), 1);
+  ASSERT_TRUE(r.submit_and_wait().ok());
+  std::vector<float> want_y(un), want_z(un), got_copy(un), got_z(un);
+  matmul_reference(m, x.data(), 1, want_y.data());
+  matmul_reference(m, want_y.data(), 1, want_z.data());
+  ASSERT_TRUE(download(*ctx_, *copy, 0, got_copy.data(), bytes).ok());
+  ASSERT_TRUE(download(*ctx_, *z, 0, got_z.data(), bytes).ok());
+  for (size_t i = 0; i < un; ++i) {
+    EXPECT_NEAR(got_copy[i], want_y[i], 1e-5f) << "copy[" << i << "]";
+    EXPECT_NEAR(got_z[i], want_z[i], 1e-5f) << "z[" << i << "]";
+  }
+}
+
 // More dispatches than one descriptor pool holds (256 sets): the Recorder adds pools.
 TEST_F(GpuRecorder, RecordsMoreDispatchesThanOnePoolHolds) {
   const int64_t n = 32;
