@@ -131,5 +131,8 @@ INFER_PUSH_END(MassPush)
 #define INFER_ATTN_SPEC_DCHUNK 8         // attend_pv: output dims per workgroup
 #define INFER_ATTN_SPEC_PV_UNROLL 9      // attend_pv: V rows each invocation loads at once
 #define INFER_ATTN_SPEC_KV_MODE 10       // INFER_KV_*: common/kv_ring.glsl, one pipeline a mode
+#define INFER_ATTN_SPEC_SLICE 11         // attend_tiled: dims of a staged Q/K slice
+#define INFER_ATTN_SPEC_V_KEYS 12        // attend_tiled: keys of a staged V sub-tile
+#define INFER_ATTN_SPEC_STAGE_VECS 13    // attend_tiled: vec4s of the shared staging region
 
 #endif  // INFER_SHADERS_ATTENTION_H_

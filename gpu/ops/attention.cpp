@@ -1,7 +1,7 @@
-// Attention ops: q/k/v norm + RoPE + cache write in one dispatch (shaders/qkv_prep.comp);
-// prefill as split-K flash attention whose last split merges the partials (attend.comp); the
-// pipelines (one per KV mode, made on first use) and buffers shared with the decode paths
-// (attention_decode.cpp: two passes; attention_split.cpp: opt-in one dispatch).
+// Attention ops: q/k/v norm + RoPE + cache write in one dispatch (shaders/qkv_prep.comp); the
+// pipelines (one per KV mode, made on first use) and buffers shared with prefill
+// (attention_prefill.cpp: split-K flash attention) and the decode paths (attention_decode.cpp:
+// two passes; attention_split.cpp: opt-in one dispatch).
 #include "gpu/ops/attention.h"
 
 #include <algorithm>
@@ -25,17 +25,13 @@ static_assert(sizeof(shader::KvCommitPush) == 3 * sizeof(uint32_t), "KvCommitPus
 
 // As matvec: enough invocations for coalesced rows of d = 256/512 on 32- and 64-wide GPUs.
 constexpr uint32_t kTargetInvocations = 128;
-constexpr uint32_t kTile = 32;  // keys per attend tile: shared scores are ROWS x kTile floats
 // Query rows per attend workgroup: decode holds the GQA group of one KV head (8 for Gemma 4),
-// prefill also a few tokens, so each K/V row loaded serves up to 16 queries.
+// the old prefill kernel (attend.comp) also a few tokens, so each K/V row loaded serves up to
+// 16 queries.
 constexpr uint32_t kDecodeRows = 8;
 constexpr uint32_t kPrefillRows = 16;
-// Split-K: a split gets at least this many keys (fewer would cost more in the merge than they
-// save: the merging workgroup reads splits x rows x d partials), and at most kMaxSplits
-// splits. Prefill splits only to reach kTargetGroups workgroups and within kPrefillSplits
-// partials per row, which sizes the scratch for max_T.
-constexpr uint32_t kMinKeysPerSplit = 2 * kTile;
-constexpr uint32_t kTargetGroups = 256;
+// Prefill partials per row that the scratch holds for max_T tokens (attention_prefill.cpp
+// splits within what the scratch holds).
 constexpr uint32_t kPrefillSplits = 4;
 
 uint32_t floor_pow2(uint32_t x) {
@@ -162,6 +158,8 @@ Result<std::unique_ptr<AttentionOps>> AttentionOps::create(const VulkanContext& 
   }
   p.decode_rows = std::min(kDecodeRows, floor_pow2(rows_fit));
   p.prefill_rows = std::min(kPrefillRows, floor_pow2(rows_fit));
+  p.prefill = prefill_knobs(shared_bytes, std::min(info.max_workgroup_invocations,
+                                                   props.limits.maxComputeWorkGroupSize[0]));
 
   using A = Access;
   INFER_TRY(p.commit, Pipeline::create(ctx, p.desc("kv_commit", {A::kRead, A::kReadWrite,
@@ -198,27 +196,6 @@ Result<std::unique_ptr<AttentionOps>> AttentionOps::create(const VulkanContext& 
   INFER_TRY_VOID(upload(ctx, p.counters, 0, zeros.data(), zeros.size() * sizeof(uint32_t)));
   return op;
 }
-
-uint32_t AttentionOps::splits(const AttentionDims& dims) const {
-  const Pipelines& p = *p_;
-  const uint32_t group = dims.n_q / dims.n_kv;
-  const uint32_t rows = dims.T == 1 ? p.decode_rows : p.prefill_rows;
-  const uint32_t heads = std::min(group, rows);
-  const uint32_t tokens = dims.T == 1 ? 1 : rows / heads;
-  // The most keys one workgroup's queries can see: W + tokens - 1 on a sliding layer, else
-  // the whole ring.
-  const uint32_t keys = dims.window > 0 ? std::min(dims.window + tokens - 1, dims.slots)
-                        : dims.slots + (dims.mode == INFER_KV_TIERED ? dims.T : 0);
-  uint32_t n = std::clamp(div_up(keys, kMinKeysPerSplit), 1u, kMaxSplits);
-  if (dims.T > 1) {
-    const uint32_t groups = div_up(dims.T, tokens) * dims.n_kv * div_up(group, heads);
-    n = std::min(n, div_up(kTargetGroups, groups));
-  }
-  const uint64_t per_split = uint64_t(dims.T) * dims.n_q * (dims.d + 2);
-  return uint32_t(std::clamp<uint64_t>(p.scratch_floats / per_split, 1, n));
-}
-
-uint32_t AttentionOps::min_keys_per_split() const { return kMinKeysPerSplit; }
 
 Result<void> AttentionOps::qkv_prep(Recorder& rec, Binding step, const QkvShape& s, Binding qkv,
                                     Binding q_norm, Binding k_norm, Binding inv_freq,
@@ -302,36 +279,11 @@ Result<void> AttentionOps::attend(Recorder& rec, Binding step, const AttentionDi
     inv_freq = q;  // read by no invocation; a binding still needs a buffer
   }
 
-  const uint32_t group = dims.n_q / dims.n_kv;
   if (dims.T == 1) {
     return p.split_decode ? attend_split(rec, step, dims, q, k_cache, v_cache, out, inv_freq)
                           : attend_decode(rec, step, dims, q, k_cache, v_cache, out, inv_freq);
   }
-  const uint32_t heads = std::min(group, p.prefill_rows);
-  const shader::AttendPush push =
-      attend_push(dims, splits(dims), heads, p.prefill_rows / heads, kMinKeysPerSplit);
-  const Groups groups{push.n_splits, div_up(dims.T, push.tokens_per_group),
-                      dims.n_kv * div_up(group, push.heads_per_group)};
-  // One counter per (y, z) workgroup column; each holds at least one query row.
-  INFER_CHECK(uint64_t(groups.y) * groups.z <= uint64_t(p.limits.max_T) * p.limits.max_n_q,
-              "attend: %u x %u counters", groups.y, groups.z);
-  using A = Access;
-  const Pipeline* pipeline = nullptr;
-  INFER_TRY(pipeline, p.cached({"attend", dims.mode, 0, 0}, [&] {
-    return p.desc("attend",
-                  {A::kRead, A::kRead, A::kRead, A::kRead, A::kWrite, A::kReadWrite,
-                   A::kReadWrite, A::kRead},
-                  sizeof(shader::AttendPush),
-                  {{INFER_ATTN_SPEC_ROWS, p.prefill_rows},
-                   {INFER_ATTN_SPEC_TILE, kTile},
-                   {INFER_ATTN_SPEC_MAX_D, p.limits.max_d},
-                   {INFER_ATTN_SPEC_DIMS, div_up(p.limits.max_d, p.lanes.local_size)}},
-                  dims.mode);
-  }));
-  return rec.dispatch(*pipeline,
-                      {step, q, k_cache, v_cache, out, Binding{&p.scratch}, Binding{&p.counters},
-                       inv_freq},
-                      push, groups);
+  return attend_prefill(rec, step, dims, q, k_cache, v_cache, out, inv_freq);
 }
 
 Result<void> AttentionOps::kv_commit(Recorder& rec, Binding step, uint32_t T, uint32_t row,

@@ -97,8 +97,10 @@ class AttentionOps {
   // unscaled (scale 1.0, §4.7), fp32 softmax. q, out: [T, n_q·d] f32. Decode (T = 1) in two
   // dispatches (scores, then softmax · V); INFER_ATTN_SPLIT=1 in the environment (read at
   // create): in one, split over keys and output dims and merged by the last split (slower on the
-  // H200 so far). Prefill: one dispatch of split-K flash attention merged by its last split.
-  // inv_freq [d/2]: the keys' RoPE, needed in the ring modes only.
+  // H200 so far). Prefill: one dispatch of split-K flash attention merged by its last split,
+  // register-blocked (attend_tiled.comp); INFER_ATTN_PREFILL=old in the environment (read at
+  // create): the subgroup kernel (attend.comp), which also takes head dims the tiled one does
+  // not (tiled_prefill()). inv_freq [d/2]: the keys' RoPE, needed in the ring modes only.
   Result<void> attend(Recorder& rec, Binding step, const AttentionDims& dims, Binding q,
                       Binding k_cache, Binding v_cache, Binding out, Binding inv_freq = {}) const;
 
@@ -111,7 +113,9 @@ class AttentionOps {
   // fixed at record time); at run time only ranges of >= min_keys_per_split() keys are used: one
   // writes out directly, more write partials that the last of them merges. For tests and traces.
   uint32_t splits(const AttentionDims& dims) const;
-  uint32_t min_keys_per_split() const;
+  uint32_t min_keys_per_split(const AttentionDims& dims) const;
+  // Whether attend() records the tiled prefill kernel for `dims` (false: T = 1, or attend.comp).
+  bool tiled_prefill(const AttentionDims& dims) const;
   // Decode (T = 1): the key splits attend() records (its grid's y; 0: the two-pass decode).
   // At run time only splits of >= decode_min_keys_per_split() keys work, as above.
   uint32_t decode_splits(const AttentionDims& dims) const;
@@ -126,6 +130,10 @@ class AttentionOps {
 
  private:
   AttentionOps() = default;
+  // T > 1: attention_prefill.cpp.
+  Result<void> attend_prefill(Recorder& rec, Binding step, const AttentionDims& dims, Binding q,
+                              Binding k_cache, Binding v_cache, Binding out,
+                              Binding inv_freq) const;
   // T = 1: two passes (attention_decode.cpp) or, opt-in, one dispatch (attention_split.cpp).
   Result<void> attend_decode(Recorder& rec, Binding step, const AttentionDims& dims, Binding q,
                              Binding k_cache, Binding v_cache, Binding out,

@@ -18,7 +18,8 @@ namespace {
 static_assert(sizeof(shader::DecodeAttendPush) == 11 * sizeof(uint32_t),
               "DecodeAttendPush: 32-bit scalars");
 
-// `name` from the environment if set to a number, clamped to [lo, hi]; else `fallback`.
+}  // namespace
+
 uint32_t env_uint(const char* name, uint32_t fallback, uint32_t lo, uint32_t hi) {
   const char* v = std::getenv(name);
   if (v == nullptr || *v == '\0') return fallback;
@@ -27,8 +28,6 @@ uint32_t env_uint(const char* name, uint32_t fallback, uint32_t lo, uint32_t hi)
   if (end == v || *end != '\0') return fallback;
   return uint32_t(std::clamp<unsigned long>(x, lo, hi));
 }
-
-}  // namespace
 
 // Read once per AttentionOps::create. At E2B's 640 keys every K/V byte is read in 1-5 us at
 // the H200's bandwidth: the passes are bound by memory latency, so the knobs trade loads in

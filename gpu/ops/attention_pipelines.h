@@ -37,6 +37,21 @@ struct DecodeKnobs {
 };
 DecodeKnobs decode_knobs(uint32_t max_workgroup_invocations);
 
+// Prefill (T > 1): which kernel and the tiled kernel's shape knobs (attention_prefill.cpp reads
+// them from the environment once, at create, and documents each).
+struct PrefillKnobs {
+  bool old = false;               // INFER_ATTN_PREFILL=old: attend.comp for every prefill
+  uint32_t rows = 0;              // INFER_ATTN_PREFILL_ROWS (0: by head dim)
+  uint32_t tile = 0;              // INFER_ATTN_PREFILL_TILE (0: 4096 / rows)
+  uint32_t min_keys = 128;        // INFER_ATTN_PREFILL_KEYS
+  uint32_t shared_bytes = 49152;  // INFER_ATTN_PREFILL_SHARED, at most the device's limit
+  uint32_t max_invocations = 0;   // the device's workgroup limit
+};
+PrefillKnobs prefill_knobs(uint32_t max_shared_bytes, uint32_t max_invocations);
+
+// `name` from the environment if set to a number, clamped to [lo, hi]; else `fallback`.
+uint32_t env_uint(const char* name, uint32_t fallback, uint32_t lo, uint32_t hi);
+
 struct AttentionOps::Pipelines {
   const VulkanContext* ctx = nullptr;
   Limits limits;
@@ -45,6 +60,7 @@ struct AttentionOps::Pipelines {
   uint32_t decode_rows = 0;
   uint32_t prefill_rows = 0;
   DecodeKnobs knobs;
+  PrefillKnobs prefill;
   uint64_t scratch_floats = 0;
   bool split_decode = false;  // attend_split (one dispatch) for T = 1; false: two passes
   std::unique_ptr<Pipeline> commit;

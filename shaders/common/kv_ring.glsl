@@ -46,4 +46,15 @@ float kv_key(uint row, uint e, uint d, uint pos) {
   rope_sincos(angle, s, c);
   return lo ? x * c - y * s : x * c + y * s;
 }
+
+// Elements e and e + d/2 (e < d/2) of the key row, as kv_key gives them, with one sincos for
+// the pair (attend_tiled.comp stages dims in such pairs).
+vec2 kv_key_pair(uint row, uint e, uint d, uint pos) {
+  const float x = k_cache[row + e], y = k_cache[row + e + d / 2];
+  if (kKvMode == INFER_KV_EXACT) return vec2(x, y);
+  float s, c;
+  precise float angle = float(pos) * inv_freq[e];
+  rope_sincos(angle, s, c);
+  return vec2(x * c - y * s, y * c + x * s);
+}
 #endif

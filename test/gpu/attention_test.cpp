@@ -241,9 +241,10 @@ TEST_F(SplitDecode, AttendCasesCoverEveryPath) {
       decode_max = decode_max || keys > grid * ops->decode_min_keys_per_split();
       continue;
     }
-    const uint32_t grid = ops->splits({c.T, c.n_q, c.n_kv, c.d, c.slots, c.window});
+    const AttentionDims dims{c.T, c.n_q, c.n_kv, c.d, c.slots, c.window};
+    const uint32_t grid = ops->splits(dims);
     const uint32_t keys = c.window > 0 ? std::min(c.window, c.pos0 + c.T) : c.pos0 + c.T;
-    const bool splits = grid > 1 && keys > ops->min_keys_per_split();
+    const bool splits = grid > 1 && keys > ops->min_keys_per_split(dims);
     direct = direct || !splits;
     split_prefill = split_prefill || splits;
   }
