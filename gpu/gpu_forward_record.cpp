@@ -93,7 +93,7 @@ struct ChunkRecorder {
 
   // y = m · in, in = rmsnorm(stream) · norm_w (given) or the stream; gate-up with `up`.
   Result<void> product(const GpuMatrix& m, const GpuMatrix* up, Binding norm_w, Binding y) {
-    if (const MatvecNormInOp* op = norm_in_for(m, up)) {
+    if (const MatvecNormInOp* op = ops.norm_in_ple_only ? nullptr : norm_in_for(m, up)) {
       NormIn ni;
       ni.x = whole(x_buf(s.cur));
       ni.norm_w = norm_w;

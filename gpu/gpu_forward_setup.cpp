@@ -61,19 +61,24 @@ Result<void> create_ops(const VulkanContext& ctx, const ModelConfig& cfg, const 
       INFER_TRY(ops.gate_up[f], GateUpOp::create(ctx, WeightFormat(f)));
     }
   }
-  // Opt-in: products that read the stream at T = 1 take the step before them in their prologue
-  // (up to H columns, P for the PLE projection). INFER_NORM_IN: 0 or unset none, 1 plain
-  // products, 2 gate-up too. It saves 105 of E2B's 463 dispatches a token, but on the H200 it
-  // was slower, alternated in one run (docs/bench/gpu-h200-s5-normin-ab.json): E2B Q4_0
-  // 253-256 t/s against 264-265 without, 12B Q4_0 137.9 against 159.5. Every workgroup redoes
-  // the step's two reductions before its first weight load, and the gate-up prologue caps its
-  // grid (12B Q4_0 gate-up 51.3 us against 40.7 + 7.0 apart, docs/bench/gpu-h200-s5-mv.json).
-  // A device where a barrier costs more than a reduction (an APU) may gain: measure there.
+  // Products that read the stream at T = 1 may take the step before them in their prologue (up
+  // to H columns, P for the PLE projection). INFER_NORM_IN: unset the PLE projection alone (its
+  // prologue is gelu(gate) · ple over P = 256 values, which saves a dependent dispatch a layer:
+  // E2B +x% on the H200, docs/bench/gpu-h200-s6-*.json), 0 none, 1 every plain product, 2
+  // gate-up too. 1 and 2 save 105 of E2B's 463 dispatches a token but were slower on the H200,
+  // alternated in one run (docs/bench/gpu-h200-s5-normin-ab.json): E2B Q4_0 253-256 t/s against
+  // 264-265 without, 12B Q4_0 137.9 against 159.5. Every workgroup redoes the step's two
+  // reductions over H before its first weight load, and the gate-up prologue caps its grid (12B
+  // Q4_0 gate-up 51.3 us against 40.7 + 7.0 apart, docs/bench/gpu-h200-s5-mv.json). A device
+  // where a barrier costs more than a reduction (an APU) may gain: measure there.
   const char* norm_in = std::getenv("INFER_NORM_IN");
-  const bool gate_up_norm_in = norm_in != nullptr && norm_in[0] == '2';
-  if (norm_in != nullptr && (norm_in[0] == '1' || norm_in[0] == '2')) {
-    const uint32_t max_cols =
-        uint32_t(std::max(tc.hidden_size, tc.hidden_size_per_layer_input));
+  const char mode = norm_in == nullptr || norm_in[0] == '\0' ? 'p' : norm_in[0];
+  const bool gate_up_norm_in = mode == '2';
+  ops.norm_in_ple_only = mode == 'p';
+  if (mode == '1' || mode == '2' || (mode == 'p' && tc.hidden_size_per_layer_input > 0)) {
+    const uint32_t max_cols = mode == 'p' ? uint32_t(tc.hidden_size_per_layer_input)
+                                          : uint32_t(std::max(tc.hidden_size,
+                                                              tc.hidden_size_per_layer_input));
     for (size_t f = 0; f < 4; ++f) {
       if (mv[f]) {
         INFER_TRY(ops.matvec_norm_in[f],
