@@ -25,6 +25,7 @@
 #include "cli/mem_bandwidth.h"
 #include "cli/model_choice.h"
 #include "gpu/gpu_bandwidth.h"
+#include "gpu/gpu_sync_cost.h"
 #include "model/model.h"
 #include "model/ops/matmul.h"
 #include "model/sampling.h"
@@ -70,7 +71,7 @@ size_t peak_rss_bytes() {
 void add_gpu_fields(const gpu::VulkanContext& ctx, const gpu::GpuForward& fwd, double upload_s,
                     const std::vector<double>& host_ms, const std::vector<double>& submit_ms,
                     const std::vector<double>& wait_ms, const gpu::CopyBandwidth& copy,
-                    nlohmann::ordered_json& j) {
+                    const gpu::SyncCost& sync, nlohmann::ordered_json& j) {
   const gpu::DeviceInfo& info = ctx.info();
   j["backend"] = "vulkan";
   j["device_name"] = info.name;
@@ -89,6 +90,17 @@ void add_gpu_fields(const gpu::VulkanContext& ctx, const gpu::GpuForward& fwd, d
   j["memory_bandwidth_copy_measure"] =
       "device buffer-to-buffer copy, fence-timed; GB/s = (bytes read + bytes written) / s = 2 x "
       "copy bytes / s";
+  // What a dependent step costs, against what a persistent kernel's grid barrier would.
+  j["sync_dependent_dispatch_us"] = sync.dependent_dispatch_us;
+  j["sync_free_dispatch_us"] = sync.free_dispatch_us;
+  j["sync_grid_barrier_us"] = sync.grid_barrier_us;
+  j["sync_grid_groups"] = sync.grid_groups;
+  j["sync_grid_barrier_ok"] = sync.grid_barrier_ok;
+  j["sync_measure"] =
+      "medians of fence-timed replays: 400 empty dispatches of sync_grid_groups workgroups, each "
+      "after a barrier on the one before (dependent) or with none (free); one dispatch crossing "
+      "2000 grid-wide barriers (atomic arrive, spin on a generation word), per barrier; ok: every "
+      "workgroup was resident and saw the others' writes";
   const gpu::RecordingCounts counts = fwd.decode_counts();
   j["decode_dispatches_per_token"] = counts.dispatches;
   j["decode_barriers_per_token"] = counts.barrier_commands;
@@ -174,6 +186,7 @@ Result<void> run_bench(const Options& opts) {
   // memory read by a compute shader on the GPU (the copy figure goes beside it).
   Bandwidth bw;
   gpu::CopyBandwidth copy;
+  gpu::SyncCost sync;
   if (backend.gpu != nullptr) {
     // A CPU device (lavapipe) reads host memory: 256 MiB is past its caches, and slow enough.
     const bool cpu_device = backend.ctx->info().type == VK_PHYSICAL_DEVICE_TYPE_CPU;
@@ -186,6 +199,8 @@ Result<void> run_bench(const Options& opts) {
     bw.median_gb_per_s = read.median_gb_per_s;
     bw.buffer_bytes = read.buffer_bytes;
     bw.passes_gb_per_s = read.passes_gb_per_s;
+    // A CPU device runs a few workgroups at a time: one, so its grid barrier holds.
+    INFER_TRY(sync, gpu::measure_sync_cost(*backend.ctx, 400, 2000, cpu_device ? 1 : 128));
   } else {
     bw = measure_read_bandwidth(pool);
   }
@@ -218,7 +233,7 @@ Result<void> run_bench(const Options& opts) {
       {"tokenizer_encode_mb_per_s", tokenizer_mb_s},
   };
   if (backend.gpu != nullptr) add_gpu_fields(*backend.ctx, *backend.gpu, backend_s, host_ms,
-                                             submit_ms, wait_ms, copy, j);
+                                             submit_ms, wait_ms, copy, sync, j);
   if (!profile.is_null()) j["gpu_profile"] = profile;
   INFER_TRY_VOID(write_bench_json(opts, j));
 
