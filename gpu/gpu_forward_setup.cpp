@@ -64,7 +64,7 @@ Result<void> create_ops(const VulkanContext& ctx, const ModelConfig& cfg, const 
   // Products that read the stream at T = 1 may take the step before them in their prologue (up
   // to H columns, P for the PLE projection). INFER_NORM_IN: unset the PLE projection alone (its
   // prologue is gelu(gate) · ple over P = 256 values, which saves a dependent dispatch a layer:
-  // E2B +x% on the H200, docs/bench/gpu-h200-s6-*.json), 0 none, 1 every plain product, 2
+  // e2b-mini 98 -> 91 dispatches a token; its H200 gain is still to be measured), 0 none, 1 every plain product, 2
   // gate-up too. 1 and 2 save 105 of E2B's 463 dispatches a token but were slower on the H200,
   // alternated in one run (docs/bench/gpu-h200-s5-normin-ab.json): E2B Q4_0 253-256 t/s against
   // 264-265 without, 12B Q4_0 137.9 against 159.5. Every workgroup redoes the step's two
