@@ -15,7 +15,6 @@
 #include "gpu/ops/matmul_tuning.h"
 #include "gpu/ops/matvec_shape.h"
 #include "shaders/matvec.h"
-#include "shaders/weights.h"
 
 namespace infer::gpu {
 namespace {
@@ -44,12 +43,6 @@ std::string variant_name(const char* family, WeightFormat f) {
 }
 
 std::atomic<bool> g_int_dot{false};
-
-// weights.glsl's Q8_0/Q4_0 decode for the matvecs: INFER_QDECODE=0 the earlier one (A/B).
-uint32_t quant_decode() {
-  const char* v = std::getenv("INFER_QDECODE");
-  return v != nullptr && v[0] == '0' ? 0u : 1u;
-}
 
 // Whether the integer-dot-product kernels run: where the format has them and the device the
 // instructions, when asked for (tuning kOn, set_matvec_int_dot(true) or INFER_INTDOT=1). Opt-in:
@@ -122,8 +115,7 @@ Result<MatvecKernels> create_matvec_kernels(const VulkanContext& ctx, WeightForm
                  {INFER_MATVEC_SPEC_ROWS, tuning.rows_per_subgroup},
                  {INFER_MATVEC_SPEC_TOKENS, tokens},
                  {INFER_MATVEC_SPEC_SUBGROUPS, tuning.subgroups_per_group},
-                 {INFER_MATVEC_SPEC_UNROLL, tuning.vec_unroll},
-                 {INFER_WEIGHTS_SPEC_DECODE, quant_decode()}};
+                 {INFER_MATVEC_SPEC_UNROLL, tuning.vec_unroll}};
     desc.required_subgroup_size = shape.required_subgroup_size;
     INFER_TRY(std::unique_ptr<Pipeline> p, Pipeline::create(ctx, desc));
     (tokens == 1 ? k.one_token : k.many_tokens) = std::move(p);

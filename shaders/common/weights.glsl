@@ -21,8 +21,6 @@
 // fusion); the *_of(m, ...) functions read matrix m (0 or 1). Callers pass literal m, so after
 // inlining the choice folds away. Without W_PAIR, m must be 0.
 
-#include "weights.h"
-
 #ifdef W_PAIR
 #define W_PICK(m, a, b) ((m) == 0u ? (a) : (b))
 #else
@@ -103,15 +101,12 @@ uvec4 load_scales_of(uint m, uint row, uint j) {
 // NVIDIA (matmul.comp's staging indexes by a computed quad); constant i folds away.
 uint pick4(uvec4 v, uint i) { return i == 0u ? v.x : i == 1u ? v.y : i == 2u ? v.z : v.w; }
 
-// INFER_WEIGHTS_SPEC_DECODE (weights.h): 1 (default) decodes Q8_0/Q4_0 quants with field_int;
-// 0 the earlier extract-then-magic_int, kept for an A/B on a device (INFER_QDECODE=0).
-layout(constant_id = INFER_WEIGHTS_SPEC_DECODE) const uint kQuantDecode = 1;
-
 // The unsigned field of `width` bits at bit p of v, minus bias, exactly, as f32 (p + width <= 23).
 // Masked in place and given the exponent of 2^(23 - p), the word reads 2^(23 - p) + field: one
 // masked OR (a single LOP3 on NVIDIA) and one add, where extracting the field first (a shift and
-// a mask, or a byte extract, per weight) took twice the integer instructions that Q4_0 decode is
-// bound by.
+// a mask, or a byte extract, per weight) took twice the integer instructions. On the H200
+// (docs/bench/gpu-h200-s6-call1.json, against the extract-first decode): 12B Q4_0 decode 166.6
+// vs 160.4 t/s, E2B Q4_0 274-277 vs 268, E2B Q8_0 262.1 vs 259.7.
 float field_int(uint v, uint p, uint width, float bias) {
   const uint mask = ((1u << width) - 1u) << p;
   return uintBitsToFloat((v & mask) | ((150u - p) << 23)) - (float(1u << (23u - p)) + bias);
@@ -127,30 +122,19 @@ vec4 quad_weights(uvec4 wv, uint j, uint q) {
   return uintBitsToFloat(uvec4(a << 16, a & 0xffff0000u, b << 16, b & 0xffff0000u));
 #elif defined(W_Q8_0)
   const uint v = pick4(wv, q) ^ 0x80808080u;  // int8 -> uint8 biased by 128
-  if (kQuantDecode == 1u) {
-    const uint hi = v >> 16;  // bytes 2 and 3 at bits 0 and 8 (bit 23 is the exponent's)
-    return vec4(field_int(v, 0u, 8u, 128.0), field_int(v, 8u, 8u, 128.0),
-                field_int(hi, 0u, 8u, 128.0), field_int(hi, 8u, 8u, 128.0));
-  }
-  return vec4(magic_int(v & 0xffu, 128.0), magic_int((v >> 8) & 0xffu, 128.0),
-              magic_int((v >> 16) & 0xffu, 128.0), magic_int(v >> 24, 128.0));
+  const uint hi = v >> 16;  // bytes 2 and 3 at bits 0 and 8 (bit 23 is the exponent's)
+  return vec4(field_int(v, 0u, 8u, 128.0), field_int(v, 8u, 8u, 128.0),
+              field_int(hi, 0u, 8u, 128.0), field_int(hi, 8u, 8u, 128.0));
 #else
-  if (kQuantDecode == 1u) {
-    // Quad q's weights are the nibbles at bits 8e + 4(q % 2) of word q / 2; those at bit 20 and
-    // up move down by 12 (one shift a word, shared by its two quads).
-    const uint v = pick4(wv, q / 2), hi = v >> 12;
-    if ((q % 2) == 0u) {
-      return vec4(field_int(v, 0u, 4u, 8.0), field_int(v, 8u, 4u, 8.0),
-                  field_int(v, 16u, 4u, 8.0), field_int(hi, 12u, 4u, 8.0));
-    }
-    return vec4(field_int(v, 4u, 4u, 8.0), field_int(v, 12u, 4u, 8.0),
-                field_int(hi, 8u, 4u, 8.0), field_int(hi, 16u, 4u, 8.0));
+  // Quad q's weights are the nibbles at bits 8e + 4(q % 2) of word q / 2; those at bit 20 and up
+  // move down by 12 (one shift a word, shared by its two quads).
+  const uint v = pick4(wv, q / 2), hi = v >> 12;
+  if ((q % 2) == 0u) {
+    return vec4(field_int(v, 0u, 4u, 8.0), field_int(v, 8u, 4u, 8.0),
+                field_int(v, 16u, 4u, 8.0), field_int(hi, 12u, 4u, 8.0));
   }
-  // One mask for the quad leaves each weight a whole byte: 4 byte extracts (instructions of their
-  // own on NVIDIA and AMD) rather than 3 shifts and 4 masks.
-  const uint v = (pick4(wv, q / 2) >> (4 * (q % 2))) & 0x0f0f0f0fu;
-  return vec4(magic_int(v & 0xffu, 8.0), magic_int((v >> 8) & 0xffu, 8.0),
-              magic_int((v >> 16) & 0xffu, 8.0), magic_int(v >> 24, 8.0));
+  return vec4(field_int(v, 4u, 4u, 8.0), field_int(v, 12u, 4u, 8.0),
+              field_int(hi, 8u, 4u, 8.0), field_int(hi, 16u, 4u, 8.0));
 #endif
 }
 float quad_scale(uvec4 sv, uint j, uint q) {
