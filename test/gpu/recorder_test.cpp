@@ -4,10 +4,12 @@
 #include "gpu/recorder.h"
 
 #include <cstring>
+#include <memory>
 #include <numeric>
 #include <random>
 #include <vector>
 
+#include "base/check.h"
 #include "gpu/buffer.h"
 #include "gpu/gpu_bandwidth.h"
 #include "gpu/ops/matvec.h"
@@ -48,22 +50,41 @@ TEST_F(GpuBuffer, RejectsAnEmptyBuffer) {
   EXPECT_NE(b.error().message.find("\"empty\""), std::string::npos);
 }
 
+// A random f32 matrix W [n, n] (|w| <= 0.2) on the device, its matvec op, and a random x.
+struct RandomMatvec {
+  std::vector<float> wf, x;
+  Matrix m;
+  GpuMatrix w;
+  std::unique_ptr<MatvecOp> op;
+};
+
+RandomMatvec random_matvec(const VulkanContext& ctx, int64_t n, uint32_t seed) {
+  RandomMatvec r;
+  r.wf.resize(size_t(n * n));
+  r.x.resize(size_t(n));
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-0.2f, 0.2f);
+  for (float& v : r.wf) v = dist(rng);
+  for (float& v : r.x) v = dist(rng);
+  r.m = Matrix{WeightFormat::kF32, n, n, reinterpret_cast<const uint8_t*>(r.wf.data())};
+  auto w = upload_matrix(ctx, r.m, "w");
+  INFER_CHECK(w.ok(), "%s", w.error().message.c_str());
+  r.w = std::move(*w);
+  auto op = MatvecOp::create(ctx, WeightFormat::kF32);
+  INFER_CHECK(op.ok(), "%s", op.error().message.c_str());
+  r.op = std::move(*op);
+  return r;
+}
+
 // y1 = W x and y2 = W x (independent: no barrier), z = W y1 (reads y1: one barrier), then x
 // overwritten by a copy from z (z written before, x read before: two barriers), y2 = W x again
 // (x written by the copy, y2 written before: two barriers). Results checked on the CPU.
 void check_barriers(const VulkanContext& ctx) {
   const int64_t n = 96;
   const size_t un = size_t(n);
-  std::vector<float> wf(un * un), x(un);
-  std::mt19937 rng(5);
-  std::uniform_real_distribution<float> dist(-0.2f, 0.2f);
-  for (float& v : wf) v = dist(rng);
-  for (float& v : x) v = dist(rng);
-  const Matrix m{WeightFormat::kF32, n, n, reinterpret_cast<const uint8_t*>(wf.data())};
-  auto w = upload_matrix(ctx, m, "w");
-  ASSERT_TRUE(w.ok()) << w.error().message;
-  auto op = MatvecOp::create(ctx, WeightFormat::kF32);
-  ASSERT_TRUE(op.ok()) << op.error().message;
+  RandomMatvec mv = random_matvec(ctx, n, 5);
+  const Matrix& m = mv.m;
+  const std::vector<float>& x = mv.x;
   const size_t bytes = size_t(n) * sizeof(float);
   auto xb = Buffer::create(ctx, bytes, BufferKind::kDevice, "x");
   auto y1 = Buffer::create(ctx, bytes, BufferKind::kDevice, "y1");
@@ -76,14 +97,14 @@ void check_barriers(const VulkanContext& ctx) {
   ASSERT_TRUE(rec.ok()) << rec.error().message;
   Recorder& r = **rec;
   ASSERT_TRUE(r.begin().ok());
-  ASSERT_TRUE((*op)->record(r, *w, {&*xb}, {&*y1}, 1).ok());
-  ASSERT_TRUE((*op)->record(r, *w, {&*xb}, {&*y2}, 1).ok());
+  ASSERT_TRUE(mv.op->record(r, mv.w, {&*xb}, {&*y1}, 1).ok());
+  ASSERT_TRUE(mv.op->record(r, mv.w, {&*xb}, {&*y2}, 1).ok());
   EXPECT_EQ(r.barrier_count(), 0);
-  ASSERT_TRUE((*op)->record(r, *w, {&*y1}, {&*z}, 1).ok());
+  ASSERT_TRUE(mv.op->record(r, mv.w, {&*y1}, {&*z}, 1).ok());
   EXPECT_EQ(r.barrier_count(), 1);
   r.copy(*z, 0, *xb, 0, bytes);
   EXPECT_EQ(r.barrier_count(), 3);
-  ASSERT_TRUE((*op)->record(r, *w, {&*xb}, {&*y2}, 1).ok());
+  ASSERT_TRUE(mv.op->record(r, mv.w, {&*xb}, {&*y2}, 1).ok());
   EXPECT_EQ(r.barrier_count(), 5);
   EXPECT_EQ(r.dispatch_count(), 4);
   // One pipeline barrier per dependent step, holding every buffer barrier the step needs.
@@ -105,7 +126,7 @@ void check_barriers(const VulkanContext& ctx) {
 
   // A second recording on the same Recorder starts from a clean slate.
   ASSERT_TRUE(r.begin().ok());
-  ASSERT_TRUE((*op)->record(r, *w, {&*xb}, {&*y1}, 1).ok());
+  ASSERT_TRUE(mv.op->record(r, mv.w, {&*xb}, {&*y1}, 1).ok());
   EXPECT_EQ(r.barrier_count(), 0);
   ASSERT_TRUE(r.submit_and_wait().ok());
 }
@@ -122,15 +143,9 @@ TEST_F(GpuRecorder, PutsBarriersOnlyWhereDataDepends) {
 TEST_F(GpuRecorder, OneBarrierCoversACopyAndALaterShaderRead) {
   const int64_t n = 64;
   const size_t un = size_t(n);
-  std::vector<float> wf(un * un), x(un);
-  std::mt19937 rng(9);
-  std::uniform_real_distribution<float> dist(-0.2f, 0.2f);
-  for (float& v : wf) v = dist(rng);
-  for (float& v : x) v = dist(rng);
-  const Matrix m{WeightFormat::kF32, n, n, reinterpret_cast<const uint8_t*>(wf.data())};
-  auto w = upload_matrix(*ctx_, m, "w");
-  auto op = MatvecOp::create(*ctx_, WeightFormat::kF32);
-  ASSERT_TRUE(w.ok() && op.ok());
+  RandomMatvec mv = random_matvec(*ctx_, n, 9);
+  const Matrix& m = mv.m;
+  const std::vector<float>& x = mv.x;
   const size_t bytes = un * sizeof(float);
   auto xb = Buffer::create(*ctx_, bytes, BufferKind::kDevice, "x");
   auto y = Buffer::create(*ctx_, bytes, BufferKind::kDevice, "y");
@@ -142,10 +157,10 @@ TEST_F(GpuRecorder, OneBarrierCoversACopyAndALaterShaderRead) {
   ASSERT_TRUE(rec.ok()) << rec.error().message;
   Recorder& r = **rec;
   ASSERT_TRUE(r.begin().ok());
-  ASSERT_TRUE((*op)->record(r, *w, {&*xb}, {&*y}, 1).ok());
+  ASSERT_TRUE(mv.op->record(r, mv.w, {&*xb}, {&*y}, 1).ok());
   r.copy(*y, 0, *copy, 0, bytes);
   EXPECT_EQ(r.barrier_command_count(), 1);
-  ASSERT_TRUE((*op)->record(r, *w, {&*y}, {&*z}, 1).ok());
+  ASSERT_TRUE(mv.op->record(r, mv.w, {&*y}, {&*z}, 1).ok());
   EXPECT_EQ(r.barrier_command_count(), 1);
   ASSERT_TRUE(r.submit_and_wait().ok());
   std::vector<float> want_y(un), want_z(un), got_copy(un), got_z(un);
