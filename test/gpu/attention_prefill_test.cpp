@@ -39,24 +39,13 @@ void PrintTo(const PrefillCase& c, std::ostream* os) {
       << " q_scale " << c.q_scale;
 }
 
-// Appended piece by piece: GCC 12 warns (-Wrestrict, a false positive) on "W" + to_string(..).
 std::string prefill_name(const PrefillCase& c) {
-  std::string name = c.mode == INFER_KV_TIERED    ? "Tiered"
-                     : c.mode == INFER_KV_SLIDING ? "Sliding"
-                                                  : "Exact";
-  auto add = [&name](const char* key, uint32_t value) {
-    name += key;
-    name += std::to_string(value);
-  };
-  add("Q", c.n_q);
-  add("Kv", c.n_kv);
-  add("D", c.d);
-  if (c.window) add("W", c.window);
-  add("Slots", c.slots);
-  add("T", c.T);
-  add("Pos", c.pos0);
-  if (c.q_scale > 1.0f) name += "Peaked";
-  return name;
+  CaseName name(c.mode);
+  name.add("Q", c.n_q).add("Kv", c.n_kv).add("D", c.d);
+  if (c.window) name.add("W", c.window);
+  name.add("Slots", c.slots).add("T", c.T).add("Pos", c.pos0);
+  if (c.q_scale > 1.0f) name.text += "Peaked";
+  return name.text;
 }
 
 // The whole binary may run with INFER_ATTN_PREFILL=old (the old kernel through these cases).

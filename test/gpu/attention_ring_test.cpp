@@ -37,21 +37,12 @@ void PrintTo(const RingCase& c, std::ostream* os) {
       << c.cached;
 }
 
-// Appended piece by piece: GCC 12 warns (-Wrestrict, a false positive) on "W" + to_string(..).
 std::string ring_name(const RingCase& c) {
-  std::string name = c.mode == INFER_KV_TIERED ? "Tiered" : "Sliding";
-  auto add = [&name](const char* key, uint32_t value) {
-    name += key;
-    name += std::to_string(value);
-  };
-  add("Q", c.n_q);
-  add("Kv", c.n_kv);
-  add("D", c.d);
-  if (c.window) add("W", c.window);
-  add("Slots", c.slots);
-  add("T", c.T);
-  add("Cached", c.cached);
-  return name;
+  CaseName name(c.mode);
+  name.add("Q", c.n_q).add("Kv", c.n_kv).add("D", c.d);
+  if (c.window) name.add("W", c.window);
+  name.add("Slots", c.slots).add("T", c.T).add("Cached", c.cached);
+  return name.text;
 }
 
 // One chunk attended in a ring mode: keys at cache positions 0 .. n + T - 1 (n = n_keys or

@@ -18,6 +18,7 @@
 #include "model/config.h"
 #include "model/ops/attention.h"
 #include "model/thread_pool.h"
+#include "shaders/attention.h"
 #include "shaders/step.h"
 #include "test/gpu/gpu_test_env.h"
 #include "test/gpu/host_matrix.h"
@@ -150,5 +151,20 @@ inline std::vector<float> reference_attention(const Stream& s, const std::vector
   attention(q.data(), shape, kv, out.data(), scratch, pool);
   return out;
 }
+
+// GoogleTest names of parametrized attention cases: the KV mode, then KEY + value pairs. Appended
+// piece by piece: GCC 12 warns (-Wrestrict, a false positive) on "W" + to_string(..).
+struct CaseName {
+  std::string text;
+  explicit CaseName(uint32_t mode)
+      : text(mode == INFER_KV_TIERED    ? "Tiered"
+             : mode == INFER_KV_SLIDING ? "Sliding"
+                                        : "Exact") {}
+  CaseName& add(const char* key, uint32_t value) {
+    text += key;
+    text += std::to_string(value);
+    return *this;
+  }
+};
 
 }  // namespace infer::gpu
