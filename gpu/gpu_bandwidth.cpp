@@ -25,15 +25,11 @@ VkDeviceSize largest_device_heap(const VulkanContext& ctx) {
   return largest;
 }
 
-// Submits `rec` once to warm up, then `passes` times; each pass moved `bytes`.
+// GB/s of each timed replay of `rec` (replay_seconds), each of which moved `bytes`.
 Result<std::vector<double>> timed_passes(Recorder& rec, double bytes, int passes) {
-  INFER_TRY_VOID(rec.submit_and_wait());  // warm-up: first touch of the pages
+  INFER_TRY(const std::vector<double> seconds, replay_seconds(rec, passes));
   std::vector<double> gb_per_s;
-  for (int i = 0; i < passes; ++i) {
-    INFER_TRY_VOID(rec.submit_and_wait());
-    const double s = rec.last_timing().submit_s + rec.last_timing().wait_s;
-    gb_per_s.push_back(s > 0 ? bytes / s / 1e9 : 0.0);
-  }
+  for (const double s : seconds) gb_per_s.push_back(s > 0 ? bytes / s / 1e9 : 0.0);
   return gb_per_s;
 }
 
@@ -51,6 +47,16 @@ constexpr uint32_t kReadUvec4PerInvocation = 16;  // grid sized so each lane rea
 constexpr uint32_t kReadMaxGroups = 65535;
 
 }  // namespace
+
+Result<std::vector<double>> replay_seconds(Recorder& rec, int passes) {
+  INFER_TRY_VOID(rec.submit_and_wait());  // warm-up: first touch of the pages
+  std::vector<double> seconds;
+  for (int i = 0; i < passes; ++i) {
+    INFER_TRY_VOID(rec.submit_and_wait());
+    seconds.push_back(rec.last_timing().submit_s + rec.last_timing().wait_s);
+  }
+  return seconds;
+}
 
 Result<ReadBandwidth> measure_device_read_bandwidth(const VulkanContext& ctx, size_t bytes,
                                                     int passes, int sweeps) {

@@ -8,6 +8,7 @@
 
 #include "gpu/buffer.h"
 #include "gpu/context.h"
+#include "gpu/gpu_bandwidth.h"
 #include "gpu/pipeline.h"
 #include "gpu/recorder.h"
 
@@ -26,12 +27,7 @@ constexpr uint32_t kSpinLimit = 1u << 20;
 
 // Median seconds of `passes` replays of `rec` after a warm-up.
 Result<double> median_pass_s(Recorder& rec, int passes) {
-  INFER_TRY_VOID(rec.submit_and_wait());
-  std::vector<double> s;
-  for (int i = 0; i < passes; ++i) {
-    INFER_TRY_VOID(rec.submit_and_wait());
-    s.push_back(rec.last_timing().submit_s + rec.last_timing().wait_s);
-  }
+  INFER_TRY(std::vector<double> s, replay_seconds(rec, passes));
   std::sort(s.begin(), s.end());
   return s[s.size() / 2];
 }
