@@ -1,0 +1,230 @@
+"""The frame codec of the `infer --serve` protocol (docs/PROTOCOL.md), standard library only:
+encode_frame()/decode_payload() and FrameDecoder, table-driven from LAYOUTS, which mirrors
+PROTOCOL.md section 4 field by field (test_codec.py checks it against the C++ codec).
+infer_client.py re-exports all of it."""
+
+import struct
+
+PROTOCOL_VERSION = 1
+HEADER = struct.Struct("<IHHI")  # payload_bytes, opcode, flags, request_id
+HEADER_BYTES = HEADER.size  # 12
+MAX_PAYLOAD_BYTES = 1 << 20
+MAX_STOP_IDS = 64
+MAX_LABEL_BYTES = 1024
+
+# GENERATE flags
+GEN_DEFAULT_SAMPLING = 1 << 0
+GEN_STOP_AT_EOT = 1 << 1
+GEN_GATED = 1 << 2
+GEN_GATE_EVENTS = 1 << 3
+GEN_KNOWN_FLAGS = 0xF
+
+ERRORS = {1: "MALFORMED", 2: "UNKNOWN_OPCODE", 3: "FRAME_TOO_LARGE", 4: "OUT_OF_ORDER",
+          5: "VERSION_MISMATCH", 6: "ID_OUT_OF_RANGE", 7: "BAD_VALUE", 8: "NOT_AVAILABLE",
+          9: "ENGINE", 10: "TRUNCATED"}
+DONE_REASONS = {1: "eos", 2: "stop_id", 3: "limit", 4: "interrupted", 5: "gate", 6: "error"}
+GATE_DECISIONS = {0: "speak", 1: "stop_and_listen", 2: "act"}
+
+# opcode -> (name, fixed fields [(name, struct code)], tail)
+# tail: None (payload ends after the fixed fields), "text:NAME" (rest is UTF-8),
+# "ids:NAME" (rest is u32 ids), or "n_ids:NAME" (u32 count then ids; may be followed by text).
+LAYOUTS = {
+    # client -> server
+    0x0001: ("HELLO", [("version", "I")], ["text:client_name"]),
+    0x0002: ("APPEND_TEXT", [], ["text:text"]),
+    0x0003: ("APPEND_IDS", [], ["ids:ids"]),
+    0x0004: ("GENERATE", [("max_tokens", "I"), ("flags", "I"), ("seed", "Q"),
+                          ("temperature", "f"), ("top_p", "f"), ("top_k", "I")],
+             ["n_ids:stop_ids"]),
+    0x0005: ("INTERRUPT", [], []),
+    0x0006: ("STATS_REQUEST", [], []),
+    0x0007: ("TRACE_MARK", [], ["text:label"]),
+    0x0008: ("RESET", [], []),
+    0x0009: ("SHUTDOWN", [], []),
+    # server -> client
+    0x8001: ("SERVER_HELLO", [("version", "I"), ("vocab_size", "I"), ("max_payload_bytes", "I"),
+                              ("max_generate_tokens", "I"), ("context_tokens", "I")],
+             ["n_ids:end_ids", "text:model_name"]),
+    0x8002: ("TOKEN", [("id", "I"), ("index", "I"), ("pos", "Q")], ["text:text"]),
+    0x8003: ("GATE", [("decision", "I"), ("index", "I"), ("entropy", "f"), ("top_prob", "f"),
+                      ("eot_prob", "f"), ("urgency", "f"), ("cost_ms", "f")], []),
+    0x8004: ("DONE", [("reason", "I"), ("n_tokens", "I"), ("pos", "Q"), ("last_id", "I")],
+             ["text:text"]),
+    0x8005: ("STATS", [("pos", "Q"), ("kv_tokens", "Q"), ("prefill_tokens", "Q"),
+                       ("decode_tokens", "Q"), ("generations", "Q"), ("prefill_tok_s", "d"),
+                       ("decode_tok_s", "d"), ("uptime_ms", "Q"), ("flags", "I"),
+                       ("queued_appends", "I")], []),
+    0x8006: ("ERROR", [("code", "H"), ("opcode", "H")], ["text:message"]),
+    0x8007: ("TRACE_MARK_ACK", [("server_time_ns", "Q")], ["text:label"]),
+    0x8008: ("SHUTDOWN_ACK", [], []),
+    0x8009: ("APPENDED", [("pos", "Q"), ("n_tokens", "I")], []),
+    0x800A: ("RESET_ACK", [], []),
+}
+OPCODES = {name: op for op, (name, _, _) in LAYOUTS.items()}
+MEMORY_OPCODES = range(0x0100, 0x0200)  # reserved, with and without the 0x8000 direction bit
+TOOLS_OPCODES = range(0x0200, 0x0300)
+
+
+class ProtocolError(Exception):
+    """A frame that breaks PROTOCOL.md (from the peer) or a request this client refuses."""
+
+
+class ServerError(Exception):
+    """An ERROR frame answering one of our requests."""
+
+    def __init__(self, msg):
+        self.code = msg["code"]
+        self.opcode = msg["opcode"]
+        self.message = msg["message"]
+        super().__init__("%s (answering 0x%04x): %s" % (ERRORS.get(self.code, self.code),
+                                                        self.opcode, self.message))
+
+
+# ---- codec
+
+def encode_payload(op, fields):
+    """fields: dict with the layout's names; text fields are str or bytes, ids lists of int."""
+    name, fixed, tail = LAYOUTS[op]
+    out = bytearray(struct.pack("<" + "".join(code for _, code in fixed),
+                                *[fields[n] for n, _ in fixed]))
+    for item in tail:
+        kind, field = item.split(":")
+        value = fields.get(field, b"" if kind == "text" else [])
+        if kind == "text":
+            out += value.encode("utf-8") if isinstance(value, str) else bytes(value)
+        else:
+            if kind == "n_ids":
+                out += struct.pack("<I", len(value))
+            out += struct.pack("<%dI" % len(value), *value)
+    return bytes(out)
+
+
+def encode_frame(op, request_id, fields=None, flags=0):
+    if isinstance(op, str):
+        op = OPCODES[op]
+    payload = encode_payload(op, fields or {})
+    if len(payload) > MAX_PAYLOAD_BYTES:
+        raise ProtocolError("%s payload of %d bytes over the %d limit"
+                            % (LAYOUTS[op][0], len(payload), MAX_PAYLOAD_BYTES))
+    return HEADER.pack(len(payload), op, flags, request_id) + payload
+
+
+def _compile(op):
+    """The layout's fixed fields as one Struct, and its tail as (kind, field) pairs."""
+    name, fixed, tail = LAYOUTS[op]
+    return (name, struct.Struct("<" + "".join(code for _, code in fixed)),
+            tuple(n for n, _ in fixed), tuple(tuple(item.split(":")) for item in tail))
+
+
+# Built once: at 10K TOKEN frames/s the client's parsing is part of what bench_serve.py times.
+_COMPILED = {op: _compile(op) for op in LAYOUTS}
+
+
+def decode_payload(op, payload, flags=0):
+    """Payload -> dict with 'op' (the opcode's name) and the layout's fields, text fields as str
+    (strict UTF-8). Raises ProtocolError for anything PROTOCOL.md section 6 calls malformed."""
+    layout = _COMPILED.get(op)
+    if layout is None:
+        raise ProtocolError("unknown opcode 0x%04x" % op)
+    name, fixed, names, tail = layout
+    n_fixed = fixed.size
+    if len(payload) < n_fixed or (not tail and len(payload) != n_fixed):
+        raise ProtocolError("%s: payload is %d bytes, expected %s%d"
+                            % (name, len(payload), "" if not tail else "at least ", n_fixed))
+    if flags:
+        raise ProtocolError("%s: header flags %d, v1 defines none" % (name, flags))
+    msg = dict(zip(names, fixed.unpack_from(payload)))
+    msg["op"] = name
+    at = n_fixed
+    for kind, field in tail:
+        if kind == "text":
+            try:
+                msg[field] = bytes(payload[at:]).decode("utf-8", errors="strict")
+            except UnicodeDecodeError as e:
+                raise ProtocolError("%s: %s is not valid UTF-8 (%s)" % (name, field, e))
+            at = len(payload)
+        elif kind == "ids":
+            rest = payload[at:]
+            if len(rest) % 4:
+                raise ProtocolError("%s: %d bytes is not a whole number of ids" % (name, len(rest)))
+            msg[field] = list(struct.unpack("<%dI" % (len(rest) // 4), rest))
+            at = len(payload)
+        else:  # n_ids
+            (n,) = struct.unpack_from("<I", payload, at)
+            if n > MAX_STOP_IDS or len(payload) < at + 4 + 4 * n:
+                raise ProtocolError("%s: %d ids do not fit the payload" % (name, n))
+            msg[field] = list(struct.unpack_from("<%dI" % n, payload, at + 4))
+            at += 4 + 4 * n
+    if at != len(payload):
+        raise ProtocolError("%s: %d bytes after the last field" % (name, len(payload) - at))
+    if name == "DONE" or name == "GATE":
+        _check_values(msg)
+    return msg
+
+
+def _check_values(msg):
+    if msg["op"] == "DONE" and msg["reason"] not in DONE_REASONS:
+        raise ProtocolError("DONE: reason %d" % msg["reason"])
+    if msg["op"] == "GATE" and msg["decision"] not in GATE_DECISIONS:
+        raise ProtocolError("GATE: decision %d" % msg["decision"])
+
+
+class FrameDecoder:
+    """Cuts a byte stream fed in chunks of any size into frames. Holds at most one header and
+    one payload of at most max_payload_bytes; an oversized payload is skipped, not stored.
+    feed() returns a list of events: ("frame", opcode, flags, request_id, payload) or
+    ("too_large", opcode, flags, request_id, payload_bytes)."""
+
+    def __init__(self, max_payload_bytes=MAX_PAYLOAD_BYTES):
+        self.max_payload_bytes = max_payload_bytes
+        self._buf = bytearray()  # the header, then the payload being collected
+        self._header = None
+        self._skip = 0
+
+    def at_boundary(self):
+        return self._header is None and not self._buf and self._skip == 0
+
+    def feed(self, data):
+        events = []
+        buf = self._buf
+        buf += data
+        at = 0
+        end = len(buf)
+        while True:
+            if self._skip:
+                n = min(self._skip, end - at)
+                self._skip -= n
+                at += n
+                if self._skip:
+                    break
+            if self._header is None:
+                if end - at < HEADER_BYTES:
+                    break
+                length, op, flags, rid = HEADER.unpack_from(buf, at)
+                at += HEADER_BYTES
+                if length > self.max_payload_bytes:
+                    events.append(("too_large", op, flags, rid, length))
+                    self._skip = length
+                    continue
+                self._header = (length, op, flags, rid)
+            length, op, flags, rid = self._header
+            if end - at < length:
+                break
+            events.append(("frame", op, flags, rid, bytes(buf[at:at + length])))
+            at += length
+            self._header = None
+        del buf[:at]  # what is left: part of a header or of a payload
+        return events
+
+
+def split_text(text, max_bytes=MAX_PAYLOAD_BYTES):
+    """UTF-8 pieces of at most max_bytes, never cutting a character (one APPEND_TEXT each)."""
+    data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
+    pieces = []
+    while data:
+        cut = min(len(data), max_bytes)
+        while cut < len(data) and (data[cut] & 0xC0) == 0x80:
+            cut -= 1
+        pieces.append(data[:cut])
+        data = data[cut:]
+    return pieces
