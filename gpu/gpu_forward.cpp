@@ -72,7 +72,7 @@ Result<std::unique_ptr<GpuForward>> GpuForward::make(VulkanContext& ctx, const M
   const ModelConfig& cfg = model.config();
   if (ring != nullptr) m.ring = std::make_unique<infer::KvRing>(*ring);
   const int64_t tiered = m.ring ? m.ring->capacity() : 0;
-  INFER_TRY(m.weights, GpuWeights::upload(ctx, cfg, model.weights()));
+  INFER_TRY(m.weights, GpuWeights::upload(ctx, cfg, model.weights(), &pool));
   INFER_TRY(m.kv, GpuKv::create(ctx, cfg, m.max_positions, m.max_chunk, tiered));
   INFER_TRY_VOID(create_ops(ctx, cfg, model.weights(), m.max_positions, m.max_chunk, m.ops));
   INFER_TRY_VOID(create_activations(ctx, cfg, m.max_chunk, tiered, m.a));

@@ -46,9 +46,9 @@ struct GpuOps {
   std::array<std::unique_ptr<GateUpOp>, 4> gate_up;
   std::unique_ptr<MoeOps> moe;
   // Decode's products that start a block, with the step before them in their prologue
-  // (gpu/ops/matvec_norm_in.h), by WeightFormat: by default the PLE projection's only
-  // (norm_in_ple_only); every plain product with INFER_NORM_IN=1, gate-up too with 2; none
-  // with 0 or where the device has no room (gpu_forward_setup.cpp says why).
+  // (gpu/ops/matvec_norm_in.h), by WeightFormat: none by default or with INFER_NORM_IN=0; the
+  // PLE projection's only with p (norm_in_ple_only); every plain product with 1, gate-up too
+  // with 2; none where the device has no room (gpu_forward_setup.cpp says why).
   std::array<std::unique_ptr<MatvecNormInOp>, 4> matvec_norm_in;
   std::array<std::unique_ptr<MatvecNormInOp>, 4> gate_up_norm_in;
   bool norm_in_ple_only = false;

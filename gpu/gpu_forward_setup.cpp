@@ -62,17 +62,19 @@ Result<void> create_ops(const VulkanContext& ctx, const ModelConfig& cfg, const 
     }
   }
   // Products that read the stream at T = 1 may take the step before them in their prologue (up
-  // to H columns, P for the PLE projection). INFER_NORM_IN: unset the PLE projection alone (its
-  // prologue is gelu(gate) · ple over P = 256 values, which saves a dependent dispatch a layer:
-  // e2b-mini 98 -> 91 dispatches a token; its H200 gain is still to be measured), 0 none, 1 every plain product, 2
-  // gate-up too. 1 and 2 save 105 of E2B's 463 dispatches a token but were slower on the H200,
-  // alternated in one run (docs/bench/gpu-h200-s5-normin-ab.json): E2B Q4_0 253-256 t/s against
-  // 264-265 without, 12B Q4_0 137.9 against 159.5. Every workgroup redoes the step's two
-  // reductions over H before its first weight load, and the gate-up prologue caps its grid (12B
-  // Q4_0 gate-up 51.3 us against 40.7 + 7.0 apart, docs/bench/gpu-h200-s5-mv.json). A device
-  // where a barrier costs more than a reduction (an APU) may gain: measure there.
+  // to H columns, P for the PLE projection). INFER_NORM_IN: unset or 0 none; p the PLE projection
+  // alone (its prologue is gelu(gate) · ple over P = 256 values: one dependent dispatch a layer
+  // fewer, E2B 463 -> 428 a token); 1 every plain product; 2 gate-up too. Each was slower on the
+  // H200, alternated in one run: p, E2B Q4_0 262.0 / 267.3 t/s against 276.7 / 277.7 without
+  // (docs/bench/gpu-h200-s7-call1.json: the projection 9.8 -> 10.8 us, and the other products
+  // slower beside it); 1 and 2 (docs/bench/gpu-h200-s5-normin-ab.json) E2B Q4_0 253-256 t/s
+  // against 264-265, 12B Q4_0 137.9 against 159.5. Every workgroup redoes the step (two
+  // reductions over H, or P GELUs) before its first weight load, and the gate-up prologue caps
+  // its grid (12B Q4_0 gate-up 51.3 us against 40.7 + 7.0 apart, docs/bench/gpu-h200-s5-mv.json).
+  // A device where a dependent dispatch costs more than the prologue (an APU) may gain: measure
+  // there (the H200's: 2.0-2.4 us, the bench's sync_dependent_dispatch_us).
   const char* norm_in = std::getenv("INFER_NORM_IN");
-  const char mode = norm_in == nullptr || norm_in[0] == '\0' ? 'p' : norm_in[0];
+  const char mode = norm_in == nullptr || norm_in[0] == '\0' ? '0' : norm_in[0];
   const bool gate_up_norm_in = mode == '2';
   ops.norm_in_ple_only = mode == 'p';
   if (mode == '1' || mode == '2' || (mode == 'p' && tc.hidden_size_per_layer_input > 0)) {

@@ -54,9 +54,9 @@ class VectorPacker {
 
 // An absent matrix (rows == 0) stays an empty GpuMatrix.
 Result<void> upload_if_present(const VulkanContext& ctx, const Matrix& m, const std::string& name,
-                               GpuMatrix& out, size_t& bytes) {
+                               GpuMatrix& out, size_t& bytes, ThreadPool* pool) {
   if (m.rows == 0) return Ok{};
-  INFER_TRY(out, upload_matrix(ctx, m, name));
+  INFER_TRY(out, upload_matrix(ctx, m, name, pool));
   bytes += out.buffer.size();
   return Ok{};
 }
@@ -64,7 +64,7 @@ Result<void> upload_if_present(const VulkanContext& ctx, const Matrix& m, const 
 // q_proj, k_proj and v_proj (those present) as one matrix of their rows in that order: the
 // formats and widths must agree, as they do for every projection loaded as stored or quantised.
 Result<void> upload_qkv(const VulkanContext& ctx, const LayerWeights& lw, const std::string& p,
-                        GpuLayerWeights& g, size_t& bytes) {
+                        GpuLayerWeights& g, size_t& bytes, ThreadPool* pool) {
   const Matrix* parts[3] = {&lw.q_proj, &lw.k_proj, &lw.v_proj};
   std::vector<uint8_t> data;
   Matrix stacked{lw.q_proj.format, 0, lw.q_proj.cols, nullptr};
@@ -89,25 +89,25 @@ Result<void> upload_qkv(const VulkanContext& ctx, const LayerWeights& lw, const 
   }
   if (lw.k_proj.rows == 0) g.qkv_k_offset = g.qkv_v_offset = uint32_t(stacked.rows);
   stacked.data = data.data();
-  return upload_if_present(ctx, stacked, p + "qkv_proj", g.qkv_proj, bytes);
+  return upload_if_present(ctx, stacked, p + "qkv_proj", g.qkv_proj, bytes, pool);
 }
 
 Result<void> upload_layer(const VulkanContext& ctx, const ModelConfig& cfg, const LayerWeights& lw,
-                          int i, GpuLayerWeights& g, size_t& bytes) {
+                          int i, GpuLayerWeights& g, size_t& bytes, ThreadPool* pool) {
   const std::string p = "layers." + std::to_string(i) + ".";
-  INFER_TRY_VOID(upload_qkv(ctx, lw, p, g, bytes));
-  INFER_TRY_VOID(upload_if_present(ctx, lw.o_proj, p + "o_proj", g.o_proj, bytes));
-  INFER_TRY_VOID(upload_if_present(ctx, lw.gate_proj, p + "gate_proj", g.gate_proj, bytes));
-  INFER_TRY_VOID(upload_if_present(ctx, lw.up_proj, p + "up_proj", g.up_proj, bytes));
-  INFER_TRY_VOID(upload_if_present(ctx, lw.down_proj, p + "down_proj", g.down_proj, bytes));
+  INFER_TRY_VOID(upload_qkv(ctx, lw, p, g, bytes, pool));
+  INFER_TRY_VOID(upload_if_present(ctx, lw.o_proj, p + "o_proj", g.o_proj, bytes, pool));
+  INFER_TRY_VOID(upload_if_present(ctx, lw.gate_proj, p + "gate_proj", g.gate_proj, bytes, pool));
+  INFER_TRY_VOID(upload_if_present(ctx, lw.up_proj, p + "up_proj", g.up_proj, bytes, pool));
+  INFER_TRY_VOID(upload_if_present(ctx, lw.down_proj, p + "down_proj", g.down_proj, bytes, pool));
   INFER_TRY_VOID(upload_if_present(ctx, lw.per_layer_input_gate, p + "per_layer_input_gate",
-                                   g.per_layer_input_gate, bytes));
+                                   g.per_layer_input_gate, bytes, pool));
   INFER_TRY_VOID(upload_if_present(ctx, lw.per_layer_projection, p + "per_layer_projection",
-                                   g.per_layer_projection, bytes));
+                                   g.per_layer_projection, bytes, pool));
   if (cfg.text.enable_moe_block) {
-    INFER_TRY_VOID(upload_if_present(ctx, lw.router_proj, p + "router.proj", g.router_proj, bytes));
-    INFER_TRY(g.expert_gate_up, upload_experts(ctx, lw.expert_gate_up, p + "experts.gate_up"));
-    INFER_TRY(g.expert_down, upload_experts(ctx, lw.expert_down, p + "experts.down"));
+    INFER_TRY_VOID(upload_if_present(ctx, lw.router_proj, p + "router.proj", g.router_proj, bytes, pool));
+    INFER_TRY(g.expert_gate_up, upload_experts(ctx, lw.expert_gate_up, p + "experts.gate_up", pool));
+    INFER_TRY(g.expert_down, upload_experts(ctx, lw.expert_down, p + "experts.down", pool));
     bytes += g.expert_gate_up.buffer.size() + g.expert_down.buffer.size();
   }
   g.layer_scalar = lw.layer_scalar;
@@ -118,7 +118,8 @@ Result<void> upload_layer(const VulkanContext& ctx, const ModelConfig& cfg, cons
 
 Result<std::unique_ptr<GpuWeights>> GpuWeights::upload(const VulkanContext& ctx,
                                                        const ModelConfig& cfg,
-                                                       const ModelWeights& w) {
+                                                       const ModelWeights& w,
+                                                       ThreadPool* pool) {
   const TextConfig& tc = cfg.text;
   const size_t H = size_t(tc.hidden_size), P = size_t(tc.hidden_size_per_layer_input);
   const size_t L = size_t(tc.num_hidden_layers);
@@ -130,18 +131,19 @@ Result<std::unique_ptr<GpuWeights>> GpuWeights::upload(const VulkanContext& ctx,
   g->layers.resize(L);  // fixed size before the packer keeps pointers into it
   size_t& bytes = g->bytes;
 
-  INFER_TRY(g->embed_tokens, upload_matrix(ctx, w.embed_tokens, "embed_tokens"));
+  INFER_TRY(g->embed_tokens, upload_matrix(ctx, w.embed_tokens, "embed_tokens", pool));
   bytes += g->embed_tokens.buffer.size();
   // The tied head (the embedding as stored) is read from the embedding's buffer.
   g->head_is_embedding = w.lm_head.data == w.embed_tokens.data &&
                          w.lm_head.format == w.embed_tokens.format;
   if (!g->head_is_embedding) {
-    INFER_TRY(g->own_lm_head, upload_matrix(ctx, w.lm_head, "lm_head"));
+    INFER_TRY(g->own_lm_head, upload_matrix(ctx, w.lm_head, "lm_head", pool));
     bytes += g->own_lm_head.buffer.size();
   }
   if (P > 0) {
     INFER_TRY(g->per_layer_model_projection,
-              upload_matrix(ctx, w.per_layer_model_projection, "per_layer_model_projection"));
+              upload_matrix(ctx, w.per_layer_model_projection, "per_layer_model_projection",
+                            pool));
     bytes += g->per_layer_model_projection.buffer.size();
   }
 
@@ -154,7 +156,7 @@ Result<std::unique_ptr<GpuWeights>> GpuWeights::upload(const VulkanContext& ctx,
     const LayerWeights& lw = w.layers[i];
     const LayerPlan& plan = cfg.layers[i];
     GpuLayerWeights& gl = g->layers[i];
-    INFER_TRY_VOID(upload_layer(ctx, cfg, lw, int(i), gl, bytes));
+    INFER_TRY_VOID(upload_layer(ctx, cfg, lw, int(i), gl, bytes, pool));
     const size_t d = size_t(plan.head_dim);
     vec.add(&gl.input_layernorm, lw.input_layernorm, H);
     vec.add(&gl.post_attention_layernorm, lw.post_attention_layernorm, H);

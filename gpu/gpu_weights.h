@@ -60,9 +60,11 @@ struct GpuWeights {
   size_t bytes = 0;  // device bytes of everything above
 
   // Bindings point into `vectors`, so the result lives behind a pointer and never moves.
+  // With a pool, its threads repack each matrix into the device layout side by side.
   static Result<std::unique_ptr<GpuWeights>> upload(const VulkanContext& ctx,
                                                     const ModelConfig& cfg,
-                                                    const ModelWeights& w);
+                                                    const ModelWeights& w,
+                                                    ThreadPool* pool = nullptr);
 };
 
 }  // namespace infer::gpu

@@ -32,9 +32,9 @@ void repack_rows(const Matrix& m, int64_t r0, int64_t n, uint8_t* dst);
 // out: [cols] f32 <- one row in the device layout (what the shaders decode; tests).
 void dequantize_device_row(WeightFormat f, int64_t cols, const uint8_t* row, float* out);
 // Repacks m's rows in bounded chunks and uploads them to dst at `offset`
-// (m.rows * device_row_bytes bytes).
+// (m.rows * device_row_bytes bytes); with a pool, its threads repack (and copy) side by side.
 Result<void> upload_rows(const VulkanContext& ctx, const Matrix& m, Buffer& dst,
-                         VkDeviceSize offset);
+                         VkDeviceSize offset, ThreadPool* pool = nullptr);
 
 // A weight matrix in a device buffer, rows in the device layout.
 struct GpuMatrix {
@@ -44,7 +44,8 @@ struct GpuMatrix {
   Buffer buffer;
 };
 
-Result<GpuMatrix> upload_matrix(const VulkanContext& ctx, const Matrix& m, std::string name);
+Result<GpuMatrix> upload_matrix(const VulkanContext& ctx, const Matrix& m, std::string name,
+                                ThreadPool* pool = nullptr);
 
 // Whether Q8_0/Q4_0 products at small T quantize activations to int8 blocks of 32 and use integer
 // dot products (shaders/matvec_dot.comp). kAuto: where the device has shaderIntegerDotProduct

@@ -44,7 +44,7 @@ struct MoeOps::Pipelines {
 MoeOps::~MoeOps() = default;
 
 Result<GpuExperts> upload_experts(const VulkanContext& ctx, std::span<const Matrix> experts,
-                                  std::string name) {
+                                  std::string name, ThreadPool* pool) {
   if (experts.empty()) return make_error(ErrorCode::kShape, name + ": no experts");
   const Matrix& m0 = experts[0];
   if (m0.rows <= 0 || m0.cols <= 0) return make_error(ErrorCode::kShape, name + ": empty matrix");
@@ -74,7 +74,7 @@ Result<GpuExperts> upload_experts(const VulkanContext& ctx, std::span<const Matr
   INFER_TRY(g.buffer,
             Buffer::create(ctx, each * experts.size(), BufferKind::kDevice, std::move(name)));
   for (size_t e = 0; e < experts.size(); ++e) {
-    INFER_TRY_VOID(upload_rows(ctx, experts[e], g.buffer, each * e));
+    INFER_TRY_VOID(upload_rows(ctx, experts[e], g.buffer, each * e, pool));
   }
   return g;
 }

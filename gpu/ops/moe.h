@@ -29,8 +29,9 @@ struct GpuExperts {
   Buffer buffer;
 };
 
+// With a pool, its threads repack the rows side by side (upload_rows).
 Result<GpuExperts> upload_experts(const VulkanContext& ctx, std::span<const Matrix> experts,
-                                  std::string name);
+                                  std::string name, ThreadPool* pool = nullptr);
 
 struct MoeDims {
   uint32_t T = 1;     // tokens

@@ -1,5 +1,5 @@
 // The forward with decode's residual steps in the next product's prologue (opt-in:
-// INFER_NORM_IN=1 plain products, 2 gate-up too) against the same forward with the separate
+// INFER_NORM_IN=p the PLE projection alone, 1 plain products, 2 gate-up too) against the same forward with the separate
 // dispatches (INFER_NORM_IN=0, the default), on every fixture: the
 // dispatches it saves per decode token, and the same greedy tokens with logits within the
 // fixtures' bound through both decode paths. forward_test.cpp checks the default against the CPU
@@ -45,9 +45,9 @@ TEST_P(ForwardNormInGpu, DecodeSavesTheStepDispatchesAndKeepsTheTokens) {
     ASSERT_TRUE(m.ok()) << m.error().message;
     const Model& model = **m;
     const TextConfig& tc = model.config().text;
-    for (const char* mode : {"1", "2"}) {
+    for (const char* mode : {"p", "1", "2"}) {
       SCOPED_TRACE(std::string("INFER_NORM_IN=") + mode);
-      const bool gate_up = mode[0] == '2';
+      const bool gate_up = mode[0] == '2', ple_only = mode[0] == 'p';
       std::unique_ptr<GpuForward> on = make(model, mode), off = make(model, "0");
       ASSERT_TRUE(on != nullptr && off != nullptr);
 
@@ -61,8 +61,10 @@ TEST_P(ForwardNormInGpu, DecodeSavesTheStepDispatchesAndKeepsTheTokens) {
       ASSERT_TRUE(head_op.ok() && *head_op != nullptr);
       const int head_fused = (*head_op)->slots_for(head.rows) > 0 ? 1 : 0;
       const int L = tc.num_hidden_layers;
-      const int saved = L * (tc.hidden_size_per_layer_input > 0 ? 3 : 1) + (gate_up ? L : 0) + 1 -
-                        (1 - head_fused);
+      const bool ple = tc.hidden_size_per_layer_input > 0;
+      // Mode p: only the PLE projection's gelu_mul, a layer where the model has PLE.
+      const int saved = ple_only ? (ple ? L : 0)
+                                 : L * (ple ? 3 : 1) + (gate_up ? L : 0) + 1 - (1 - head_fused);
       const RecordingCounts c_on = on->decode_counts(), c_off = off->decode_counts();
       std::printf("[%s] decode dispatches: %d fused, %d apart (%d barriers, %d apart)\n",
                   GetParam().name, c_on.dispatches, c_off.dispatches, c_on.barrier_commands,
