@@ -52,6 +52,11 @@ struct GpuOps {
   std::array<std::unique_ptr<MatvecNormInOp>, 4> matvec_norm_in;
   std::array<std::unique_ptr<MatvecNormInOp>, 4> gate_up_norm_in;
   bool norm_in_ple_only = false;
+  // The device's minStorageBufferOffsetAlignment: where a slice may be bound at its offset.
+  uint64_t binding_align = 1;
+  // Decode's PLE gate takes gelu(·) ⊙ ple in its epilogue (INFER_PLE_EPILOGUE=0: a gelu_mul
+  // dispatch after it, for A/B runs).
+  bool ple_epilogue = true;
 
   const MatvecOp& matvec_for(WeightFormat f) const;
   const GateUpOp& gate_up_for(WeightFormat f) const;

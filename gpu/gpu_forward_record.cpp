@@ -4,9 +4,10 @@
 // so a donor's K/V are in its ring before the shared layers after it read them (§5).
 //
 // A block's residual step is left pending until the next product reads the stream: at T = 1 that
-// product does it in its prologue (gpu/ops/matvec_norm_in.h), reading the stream from one of two
-// buffers and writing it to the other, which saves the add_norm, rms_norm and gelu_mul dispatches
-// of decode; elsewhere add_norm applies it in place just before the product, as it always did.
+// product may do it in its prologue (gpu/ops/matvec_norm_in.h, INFER_NORM_IN), reading the stream
+// from one of two buffers and writing it to the other, which saves the add_norm, rms_norm and
+// gelu_mul dispatches of decode; otherwise (the default) add_norm applies it in place just before
+// the product, and decode's PLE gate takes gelu(·) ⊙ ple in its epilogue.
 #include <algorithm>
 #include <cmath>
 
@@ -248,8 +249,16 @@ struct ChunkRecorder {
     end_block(lw.post_feedforward_layernorm, 1.0f);
     // PLE block: x += rmsnorm(projection · (gelu(gate · x) ⊙ ple[:, i])), then the layer scalar.
     const Binding g = whole(a.g);
-    INFER_TRY_VOID(product(lw.per_layer_input_gate, nullptr, Binding{}, g));
     const uint32_t off = uint32_t(i) * P;  // ple [T, L·P]: slice i
+    if (const MatvecOp* op = gelu_mul_epilogue_for(lw.per_layer_input_gate, off)) {
+      // T = 1: gelu(gate · x) ⊙ ple in the gate product's epilogue, no gelu_mul dispatch.
+      INFER_TRY(const Binding in, settle(Binding{}));
+      const VkDeviceSize at = VkDeviceSize(off) * sizeof(float);
+      INFER_TRY_VOID(op->record_gelu_mul(rec, lw.per_layer_input_gate, in,
+                                         Binding{&a.ple, at, VkDeviceSize(P) * sizeof(float)}, g));
+      return end_ple_block(i, g);
+    }
+    INFER_TRY_VOID(product(lw.per_layer_input_gate, nullptr, Binding{}, g));
     if (const MatvecNormInOp* op = norm_in_for(lw.per_layer_projection, nullptr)) {
       NormIn ni;
       ni.x = g;
@@ -259,13 +268,36 @@ struct ChunkRecorder {
     } else {
       INFER_TRY_VOID(ops.elementwise->gelu_mul(rec, g, P, 0, whole(a.ple),
                                                uint32_t(tc.num_hidden_layers) * P, off, g, T, P));
-      INFER_TRY_VOID(matvec(lw.per_layer_projection, g, o, T));
+      return end_ple_block(i, g);
     }
     Binding w_post;
     float scale = 1.0f;
     end_layer_step(i, &w_post, &scale);
     end_block(w_post, scale);
     return Ok{};
+  }
+
+  // The PLE block from its activations g = gelu(gate · x) ⊙ ple on: the projection into a.o,
+  // then the layer's last residual step left pending.
+  Result<void> end_ple_block(int i, Binding g) {
+    INFER_TRY_VOID(matvec(w.layers[size_t(i)].per_layer_projection, g, whole(a.o), T));
+    Binding w_post;
+    float scale = 1.0f;
+    end_layer_step(i, &w_post, &scale);
+    end_block(w_post, scale);
+    return Ok{};
+  }
+
+  // The plain op that takes gelu(m · x) ⊙ ple[off ..] in m's epilogue, or null: T = 1, no
+  // prologue asked for the PLE projection (INFER_NORM_IN: that one takes the step), m's product
+  // on matvec.comp, and the slice at a binding offset the device allows.
+  const MatvecOp* gelu_mul_epilogue_for(const GpuMatrix& m, uint32_t off) const {
+    if (T != 1 || !ops.ple_epilogue || ops.matvec_norm_in[size_t(m.format)] != nullptr) {
+      return nullptr;
+    }
+    const MatvecOp* op = ops.matvec[size_t(m.format)].get();
+    if (op == nullptr || !op->gelu_mul_applies(m)) return nullptr;
+    return (uint64_t(off) * sizeof(float)) % ops.binding_align == 0 ? op : nullptr;
   }
 
   // logits = softcap(lm_head · rmsnorm(x; norm)) (§4.10), as `head` asks.

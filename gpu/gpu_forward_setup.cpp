@@ -31,6 +31,9 @@ const GateUpOp& GpuOps::gate_up_for(WeightFormat f) const {
 Result<void> create_ops(const VulkanContext& ctx, const ModelConfig& cfg, const ModelWeights& w,
                         int64_t max_positions, int64_t max_chunk, GpuOps& ops) {
   const TextConfig& tc = cfg.text;
+  ops.binding_align = std::max<uint64_t>(1, ctx.info().min_storage_buffer_offset_alignment);
+  const char* ple_epilogue = std::getenv("INFER_PLE_EPILOGUE");
+  ops.ple_epilogue = ple_epilogue == nullptr || ple_epilogue[0] != '0';
   INFER_TRY(ops.norm, NormOps::create(ctx));
   INFER_TRY(ops.embed, EmbedOps::create(ctx));
   INFER_TRY(ops.elementwise, ElementwiseOps::create(ctx));

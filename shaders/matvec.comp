@@ -2,6 +2,8 @@
 //   W: binding 0, [rows, cols] in the device layout of W_* (common/weights.glsl)
 //   x: binding 1, [n_tokens, x_stride] f32        y: binding 2, [n_tokens, y_stride] f32
 //   GATE_UP only: binding 3, the up matrix, like W (which is then the gate); y = gelu(g) · u
+//   GELU_MUL only: binding 3, f32 multipliers m [rows]; y = gelu(W · x) · m, T = 1 only (the
+//   PLE gate's epilogue: the element-wise step needs no other row, so it costs no dispatch)
 //   push: MatvecPush (matvec.h): its `split` subgroups share each row. spec: LOCAL_SIZE
 //   invocations = SUBGROUPS subgroups of the device's size; ROWS rows per subgroup, TOKENS tokens
 //   per workgroup, UNROLL vectors of each row a lane loads per round.
@@ -30,6 +32,10 @@ const uint kMats = 2;  // gate, then up
 #include "common/gelu.glsl"
 #else
 const uint kMats = 1;
+#endif
+#ifdef GELU_MUL
+layout(binding = INFER_MATVEC_BINDING_UP, std430) readonly buffer Mul { float mul[]; };
+#include "common/gelu.glsl"
 #endif
 #include "common/weights.glsl"
 layout(constant_id = INFER_MATVEC_SPEC_UNROLL) const uint kUnroll = VEC_UNROLL;

@@ -18,7 +18,7 @@ uint y_stride;  // elements between tokens in y (>= rows)
 uint split;     // matvec.comp: subgroups sharing each row (divides SUBGROUPS); others ignore it
 INFER_PUSH_END(MatvecPush)
 
-// Bindings: 0 W (gate), 1 x, 2 y, and for GATE_UP 3 the up matrix.
+// Bindings: 0 W (gate), 1 x, 2 y, and for GATE_UP 3 the up matrix (GELU_MUL: 3 the multipliers).
 #define INFER_MATVEC_BINDING_UP 3
 
 // matvec.comp specialization constant ids, chosen per device at pipeline creation.

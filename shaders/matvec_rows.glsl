@@ -34,6 +34,8 @@ void matvec_store(uint row, uint t, float gate, float up) {
   if (row >= pc.rows || t >= pc.n_tokens) return;
 #ifdef GATE_UP
   MATVEC_Y[t * pc.y_stride + row] = gelu_tanh(gate) * up;
+#elif defined(GELU_MUL)
+  MATVEC_Y[row] = gelu_tanh(gate) * mul[row];  // T = 1
 #else
   MATVEC_Y[t * pc.y_stride + row] = gate;
 #endif

@@ -119,6 +119,11 @@ Result<MatvecKernels> create_matvec_kernels(const VulkanContext& ctx, WeightForm
     desc.required_subgroup_size = shape.required_subgroup_size;
     INFER_TRY(std::unique_ptr<Pipeline> p, Pipeline::create(ctx, desc));
     (tokens == 1 ? k.one_token : k.many_tokens) = std::move(p);
+    if (tokens == 1 && !gate_up) {
+      desc.variant = variant_name("matvec_gelu_mul", format);
+      desc.bindings.push_back(Access::kRead);  // the multipliers
+      INFER_TRY(k.one_token_gelu_mul, Pipeline::create(ctx, desc));
+    }
   }
 
   PipelineDesc desc;
@@ -256,7 +261,8 @@ bool runs_matvec_shader(const MatvecKernels& k, int64_t rows, int64_t cols, uint
 }
 
 Result<void> record_matvec_kernels(Recorder& rec, const MatvecKernels& k, const GpuMatrix& w,
-                                   const GpuMatrix* up, Binding x, Binding y, uint32_t n_tokens) {
+                                   const GpuMatrix* up, Binding x, Binding y, uint32_t n_tokens,
+                                   Binding mul) {
   INFER_CHECK(w.format == k.format, "matvec: %s weights given to the %s op",
               weight_format_name(w.format), weight_format_name(k.format));
   INFER_CHECK(n_tokens > 0, "matvec: no tokens");
@@ -280,6 +286,16 @@ Result<void> record_matvec_kernels(Recorder& rec, const MatvecKernels& k, const 
   INFER_CHECK(y.buffer->size() - y.offset >= VkDeviceSize(n_tokens) * VkDeviceSize(w.rows) * 4,
               "matvec: y \"%s\" holds fewer than %u x %lld floats", y.buffer->name().c_str(),
               n_tokens, (long long)w.rows);
+  const bool gelu_mul = mul.buffer != nullptr;
+  if (gelu_mul) {
+    INFER_CHECK(k.one_token_gelu_mul != nullptr && n_tokens == 1 &&
+                    runs_matvec_shader(k, w.rows, w.cols, n_tokens),
+                "matvec: a gelu-mul epilogue for %u tokens of \"%s\", not a one-token product",
+                n_tokens, w.buffer.name().c_str());
+    INFER_CHECK(mul.buffer->size() - mul.offset >= VkDeviceSize(w.rows) * 4,
+                "matvec: multipliers \"%s\" hold fewer than %lld floats",
+                mul.buffer->name().c_str(), (long long)w.rows);
+  }
 
   shader::MatvecPush push{};
   push.rows = uint32_t(w.rows);
@@ -299,6 +315,7 @@ Result<void> record_matvec_kernels(Recorder& rec, const MatvecKernels& k, const 
                       : small ? *k.tiled_small
                       : tiled ? *k.tiled
                       : dot   ? (n_tokens == 1 ? *k.dot_one_token : *k.dot_many_tokens)
+                      : gelu_mul      ? *k.one_token_gelu_mul
                       : n_tokens == 1 ? *k.one_token
                                       : *k.many_tokens;
   const uint32_t coop_rows = k.gate_up ? INFER_MATMUL_COOP_GATE_UP_ROWS : INFER_MATMUL_COOP_ROWS;
@@ -322,6 +339,7 @@ Result<void> record_matvec_kernels(Recorder& rec, const MatvecKernels& k, const 
   g.y = (n_tokens + tokens_per_group - 1) / tokens_per_group;
   if (up != nullptr)
     return rec.dispatch(p, {Binding{&w.buffer}, x, y, Binding{&up->buffer}}, push, g);
+  if (gelu_mul) return rec.dispatch(p, {Binding{&w.buffer}, x, y, mul}, push, g);
   return rec.dispatch(p, {Binding{&w.buffer}, x, y}, push, g);
 }
 
@@ -337,6 +355,12 @@ MatvecOp::~MatvecOp() = default;
 Result<void> MatvecOp::record(Recorder& rec, const GpuMatrix& w, Binding x, Binding y,
                               uint32_t n_tokens) const {
   return record_matvec_kernels(rec, k_, w, nullptr, x, y, n_tokens);
+}
+
+Result<void> MatvecOp::record_gelu_mul(Recorder& rec, const GpuMatrix& w, Binding x, Binding mul,
+                                       Binding y) const {
+  INFER_CHECK(mul.buffer != nullptr, "matvec: gelu-mul without multipliers");
+  return record_matvec_kernels(rec, k_, w, nullptr, x, y, 1, mul);
 }
 
 Result<void> run_matvec(const VulkanContext& ctx, const MatvecOp& op, const GpuMatrix& w,

@@ -116,6 +116,8 @@ struct MatvecKernels {
   MatvecTuning tuning;  // as resolved for the device
   std::unique_ptr<Pipeline> one_token;
   std::unique_ptr<Pipeline> many_tokens;
+  // Plain only: one_token with y = gelu(W · x) · m in its epilogue (record_matvec_kernels' mul).
+  std::unique_ptr<Pipeline> one_token_gelu_mul;
   std::unique_ptr<Pipeline> tiled;
   // The quarter tile (MatvecTuning::tile_min_groups), small_tile_rows x small_tile_tokens; null
   // where the thread tile cannot shrink (then `tiled` takes every product).
@@ -156,9 +158,11 @@ Result<MatvecKernels> create_matvec_kernels(const VulkanContext& ctx, WeightForm
 
 // Records y[t, r] = sum_c W[r, c] * x[t, c] (gate_up: gelu(G[r]·x[t]) · (U[r]·x[t])) for t <
 // n_tokens. w (and up): [rows, cols] in the kernels' format; x: [n_tokens, cols] f32; y: [n_tokens,
-// rows] f32. up is nullptr unless gate_up.
+// rows] f32. up is nullptr unless gate_up. Given `mul` ([rows] f32; plain, T = 1, a product on
+// matvec.comp: gelu_mul_applies), y[r] = gelu(W[r] · x) · mul[r] instead.
 Result<void> record_matvec_kernels(Recorder& rec, const MatvecKernels& k, const GpuMatrix& w,
-                                   const GpuMatrix* up, Binding x, Binding y, uint32_t n_tokens);
+                                   const GpuMatrix* up, Binding x, Binding y, uint32_t n_tokens,
+                                   Binding mul = {});
 
 class MatvecOp {
  public:
@@ -169,6 +173,13 @@ class MatvecOp {
   // w: [rows, cols] in this op's format; x: [n_tokens, cols] f32; y: [n_tokens, rows] f32.
   Result<void> record(Recorder& rec, const GpuMatrix& w, Binding x, Binding y,
                       uint32_t n_tokens) const;
+  // Records y[r] = gelu(W[r] · x) · mul[r] for one token (mul: [rows] f32), where
+  // gelu_mul_applies: the element-wise step in the product's epilogue, no dispatch of its own.
+  Result<void> record_gelu_mul(Recorder& rec, const GpuMatrix& w, Binding x, Binding mul,
+                               Binding y) const;
+  bool gelu_mul_applies(const GpuMatrix& w) const {
+    return k_.one_token_gelu_mul != nullptr && runs_matvec_shader(k_, w.rows, w.cols, 1);
+  }
 
   WeightFormat format() const { return k_.format; }
   const MatvecTuning& tuning() const { return k_.tuning; }  // as resolved for the device
