@@ -54,9 +54,9 @@ struct GpuOps {
   bool norm_in_ple_only = false;
   // The device's minStorageBufferOffsetAlignment: where a slice may be bound at its offset.
   uint64_t binding_align = 1;
-  // Decode's PLE gate takes gelu(·) ⊙ ple in its epilogue (INFER_PLE_EPILOGUE=0: a gelu_mul
-  // dispatch after it, for A/B runs).
-  bool ple_epilogue = true;
+  // With INFER_PLE_EPILOGUE=1 decode's PLE gate takes gelu(·) ⊙ ple in its epilogue instead of a
+  // gelu_mul dispatch after it (opt-in: slower on the H200, gpu_forward_setup.cpp says why).
+  bool ple_epilogue = false;
 
   const MatvecOp& matvec_for(WeightFormat f) const;
   const GateUpOp& gate_up_for(WeightFormat f) const;

@@ -7,7 +7,7 @@
 // product may do it in its prologue (gpu/ops/matvec_norm_in.h, INFER_NORM_IN), reading the stream
 // from one of two buffers and writing it to the other, which saves the add_norm, rms_norm and
 // gelu_mul dispatches of decode; otherwise (the default) add_norm applies it in place just before
-// the product, and decode's PLE gate takes gelu(·) ⊙ ple in its epilogue.
+// the product. With INFER_PLE_EPILOGUE=1 decode's PLE gate takes gelu(·) ⊙ ple in its epilogue.
 #include <algorithm>
 #include <cmath>
 
@@ -288,8 +288,8 @@ struct ChunkRecorder {
     return Ok{};
   }
 
-  // The plain op that takes gelu(m · x) ⊙ ple[off ..] in m's epilogue, or null: T = 1, no
-  // prologue asked for the PLE projection (INFER_NORM_IN: that one takes the step), m's product
+  // The plain op that takes gelu(m · x) ⊙ ple[off ..] in m's epilogue, or null: T = 1, asked for
+  // (INFER_PLE_EPILOGUE=1), no prologue op (INFER_NORM_IN: those take the step), m's product
   // on matvec.comp, and the slice at a binding offset the device allows.
   const MatvecOp* gelu_mul_epilogue_for(const GpuMatrix& m, uint32_t off) const {
     if (T != 1 || !ops.ple_epilogue || ops.matvec_norm_in[size_t(m.format)] != nullptr) {

@@ -32,8 +32,14 @@ Result<void> create_ops(const VulkanContext& ctx, const ModelConfig& cfg, const 
                         int64_t max_positions, int64_t max_chunk, GpuOps& ops) {
   const TextConfig& tc = cfg.text;
   ops.binding_align = std::max<uint64_t>(1, ctx.info().min_storage_buffer_offset_alignment);
+  // The PLE gate's gelu-mul epilogue (INFER_PLE_EPILOGUE=1) removes a dependent dispatch a layer
+  // (E2B 463 -> 428 a token) at no prologue cost, yet alternated on the H200 it was slower
+  // (docs/bench/gpu-h200-s7-call3.json): E2B Q4_0 259.1 / 258.3 t/s against 271.2 / 273.3
+  // without, Q8_0 251.4 against 261.4, bf16 283.9 against 281.8; every kernel of the token ran
+  // 5-15% longer in the profile (gate-up 19.4 -> 22.1 us), not just the gate. The PLE prologue
+  // (INFER_NORM_IN=p, same 428 dispatches) lost as much. Unexplained; an APU may differ.
   const char* ple_epilogue = std::getenv("INFER_PLE_EPILOGUE");
-  ops.ple_epilogue = ple_epilogue == nullptr || ple_epilogue[0] != '0';
+  ops.ple_epilogue = ple_epilogue != nullptr && ple_epilogue[0] == '1';
   INFER_TRY(ops.norm, NormOps::create(ctx));
   INFER_TRY(ops.embed, EmbedOps::create(ctx));
   INFER_TRY(ops.elementwise, ElementwiseOps::create(ctx));
