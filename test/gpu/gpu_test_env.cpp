@@ -54,18 +54,31 @@ VulkanContext* make_shared(bool force_staging, std::unique_ptr<VulkanContext>* s
   return slot->get();
 }
 
+// The shared contexts, and the errors that kept them from being made.
+std::unique_ptr<VulkanContext> g_ctx, g_staging_ctx;
+std::string g_ctx_error, g_staging_ctx_error;
+
+// Destroys the shared contexts when the tests are done, before static destruction: destroyed
+// there, after the NVIDIA driver's own teardown, they crashed gpu_test at exit on the H200 (after
+// every test had passed; sessions 4-7).
+class ReleaseContexts : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    g_ctx.reset();
+    g_staging_ctx.reset();
+  }
+};
+[[maybe_unused]] ::testing::Environment* const kReleaseContexts =
+    ::testing::AddGlobalTestEnvironment(new ReleaseContexts);
+
 }  // namespace
 
 VulkanContext* shared_context(std::string* error) {
-  static std::unique_ptr<VulkanContext> ctx;
-  static std::string saved;
-  return make_shared(false, &ctx, &saved, error);
+  return make_shared(false, &g_ctx, &g_ctx_error, error);
 }
 
 VulkanContext* shared_staging_context(std::string* error) {
-  static std::unique_ptr<VulkanContext> ctx;
-  static std::string saved;
-  return make_shared(true, &ctx, &saved, error);
+  return make_shared(true, &g_staging_ctx, &g_staging_ctx_error, error);
 }
 
 void expect_no_new_validation_errors(const VulkanContext& ctx, int before) {
