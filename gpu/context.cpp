@@ -238,6 +238,19 @@ Result<void> VulkanContext::create_device() {
   const bool coop = coop_extension && has_coop.cooperativeMatrix && has12.shaderFloat16 &&
                     has13.subgroupSizeControl && has13.computeFullSubgroups &&
                     offers_f16_coop_16x16x16(physical_);
+  // INFER_PIPELINE_STATS=1: the driver's statistics of each pipeline (register count, spills),
+  // for tuning the kernels on a device without a profiler at hand.
+  const char* stats_env = std::getenv("INFER_PIPELINE_STATS");
+  const bool stats_extension =
+      stats_env != nullptr && stats_env[0] == '1' &&
+      has_device_extension(physical_, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
+  VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR has_stats{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
+  if (stats_extension) {
+    VkPhysicalDeviceFeatures2 q{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &has_stats};
+    vkGetPhysicalDeviceFeatures2(physical_, &q);
+  }
+  const bool stats = stats_extension && has_stats.pipelineExecutableInfo;
   if (!has11.storageBuffer16BitAccess) {
     return vulkan_error(info_.name +
                         " lacks storageBuffer16BitAccess (needed to read bf16 and "
@@ -251,8 +264,13 @@ Result<void> VulkanContext::create_device() {
   VkPhysicalDeviceCooperativeMatrixFeaturesNV f_coop{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
   f_coop.cooperativeMatrix = VK_TRUE;
+  VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR f_stats{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR,
+      coop ? &f_coop : nullptr};
+  f_stats.pipelineExecutableInfo = VK_TRUE;
   VkPhysicalDeviceVulkan13Features f13{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES,
-                                       coop ? &f_coop : nullptr};
+                                       stats ? static_cast<void*>(&f_stats)
+                                             : coop ? static_cast<void*>(&f_coop) : nullptr};
   f13.synchronization2 = VK_TRUE;
   f13.maintenance4 = VK_TRUE;
   f13.subgroupSizeControl = has13.subgroupSizeControl;
@@ -278,12 +296,13 @@ Result<void> VulkanContext::create_device() {
   VkDeviceCreateInfo info{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, &features};
   info.queueCreateInfoCount = 1;
   info.pQueueCreateInfos = &queue;
-  const char* coop_name = VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME;
-  if (coop) {
-    info.enabledExtensionCount = 1;
-    info.ppEnabledExtensionNames = &coop_name;
-  }
+  std::vector<const char*> extensions;
+  if (coop) extensions.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
+  if (stats) extensions.push_back(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
+  info.enabledExtensionCount = uint32_t(extensions.size());
+  info.ppEnabledExtensionNames = extensions.data();
   info_.coop_matrix_nv = coop;
+  info_.pipeline_stats = stats;
   INFER_TRY_VOID(vk_check(vkCreateDevice(physical_, &info, nullptr, &device_), "vkCreateDevice"));
   vkGetDeviceQueue(device_, queue_family_, 0, &queue_);
   return Ok{};

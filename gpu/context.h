@@ -48,6 +48,9 @@ struct DeviceInfo {
   // Accelerated: the driver says packed signed 4x8-bit dot products are native instructions.
   bool integer_dot_product = false;
   bool integer_dot_accelerated = false;
+  // VK_KHR_pipeline_executable_properties enabled (INFER_PIPELINE_STATS=1 asks): every compute
+  // pipeline's statistics (registers, local memory, ...) go to stderr as it is created.
+  bool pipeline_stats = false;
   VkPhysicalDeviceMemoryProperties memory{};
 };
 

@@ -2,11 +2,57 @@
 // SPIR-V variant, specialization constants and an optional pinned subgroup size.
 #include "gpu/pipeline.h"
 
+#include <cstdio>
+#include <string>
+#include <vector>
+
 #include "gpu/context.h"
 #include "gpu/vk_check.h"
 #include "shaders/spirv.h"
 
 namespace infer::gpu {
+namespace {
+
+// One stderr line per executable of the pipeline: the driver's statistics (NVIDIA: register
+// count, ...), named `name`.
+void log_statistics(VkDevice dev, VkPipeline pipeline, const std::string& name) {
+  VkPipelineInfoKHR info{VK_STRUCTURE_TYPE_PIPELINE_INFO_KHR};
+  info.pipeline = pipeline;
+  uint32_t executables = 0;
+  if (vkGetPipelineExecutablePropertiesKHR(dev, &info, &executables, nullptr) != VK_SUCCESS) return;
+  for (uint32_t e = 0; e < executables; ++e) {
+    VkPipelineExecutableInfoKHR exe{VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR};
+    exe.pipeline = pipeline;
+    exe.executableIndex = e;
+    uint32_t n = 0;
+    if (vkGetPipelineExecutableStatisticsKHR(dev, &exe, &n, nullptr) != VK_SUCCESS) continue;
+    std::vector<VkPipelineExecutableStatisticKHR> stats(
+        n, VkPipelineExecutableStatisticKHR{VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR});
+    if (vkGetPipelineExecutableStatisticsKHR(dev, &exe, &n, stats.data()) != VK_SUCCESS) continue;
+    std::string line = "pipeline stats: " + name;
+    for (uint32_t i = 0; i < n; ++i) {
+      const VkPipelineExecutableStatisticKHR& st = stats[i];
+      line += std::string(" | ") + st.name + " = ";
+      switch (st.format) {
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_BOOL32_KHR:
+          line += st.value.b32 ? "true" : "false";
+          break;
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_INT64_KHR:
+          line += std::to_string(st.value.i64);
+          break;
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_UINT64_KHR:
+          line += std::to_string(st.value.u64);
+          break;
+        default:
+          line += std::to_string(st.value.f64);
+          break;
+      }
+    }
+    std::fprintf(stderr, "%s\n", line.c_str());
+  }
+}
+
+}  // namespace
 
 Result<std::unique_ptr<Pipeline>> Pipeline::create(const VulkanContext& ctx,
                                                    const PipelineDesc& desc) {
@@ -93,6 +139,7 @@ Result<std::unique_ptr<Pipeline>> Pipeline::create(const VulkanContext& ctx,
     }
   }
   info.layout = p->layout_;
+  if (ctx.info().pipeline_stats) info.flags |= VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
   VkResult r = vkCreateComputePipelines(dev, VK_NULL_HANDLE, 1, &info, nullptr, &p->pipeline_);
   vkDestroyShaderModule(dev, module, nullptr);
   if (r != VK_SUCCESS) {
@@ -100,6 +147,7 @@ Result<std::unique_ptr<Pipeline>> Pipeline::create(const VulkanContext& ctx,
                       p->name_ + ": vkCreateComputePipelines failed: " + vk_result_name(r));
   }
   ctx.set_name(VK_OBJECT_TYPE_PIPELINE, uint64_t(p->pipeline_), p->name_);
+  if (ctx.info().pipeline_stats) log_statistics(dev, p->pipeline_, p->name_);
   return p;
 }
 
