@@ -181,6 +181,14 @@ Result<void> VulkanContext::pick_device(int device_index) {
 
 namespace {
 
+// An extension's features (f, with its sType set) as the device reports them, where `offered`.
+template <class Features>
+void query_features(VkPhysicalDevice physical, bool offered, Features& f) {
+  if (!offered) return;
+  VkPhysicalDeviceFeatures2 q{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &f};
+  vkGetPhysicalDeviceFeatures2(physical, &q);
+}
+
 bool has_device_extension(VkPhysicalDevice physical, const char* name) {
   uint32_t n = 0;
   vkEnumerateDeviceExtensionProperties(physical, nullptr, &n, nullptr);
@@ -193,6 +201,12 @@ bool has_device_extension(VkPhysicalDevice physical, const char* name) {
 }
 
 // Whether the device offers the one cooperative-matrix shape matmul_coop.comp uses.
+// An opt-in extension: the environment variable `env` is 1 and the device offers `name`.
+bool asked_and_offered(VkPhysicalDevice physical, const char* env, const char* name) {
+  const char* v = std::getenv(env);
+  return v != nullptr && v[0] == '1' && has_device_extension(physical, name);
+}
+
 bool offers_f16_coop_16x16x16(VkPhysicalDevice physical) {
   uint32_t n = 0;
   if (vkGetPhysicalDeviceCooperativeMatrixPropertiesNV == nullptr ||
@@ -226,30 +240,21 @@ Result<void> VulkanContext::create_device() {
   vkGetPhysicalDeviceFeatures2(physical_, &has);
   // Opt-in (INFER_COOPMAT=1): the cooperative-matrix prefill still misses the e2b-long fixture's
   // prompt logits on the H200 (max error ~1.0 against 2e-3) although every matmul test passes.
-  const char* coop_env = std::getenv("INFER_COOPMAT");
-  const bool coop_extension = coop_env != nullptr && coop_env[0] == '1' &&
-                              has_device_extension(physical_, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
+  const bool coop_extension =
+      asked_and_offered(physical_, "INFER_COOPMAT", VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
   VkPhysicalDeviceCooperativeMatrixFeaturesNV has_coop{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
-  if (coop_extension) {
-    VkPhysicalDeviceFeatures2 q{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &has_coop};
-    vkGetPhysicalDeviceFeatures2(physical_, &q);
-  }
+  query_features(physical_, coop_extension, has_coop);
   const bool coop = coop_extension && has_coop.cooperativeMatrix && has12.shaderFloat16 &&
                     has13.subgroupSizeControl && has13.computeFullSubgroups &&
                     offers_f16_coop_16x16x16(physical_);
   // INFER_PIPELINE_STATS=1: the driver's statistics of each pipeline (register count, spills),
   // for tuning the kernels on a device without a profiler at hand.
-  const char* stats_env = std::getenv("INFER_PIPELINE_STATS");
-  const bool stats_extension =
-      stats_env != nullptr && stats_env[0] == '1' &&
-      has_device_extension(physical_, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
+  const bool stats_extension = asked_and_offered(
+      physical_, "INFER_PIPELINE_STATS", VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
   VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR has_stats{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
-  if (stats_extension) {
-    VkPhysicalDeviceFeatures2 q{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &has_stats};
-    vkGetPhysicalDeviceFeatures2(physical_, &q);
-  }
+  query_features(physical_, stats_extension, has_stats);
   const bool stats = stats_extension && has_stats.pipelineExecutableInfo;
   if (!has11.storageBuffer16BitAccess) {
     return vulkan_error(info_.name +
