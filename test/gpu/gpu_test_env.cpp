@@ -5,8 +5,11 @@
 
 #include <cstdlib>
 
+#include <functional>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "gpu/ops/matvec.h"
 #include "model/ops/matmul.h"
@@ -57,6 +60,11 @@ VulkanContext* make_shared(bool force_staging, std::unique_ptr<VulkanContext>* s
 // The shared contexts, and the errors that kept them from being made.
 std::unique_ptr<VulkanContext> g_ctx, g_staging_ctx;
 std::string g_ctx_error, g_staging_ctx_error;
+// What must go before them (before_contexts_release), in registration order.
+std::vector<std::function<void()>>& releases() {
+  static std::vector<std::function<void()>> r;
+  return r;
+}
 
 // Destroys the shared contexts when the tests are done, before static destruction: destroyed
 // there, after the NVIDIA driver's own teardown, they crashed gpu_test at exit on the H200 (after
@@ -64,6 +72,8 @@ std::string g_ctx_error, g_staging_ctx_error;
 class ReleaseContexts : public ::testing::Environment {
  public:
   void TearDown() override {
+    for (const std::function<void()>& release : releases()) release();
+    releases().clear();
     g_ctx.reset();
     g_staging_ctx.reset();
   }
@@ -79,6 +89,10 @@ VulkanContext* shared_context(std::string* error) {
 
 VulkanContext* shared_staging_context(std::string* error) {
   return make_shared(true, &g_staging_ctx, &g_staging_ctx_error, error);
+}
+
+void before_contexts_release(std::function<void()> release) {
+  releases().push_back(std::move(release));
 }
 
 void expect_no_new_validation_errors(const VulkanContext& ctx, int before) {

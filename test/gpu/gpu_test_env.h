@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include "gpu/context.h"
 
 namespace infer::gpu {
@@ -12,6 +14,9 @@ namespace infer::gpu {
 // *error) when there is no usable Vulkan device, which the fixture turns into a failure.
 VulkanContext* shared_context(std::string* error);
 VulkanContext* shared_staging_context(std::string* error);
+// Registers `release` to run when the tests are done, before the shared contexts are destroyed:
+// for caches of GPU objects made on them, which must go first.
+void before_contexts_release(std::function<void()> release);
 
 class GpuTest : public ::testing::Test {
  protected:

@@ -68,13 +68,14 @@ class GpuMatvec
       public ::testing::WithParamInterface<std::tuple<Setting, WeightFormat, Shape>> {};
 
 // The kernels of a setting and format, created once for all shapes: building their pipelines
-// takes most of a case's time on lavapipe. The GPU tests share one context (gpu_test_env.cpp),
-// created before and destroyed after these.
+// takes most of a case's time on lavapipe. The GPU tests share one context (gpu_test_env.cpp);
+// the cache is emptied before it goes.
 template <typename Kernels>
 const Kernels& cached(const VulkanContext& ctx, const Setting& setting, WeightFormat f,
                       Result<Kernels> (*create)(const VulkanContext&, WeightFormat,
                                                 const MatvecTuning&)) {
   static std::map<std::tuple<const VulkanContext*, std::string, WeightFormat>, Kernels> made;
+  if (made.empty()) before_contexts_release([] { made.clear(); });
   const auto key = std::make_tuple(&ctx, std::string(setting.name), f);
   auto it = made.find(key);
   if (it == made.end()) {
