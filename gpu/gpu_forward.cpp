@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -76,13 +75,6 @@ Result<std::unique_ptr<GpuForward>> GpuForward::make(VulkanContext& ctx, const M
   INFER_TRY(m.weights, GpuWeights::upload(ctx, cfg, model.weights(), &pool));
   INFER_TRY(m.kv, GpuKv::create(ctx, cfg, m.max_positions, m.max_chunk, tiered));
   INFER_TRY_VOID(create_ops(ctx, cfg, model.weights(), m.max_positions, m.max_chunk, m.ops));
-  // Issue 3: on the H200 the PLE fusions removed dispatches yet every kernel of the token ran
-  // 5-15% longer at the same clocks; the activations, read by every kernel from L2, may sit
-  // differently. INFER_PAD_MB shifts them to test that.
-  if (const char* pad = std::getenv("INFER_PAD_MB"); pad != nullptr && std::atoi(pad) > 0) {
-    INFER_TRY(m.placement_pad, Buffer::create(ctx, size_t(std::atoi(pad)) << 20,
-                                              BufferKind::kDevice, "placement pad"));
-  }
   INFER_TRY_VOID(create_activations(ctx, cfg, m.max_chunk, tiered, m.a));
   if (m.ring && m.ring->config().evict == EvictPolicy::kMass) {
     INFER_TRY(m.mass, create_mass_ops(ctx, cfg, m.max_chunk, tiered));

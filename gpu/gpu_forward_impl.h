@@ -111,9 +111,6 @@ struct GpuForward::Impl {
   std::unique_ptr<GpuWeights> weights;
   std::unique_ptr<GpuKv> kv;
   GpuOps ops;
-  // INFER_PAD_MB=N (diagnosis): N MiB allocated before the activations, which moves them in
-  // device memory, to see whether their placement changes decode speed (gpu_forward.cpp).
-  Buffer placement_pad;
   GpuActivations a;
 
   std::unique_ptr<Recorder> decode_logits;  // T = 1, Head::kLast, replayed per token
