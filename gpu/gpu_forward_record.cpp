@@ -64,6 +64,14 @@ struct ChunkRecorder {
     *scale = lw.layer_scalar;
   }
 
+  // Layer i's last block (the PLE block's, else the MLP's) ends: its step left pending.
+  void end_layer(int i) {
+    Binding w_post;
+    float scale = 1.0f;
+    end_layer_step(i, &w_post, &scale);
+    end_block(w_post, scale);
+  }
+
   // The pending step (and norm_w's norm into a.h, given) as separate dispatches, in place; what
   // the product then reads: a.h given norm_w, else the stream.
   Result<Binding> settle(Binding norm_w) {
@@ -240,10 +248,7 @@ struct ChunkRecorder {
                                         lw.post_feedforward_layernorm_2, o, T, H(), eps()));
     }
     if (P == 0) {  // this step ends the layer
-      Binding w_post;
-      float scale = 1.0f;
-      end_layer_step(i, &w_post, &scale);
-      end_block(w_post, scale);
+      end_layer(i);
       return Ok{};
     }
     end_block(lw.post_feedforward_layernorm, 1.0f);
@@ -256,35 +261,22 @@ struct ChunkRecorder {
       const VkDeviceSize at = VkDeviceSize(off) * sizeof(float);
       INFER_TRY_VOID(op->record_gelu_mul(rec, lw.per_layer_input_gate, in,
                                          Binding{&a.ple, at, VkDeviceSize(P) * sizeof(float)}, g));
-      return end_ple_block(i, g);
-    }
-    INFER_TRY_VOID(product(lw.per_layer_input_gate, nullptr, Binding{}, g));
-    if (const MatvecNormInOp* op = norm_in_for(lw.per_layer_projection, nullptr)) {
-      NormIn ni;
-      ni.x = g;
-      ni.gelu_b = whole(a.ple);
-      ni.b_off = off;
-      INFER_TRY_VOID(op->record(rec, lw.per_layer_projection, nullptr, ni, o));
+      INFER_TRY_VOID(matvec(lw.per_layer_projection, g, o, T));
     } else {
-      INFER_TRY_VOID(ops.elementwise->gelu_mul(rec, g, P, 0, whole(a.ple),
-                                               uint32_t(tc.num_hidden_layers) * P, off, g, T, P));
-      return end_ple_block(i, g);
+      INFER_TRY_VOID(product(lw.per_layer_input_gate, nullptr, Binding{}, g));
+      if (const MatvecNormInOp* op = norm_in_for(lw.per_layer_projection, nullptr)) {
+        NormIn ni;
+        ni.x = g;
+        ni.gelu_b = whole(a.ple);
+        ni.b_off = off;
+        INFER_TRY_VOID(op->record(rec, lw.per_layer_projection, nullptr, ni, o));
+      } else {
+        INFER_TRY_VOID(ops.elementwise->gelu_mul(rec, g, P, 0, whole(a.ple),
+                                                 uint32_t(tc.num_hidden_layers) * P, off, g, T, P));
+        INFER_TRY_VOID(matvec(lw.per_layer_projection, g, o, T));
+      }
     }
-    Binding w_post;
-    float scale = 1.0f;
-    end_layer_step(i, &w_post, &scale);
-    end_block(w_post, scale);
-    return Ok{};
-  }
-
-  // The PLE block from its activations g = gelu(gate · x) ⊙ ple on: the projection into a.o,
-  // then the layer's last residual step left pending.
-  Result<void> end_ple_block(int i, Binding g) {
-    INFER_TRY_VOID(matvec(w.layers[size_t(i)].per_layer_projection, g, whole(a.o), T));
-    Binding w_post;
-    float scale = 1.0f;
-    end_layer_step(i, &w_post, &scale);
-    end_block(w_post, scale);
+    end_layer(i);
     return Ok{};
   }
 
