@@ -64,7 +64,9 @@ Result<void> create_ops(const VulkanContext& ctx, const ModelConfig& cfg, const 
   }
   for (size_t f = 0; f < 4; ++f) {
     if (mv[f]) {
-      INFER_TRY(ops.matvec[f], MatvecOp::create(ctx, WeightFormat(f)));
+      MatvecTuning tuning;
+      tuning.gelu_mul_epilogue = ops.ple_epilogue;
+      INFER_TRY(ops.matvec[f], MatvecOp::create(ctx, WeightFormat(f), tuning));
     }
     if (gu[f]) {
       INFER_TRY(ops.gate_up[f], GateUpOp::create(ctx, WeightFormat(f)));

@@ -119,7 +119,7 @@ Result<MatvecKernels> create_matvec_kernels(const VulkanContext& ctx, WeightForm
     desc.required_subgroup_size = shape.required_subgroup_size;
     INFER_TRY(std::unique_ptr<Pipeline> p, Pipeline::create(ctx, desc));
     (tokens == 1 ? k.one_token : k.many_tokens) = std::move(p);
-    if (tokens == 1 && !gate_up) {
+    if (tokens == 1 && !gate_up && tuning.gelu_mul_epilogue) {
       desc.variant = variant_name("matvec_gelu_mul", format);
       desc.bindings.push_back(Access::kRead);  // the multipliers
       INFER_TRY(k.one_token_gelu_mul, Pipeline::create(ctx, desc));

@@ -80,6 +80,9 @@ struct MatvecTuning {
   // few thousand rows still spread over a big GPU; 1: always the big tile.
   uint32_t tile_min_groups = 0;
   IntDot int_dot = IntDot::kAuto;
+  // Plain ops: also make the one-token pipeline with the gelu-mul epilogue (record_gelu_mul),
+  // which only INFER_PLE_EPILOGUE=1 uses; unmade, nothing compiles it at start-up.
+  bool gelu_mul_epilogue = false;
   uint32_t dot_subgroups_per_group = 0;  // matvec_dot.comp's workgroup (rows per subgroup as above)
   // matvec.comp's rounds: each lane loads vec_unroll 16-byte vectors of each of its rows before
   // using any. A row of more than split_rounds rounds is split over up to max_split subgroups of
@@ -116,7 +119,8 @@ struct MatvecKernels {
   MatvecTuning tuning;  // as resolved for the device
   std::unique_ptr<Pipeline> one_token;
   std::unique_ptr<Pipeline> many_tokens;
-  // Plain only: one_token with y = gelu(W · x) · m in its epilogue (record_matvec_kernels' mul).
+  // Plain only, where tuning.gelu_mul_epilogue asks: one_token with y = gelu(W · x) · m in its
+  // epilogue (record_matvec_kernels' mul).
   std::unique_ptr<Pipeline> one_token_gelu_mul;
   std::unique_ptr<Pipeline> tiled;
   // The quarter tile (MatvecTuning::tile_min_groups), small_tile_rows x small_tile_tokens; null

@@ -157,7 +157,9 @@ TEST_F(GpuMatvecOp, GeluMulEpilogueIsGeluOfThePlainProductTimesTheMultipliers) {
          {std::pair<int64_t, int64_t>{7, 64}, {256, 1536}, {33, 4096}}) {
       SCOPED_TRACE(std::string(weight_format_name(f)) + " rows " + std::to_string(rows) +
                    " cols " + std::to_string(cols));
-      auto op = MatvecOp::create(ctx, f);
+      MatvecTuning tuning;
+      tuning.gelu_mul_epilogue = true;
+      auto op = MatvecOp::create(ctx, f, tuning);
       ASSERT_TRUE(op.ok()) << op.error().message;
       const HostMatrix h = random_matrix(f, rows, cols, uint32_t(rows * 31 + cols));
       auto w = upload_matrix(ctx, h.m, "w");
