@@ -23,6 +23,16 @@ using nlohmann::json;
 
 RunResult infer(const std::vector<std::string>& args) { return run_binary(infer_binary(), args); }
 
+// `infer --gpu ...` under the sanitizers: Debian 12's Vulkan loader (1.3.239, which ignores
+// VK_LOADER_DISABLE_DYNAMIC_LIBRARY_UNLOADING) unloads lavapipe and its LLVM when the instance
+// goes, so LeakSanitizer finds a 128-byte block of theirs unreferenced and cannot name its
+// module (session 7, Mesa 22.3.6-1+deb12u2); with the libraries preloaded, and so never
+// unloaded, nothing leaks. So leak checking is off for these runs only; gpu_test checks our
+// GPU code for leaks with the drivers pinned (test/gpu/gpu_test_env.cpp).
+RunResult infer_gpu(const std::vector<std::string>& args) {
+  return run_binary(infer_binary(), args, {{"ASAN_OPTIONS", "detect_leaks=0:abort_on_error=1"}});
+}
+
 fs::path fixture(const std::string& name) { return repo_fixtures() / "gemma4-text" / name; }
 fs::path vocab_fixture() { return shared_fixtures() / "gemma4-text" / "e2b-vocab"; }
 
@@ -92,9 +102,10 @@ TEST(InferCli, GpuGreedyIdsMatchTheGoldenTokens) {
   const json golden = read_json(fixture("e2b-mini") / "golden.json");
   const auto prompt = golden["prompt_ids"].get<std::vector<int>>();
   const auto expected = golden["greedy_tokens"].get<std::vector<int>>();
-  const RunResult r = infer({"--gpu", "--model", fixture("e2b-mini").string(), "--prompt-ids",
-                             join(prompt, ","), "-n", std::to_string(expected.size()), "--output",
-                             "ids", "--temperature", "0"});
+  const RunResult r =
+      infer_gpu({"--gpu", "--model", fixture("e2b-mini").string(), "--prompt-ids",
+                 join(prompt, ","), "-n", std::to_string(expected.size()), "--output", "ids",
+                 "--temperature", "0"});
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out, join(expected, " ") + "\n");
   EXPECT_NE(r.err.find("device:"), std::string::npos) << r.err;
@@ -243,7 +254,7 @@ TEST(InferCli, BenchEmitsJsonWithEveryKey) {
 TEST(InferCli, GpuBenchEmitsBandwidthAndDispatchCounts) {
   const fs::path dir = make_temp_dir("bench-gpu");
   const fs::path out = dir / "bench.json";
-  const RunResult r = infer({"--bench", out.string(), "--gpu", "--model",
+  const RunResult r = infer_gpu({"--bench", out.string(), "--gpu", "--model",
                              fixture("e2b-mini").string(), "--threads", "2"});
   ASSERT_EQ(r.status, 0) << r.err;
   const json j = read_json(out);
