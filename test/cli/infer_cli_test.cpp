@@ -255,7 +255,7 @@ TEST(InferCli, GpuBenchEmitsBandwidthAndDispatchCounts) {
   const fs::path dir = make_temp_dir("bench-gpu");
   const fs::path out = dir / "bench.json";
   const RunResult r = infer_gpu({"--bench", out.string(), "--gpu", "--model",
-                             fixture("e2b-mini").string(), "--threads", "2"});
+                                 fixture("e2b-mini").string(), "--threads", "2"});
   ASSERT_EQ(r.status, 0) << r.err;
   const json j = read_json(out);
   ASSERT_TRUE(j.is_object()) << read_file(out);
