@@ -59,6 +59,10 @@ struct GpuOps {
   bool ple_epilogue = false;
 
   const MatvecOp& matvec_for(WeightFormat f) const;
+  // The plain op that takes gelu(m · x) ⊙ ple in m's epilogue, the ple slice bound at
+  // `offset` bytes, or null: T = 1, asked for (INFER_PLE_EPILOGUE=1), no prologue op
+  // (INFER_NORM_IN: those take the step), m's product on matvec.comp, an offset the device allows.
+  const MatvecOp* ple_epilogue_op(const GpuMatrix& m, uint32_t T, uint64_t offset) const;
   const GateUpOp& gate_up_for(WeightFormat f) const;
 };
 

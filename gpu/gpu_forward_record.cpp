@@ -255,10 +255,10 @@ struct ChunkRecorder {
     // PLE block: x += rmsnorm(projection · (gelu(gate · x) ⊙ ple[:, i])), then the layer scalar.
     const Binding g = whole(a.g);
     const uint32_t off = uint32_t(i) * P;  // ple [T, L·P]: slice i
-    if (const MatvecOp* op = gelu_mul_epilogue_for(lw.per_layer_input_gate, off)) {
-      // T = 1: gelu(gate · x) ⊙ ple in the gate product's epilogue, no gelu_mul dispatch.
+    const VkDeviceSize at = VkDeviceSize(off) * sizeof(float);
+    if (const MatvecOp* op = ops.ple_epilogue_op(lw.per_layer_input_gate, T, at)) {
+      // gelu(gate · x) ⊙ ple in the gate product's epilogue, no gelu_mul dispatch.
       INFER_TRY(const Binding in, settle(Binding{}));
-      const VkDeviceSize at = VkDeviceSize(off) * sizeof(float);
       INFER_TRY_VOID(op->record_gelu_mul(rec, lw.per_layer_input_gate, in,
                                          Binding{&a.ple, at, VkDeviceSize(P) * sizeof(float)}, g));
       INFER_TRY_VOID(matvec(lw.per_layer_projection, g, o, T));
@@ -278,18 +278,6 @@ struct ChunkRecorder {
     }
     end_layer(i);
     return Ok{};
-  }
-
-  // The plain op that takes gelu(m · x) ⊙ ple[off ..] in m's epilogue, or null: T = 1, asked for
-  // (INFER_PLE_EPILOGUE=1), no prologue op (INFER_NORM_IN: those take the step), m's product
-  // on matvec.comp, and the slice at a binding offset the device allows.
-  const MatvecOp* gelu_mul_epilogue_for(const GpuMatrix& m, uint32_t off) const {
-    if (T != 1 || !ops.ple_epilogue || ops.matvec_norm_in[size_t(m.format)] != nullptr) {
-      return nullptr;
-    }
-    const MatvecOp* op = ops.matvec[size_t(m.format)].get();
-    if (op == nullptr || !op->gelu_mul_applies(m)) return nullptr;
-    return (uint64_t(off) * sizeof(float)) % ops.binding_align == 0 ? op : nullptr;
   }
 
   // logits = softcap(lm_head · rmsnorm(x; norm)) (§4.10), as `head` asks.

@@ -18,6 +18,13 @@ void note_format(std::array<bool, 4>& used, const Matrix& m) {
 
 }  // namespace
 
+const MatvecOp* GpuOps::ple_epilogue_op(const GpuMatrix& m, uint32_t T, uint64_t offset) const {
+  if (T != 1 || !ple_epilogue || matvec_norm_in[size_t(m.format)] != nullptr) return nullptr;
+  const MatvecOp* op = matvec[size_t(m.format)].get();
+  if (op == nullptr || !op->gelu_mul_applies(m)) return nullptr;
+  return offset % binding_align == 0 ? op : nullptr;
+}
+
 const MatvecOp& GpuOps::matvec_for(WeightFormat f) const {
   INFER_CHECK(matvec[size_t(f)] != nullptr, "no %s matvec op", weight_format_name(f));
   return *matvec[size_t(f)];
