@@ -47,7 +47,7 @@ Result<void> create_ops(const VulkanContext& ctx, const ModelConfig& cfg, const 
   // (INFER_NORM_IN=p, same 428 dispatches) lost as much. Unexplained; an APU may differ.
   const char* ple_epilogue = std::getenv("INFER_PLE_EPILOGUE");
   ops.ple_epilogue = ple_epilogue != nullptr && ple_epilogue[0] == '1';
-  INFER_TRY(ops.norm, NormOps::create(ctx));
+  INFER_TRY(ops.norm, NormOps::create(ctx, uint32_t(tc.hidden_size)));
   INFER_TRY(ops.embed, EmbedOps::create(ctx));
   INFER_TRY(ops.elementwise, ElementwiseOps::create(ctx));
 

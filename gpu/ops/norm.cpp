@@ -47,12 +47,15 @@ struct NormOps::Pipelines {
 
 NormOps::~NormOps() = default;
 
-Result<std::unique_ptr<NormOps>> NormOps::create(const VulkanContext& ctx) {
+Result<std::unique_ptr<NormOps>> NormOps::create(const VulkanContext& ctx, uint32_t row_n) {
   std::unique_ptr<NormOps> op(new NormOps());
   op->p_ = std::make_unique<Pipelines>();
   Pipelines& p = *op->p_;
   p.ctx = &ctx;
-  const WorkgroupSize row = workgroup_size(ctx.info(), kRowInvocations);
+  const uint32_t sub = std::max(1u, ctx.info().subgroup_size);
+  const uint32_t row_target =
+      row_n == 0 ? kRowInvocations : std::min(kRowInvocations, (row_n + sub - 1) / sub * sub);
+  const WorkgroupSize row = workgroup_size(ctx.info(), row_target);
   const WorkgroupSize one = workgroup_size(ctx.info(), ctx.info().subgroup_size);
   p.short_row_max = one.local * kShortRowPerInvocation;
   const Access R = Access::kRead, W = Access::kWrite;

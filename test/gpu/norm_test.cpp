@@ -237,6 +237,18 @@ TEST_F(GpuNorm, NormSumMatchesCpuReference) {
   check_norm_sum(*ctx_, *ops_, 2, 2816, true);
 }
 
+// Pipelines sized for a short model row (create(ctx, 40): 40 rounded up to whole subgroups)
+// still normalize rows of any length, shorter and far longer than the workgroup.
+TEST_F(GpuNorm, OpsSizedForAShortRowHandleEveryLength) {
+  auto sized = NormOps::create(*ctx_, 40);
+  ASSERT_TRUE(sized.ok()) << sized.error().message;
+  for (uint32_t n : {1u, 40u, 33u, 1536u}) {
+    check_rms_norm(*ctx_, **sized, 3, n, true, false);
+    check_add_norm(*ctx_, **sized, 2, n, 0.37f, true);
+    check_norm_sum(*ctx_, **sized, 2, n, false);
+  }
+}
+
 // The three ops back to back in one recording, as a layer records them: each reads what the one
 // before wrote (the recorder's barriers), and nothing else changes the result.
 TEST_F(GpuNorm, ChainedOpsMatchCpuReference) {
