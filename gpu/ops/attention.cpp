@@ -245,11 +245,19 @@ Result<void> AttentionOps::qkv_prep(Recorder& rec, Binding step, const QkvShape&
   using A = Access;
   const Pipeline* pipeline = nullptr;
   INFER_TRY(pipeline, p.cached({"qkv_prep", s.mode, 0, 0}, [&] {
-    return p.desc("qkv_prep",
-                  {A::kRead, A::kRead, A::kRead, A::kRead, A::kRead, A::kWrite, A::kWrite,
-                   A::kWrite},
-                  sizeof(shader::QkvPrepPush),
-                  {{INFER_ATTN_SPEC_MAX_SUBGROUPS, p.max_subgroups}}, s.mode);
+    PipelineDesc desc = p.desc("qkv_prep",
+                               {A::kRead, A::kRead, A::kRead, A::kRead, A::kRead, A::kWrite,
+                                A::kWrite, A::kWrite},
+                               sizeof(shader::QkvPrepPush), {}, s.mode);
+    // An invocation owns a RoPE pair: no more invocations than the widest head has pairs (the
+    // fixtures' d = 16/32 left 7/8 of a 128-wide group idle, real work on a CPU device).
+    const uint32_t sub = p.lanes.subgroup;
+    const uint32_t local = std::min(p.lanes.local_size, div_up(p.limits.max_d / 2, sub) * sub);
+    for (SpecConstant& c : desc.spec) {
+      if (c.id == INFER_ATTN_SPEC_LOCAL_SIZE) c.value = local;
+    }
+    desc.spec.push_back({INFER_ATTN_SPEC_MAX_SUBGROUPS, std::max(1u, local / p.lanes.smallest)});
+    return desc;
   }));
   return rec.dispatch(*pipeline, {step, qkv, q_norm, k_norm, inv_freq, q_out, k_cache, v_cache},
                       push, Groups{s.n_q + 2 * s.n_kv, s.T, 1});

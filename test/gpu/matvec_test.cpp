@@ -360,7 +360,9 @@ TEST_F(GpuMatvecOp, ShapeKnobsComeFromTheEnvironment) {
   EXPECT_EQ(q4->tuning.rows_per_subgroup, 3u);
   EXPECT_EQ(q4->tuning.subgroups_per_group, 2u);
   EXPECT_EQ(q4->tuning.max_split, 1u);
-  EXPECT_EQ(q4->tuning.vec_unroll, 2u);  // VEC_UNROLL for Q4_0
+  // VEC_UNROLL for Q4_0; 1 on a CPU device such as lavapipe (matvec_shape.cpp says why).
+  const bool cpu = ctx_->info().type == VK_PHYSICAL_DEVICE_TYPE_CPU;
+  EXPECT_EQ(q4->tuning.vec_unroll, cpu ? 1u : 2u);
   EXPECT_EQ(q8->tuning.rows_per_subgroup, 5u);
   EXPECT_EQ(gu->tuning.rows_per_subgroup, 2u);  // the gate-up default, not INFER_MV_ROWS
   EXPECT_EQ(gu->tuning.vec_unroll, 3u);
