@@ -60,6 +60,11 @@ Result<nlohmann::ordered_json> profile_gpu(gpu::GpuForward& fwd, int32_t next,
   INFER_TRY(std::vector<gpu::CommandTime> decode, fwd.profile(std::span<const int32_t>(&next, 1)));
   j["decode_position"] = fwd.position() - 1;
   j["decode"] = summarize(decode);
+  // Every command of the step in order (label, us): which product of a layer costs what, for
+  // fitting a fixed cost plus bytes over bandwidth per matrix.
+  nlohmann::ordered_json sequence = nlohmann::ordered_json::array();
+  for (const gpu::CommandTime& t : decode) sequence.push_back({t.label, t.us});
+  j["decode"]["sequence"] = std::move(sequence);
   fwd.reset();
   const size_t T = std::min(prompt.size(), size_t(chunk));
   INFER_TRY(std::vector<gpu::CommandTime> prefill, fwd.profile(prompt.first(T)));

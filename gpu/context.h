@@ -32,6 +32,9 @@ struct DeviceInfo {
   uint32_t max_subgroup_size = 0;
   bool compute_required_subgroup_size = false;  // subgroupSizeControl on, compute settable
   bool compute_full_subgroups = false;          // computeFullSubgroups on
+  // SMs / CUs where the driver says (VK_NV_shader_sm_builtins, VK_AMD_shader_core_properties),
+  // else 0: how many subgroups it takes to fill the device.
+  uint32_t compute_cores = 0;
   uint32_t max_workgroup_invocations = 0;
   uint32_t max_workgroup_count[3] = {0, 0, 0};
   uint32_t max_push_constants_bytes = 0;

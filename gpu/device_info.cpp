@@ -1,6 +1,8 @@
 // Reads what the backend needs from a VkPhysicalDevice and describes it for --gpu's report.
 #include <cstdio>
+#include <cstring>
 #include <string>
+#include <vector>
 
 #include "gpu/context.h"
 
@@ -20,6 +22,46 @@ const char* device_type_name(VkPhysicalDeviceType type) {
       return "other";
   }
 }
+
+namespace {
+
+bool offers_extension(VkPhysicalDevice physical, const char* name) {
+  uint32_t n = 0;
+  if (vkEnumerateDeviceExtensionProperties(physical, nullptr, &n, nullptr) != VK_SUCCESS) {
+    return false;
+  }
+  std::vector<VkExtensionProperties> exts(n);
+  if (vkEnumerateDeviceExtensionProperties(physical, nullptr, &n, exts.data()) != VK_SUCCESS) {
+    return false;
+  }
+  for (const VkExtensionProperties& e : exts) {
+    if (std::strcmp(e.extensionName, name) == 0) return true;
+  }
+  return false;
+}
+
+// The device's compute cores (NVIDIA SMs, AMD CUs), where its driver says: how many subgroups
+// fill it (the matvecs' row narrowing). 0: not said.
+uint32_t compute_cores(VkPhysicalDevice physical) {
+  if (offers_extension(physical, VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME)) {
+    VkPhysicalDeviceShaderSMBuiltinsPropertiesNV sm{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SM_BUILTINS_PROPERTIES_NV};
+    VkPhysicalDeviceProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, &sm};
+    vkGetPhysicalDeviceProperties2(physical, &props);
+    return sm.shaderSMCount;
+  }
+  if (offers_extension(physical, VK_AMD_SHADER_CORE_PROPERTIES_EXTENSION_NAME)) {
+    VkPhysicalDeviceShaderCorePropertiesAMD core{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CORE_PROPERTIES_AMD};
+    VkPhysicalDeviceProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, &core};
+    vkGetPhysicalDeviceProperties2(physical, &props);
+    return core.shaderEngineCount * core.shaderArraysPerEngineCount *
+           core.computeUnitsPerShaderArray;
+  }
+  return 0;
+}
+
+}  // namespace
 
 DeviceInfo read_device_info(VkPhysicalDevice physical) {
   VkPhysicalDeviceShaderIntegerDotProductProperties dot{
@@ -57,6 +99,7 @@ DeviceInfo read_device_info(VkPhysicalDevice physical) {
   info.shader_float16 = f12.shaderFloat16;
   info.shader_int8 = f12.shaderInt8;
   info.integer_dot_accelerated = dot.integerDotProduct4x8BitPackedSignedAccelerated;
+  info.compute_cores = compute_cores(physical);
 
   vkGetPhysicalDeviceMemoryProperties(physical, &info.memory);
   const VkMemoryPropertyFlags uma = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT |
@@ -102,6 +145,10 @@ std::string VulkanContext::report() const {
                 d.min_subgroup_size, d.max_subgroup_size,
                 d.compute_required_subgroup_size ? ", settable for compute" : "");
   out += line;
+  if (d.compute_cores > 0) {
+    std::snprintf(line, sizeof line, "compute cores: %u\n", d.compute_cores);
+    out += line;
+  }
   std::snprintf(line, sizeof line, "uma: %s%s\n", d.uma ? "yes" : "no",
                 d.uma && force_staging_ ? " (staging forced)" : "");
   out += line;

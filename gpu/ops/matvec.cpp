@@ -119,6 +119,16 @@ Result<MatvecKernels> create_matvec_kernels(const VulkanContext& ctx, WeightForm
     desc.required_subgroup_size = shape.required_subgroup_size;
     INFER_TRY(std::unique_ptr<Pipeline> p, Pipeline::create(ctx, desc));
     (tokens == 1 ? k.one_token : k.many_tokens) = std::move(p);
+    if (tokens == 1 && tuning.narrow_min_subgroups > 0) {
+      for (uint32_t r = tuning.rows_per_subgroup / 2; r >= 1; r /= 2) {
+        PipelineDesc narrow = desc;
+        for (SpecConstant& c : narrow.spec) {
+          if (c.id == INFER_MATVEC_SPEC_ROWS) c.value = r;
+        }
+        INFER_TRY(std::unique_ptr<Pipeline> n, Pipeline::create(ctx, narrow));
+        k.one_token_narrow.push_back(std::move(n));
+      }
+    }
     if (tokens == 1 && !gate_up && tuning.gelu_mul_epilogue) {
       desc.variant = variant_name("matvec_gelu_mul", format);
       desc.bindings.push_back(Access::kRead);  // the multipliers
@@ -311,20 +321,31 @@ Result<void> record_matvec_kernels(Recorder& rec, const MatvecKernels& k, const 
   const bool coop = coop_path(k, w.rows, w.cols, n_tokens);
   const bool dot = dot_path(k, w.rows, w.cols, n_tokens);
   if (!tiled && !dot) push.split = matvec_split(k, w.rows, w.cols);
+  // Fewer rows a subgroup while the grid has too few subgroups to fill the device (call 3 of
+  // session 8 on the H200: E2B Q4_0 decode 270 -> 302 t/s with 1 row where its 1536-2048-row
+  // products had 4, ~3 subgroups an SM; 12B's 8192-row q takes 4 rows, its 3840-row o 2).
+  uint32_t rows_per_subgroup = t.rows_per_subgroup;
+  const Pipeline* narrow = nullptr;
+  if (n_tokens == 1 && !tiled && !dot && !gelu_mul && push.split == 1) {
+    const NarrowRows n = matvec_narrow_rows(k, w.rows);
+    rows_per_subgroup = n.rows_per_subgroup;
+    if (n.narrowed > 0) narrow = k.one_token_narrow[n.narrowed - 1].get();
+  }
   const Pipeline& p = coop    ? *k.coop
                       : small ? *k.tiled_small
                       : tiled ? *k.tiled
                       : dot   ? (n_tokens == 1 ? *k.dot_one_token : *k.dot_many_tokens)
-                      : gelu_mul      ? *k.one_token_gelu_mul
-                      : n_tokens == 1 ? *k.one_token
-                                      : *k.many_tokens;
+                      : gelu_mul           ? *k.one_token_gelu_mul
+                      : narrow != nullptr  ? *narrow
+                      : n_tokens == 1      ? *k.one_token
+                                           : *k.many_tokens;
   const uint32_t coop_rows = k.gate_up ? INFER_MATMUL_COOP_GATE_UP_ROWS : INFER_MATMUL_COOP_ROWS;
   const uint32_t slots = t.subgroups_per_group / push.split;  // matvec.comp's row slots
   const uint32_t rows_per_group = coop    ? coop_rows
                                   : small ? k.small_tile_rows
                                   : tiled ? t.tile_rows
                                   : dot   ? t.dot_subgroups_per_group * t.rows_per_subgroup
-                                          : slots * t.rows_per_subgroup;
+                                          : slots * rows_per_subgroup;
   const uint32_t tokens_per_group = coop            ? INFER_MATMUL_COOP_TOKENS
                                     : small         ? k.small_tile_tokens
                                     : tiled         ? t.tile_tokens
@@ -337,10 +358,33 @@ Result<void> record_matvec_kernels(Recorder& rec, const MatvecKernels& k, const 
   g.x = std::min(row_groups, k.max_workgroups_x);
   g.z = (row_groups + g.x - 1) / g.x;
   g.y = (n_tokens + tokens_per_group - 1) / tokens_per_group;
-  if (up != nullptr)
-    return rec.dispatch(p, {Binding{&w.buffer}, x, y, Binding{&up->buffer}}, push, g);
-  if (gelu_mul) return rec.dispatch(p, {Binding{&w.buffer}, x, y, mul}, push, g);
-  return rec.dispatch(p, {Binding{&w.buffer}, x, y}, push, g);
+  // INFER_MV_TWICE=1, a measurement: every product recorded twice, so a profile shows each
+  // matrix read from DRAM and then again with what the first pass left in L2 (what prefetching
+  // weights would buy). The result is unchanged; decode is slower.
+  static const bool twice = [] {
+    const char* v = std::getenv("INFER_MV_TWICE");
+    return v != nullptr && v[0] == '1';
+  }();
+  for (int pass = twice ? 2 : 1; pass > 0; --pass) {
+    if (up != nullptr) {
+      INFER_TRY_VOID(rec.dispatch(p, {Binding{&w.buffer}, x, y, Binding{&up->buffer}}, push, g));
+    } else if (gelu_mul) {
+      INFER_TRY_VOID(rec.dispatch(p, {Binding{&w.buffer}, x, y, mul}, push, g));
+    } else {
+      INFER_TRY_VOID(rec.dispatch(p, {Binding{&w.buffer}, x, y}, push, g));
+    }
+  }
+  return {};
+}
+
+NarrowRows matvec_narrow_rows(const MatvecKernels& k, int64_t rows) {
+  NarrowRows n{k.tuning.rows_per_subgroup, 0};
+  while (n.narrowed < k.one_token_narrow.size() &&
+         (rows + n.rows_per_subgroup - 1) / n.rows_per_subgroup < k.tuning.narrow_min_subgroups) {
+    n.rows_per_subgroup /= 2;
+    ++n.narrowed;
+  }
+  return n;
 }
 
 Result<std::unique_ptr<MatvecOp>> MatvecOp::create(const VulkanContext& ctx, WeightFormat format,

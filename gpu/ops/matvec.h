@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "base/result.h"
 #include "gpu/buffer.h"
@@ -94,6 +95,11 @@ struct MatvecTuning {
   uint32_t max_split = 0;
   uint32_t split_rounds = 0;
   uint32_t split_min_groups = 0;
+  // One-token products on unsplit rows: while the grid has fewer than this many subgroups, a
+  // subgroup sums half as many rows (down to 1; MatvecKernels::one_token_narrow), so that a
+  // matrix of few rows still puts enough subgroups on every core. 0: never (resolved from the
+  // device's compute cores, matvec_shape.cpp).
+  uint32_t narrow_min_subgroups = 0;
 };
 
 // A workgroup that sums with common/reduce.glsl: subgroup size × subgroups_per_group invocations,
@@ -118,6 +124,9 @@ struct MatvecKernels {
   uint32_t subgroup_size = 0;  // the device's, as matvec_split() counts a round
   MatvecTuning tuning;  // as resolved for the device
   std::unique_ptr<Pipeline> one_token;
+  // one_token with rows_per_subgroup >> (i + 1) rows a subgroup, down to 1 (empty when
+  // tuning.narrow_min_subgroups is 0 or rows_per_subgroup is 1).
+  std::vector<std::unique_ptr<Pipeline>> one_token_narrow;
   std::unique_ptr<Pipeline> many_tokens;
   // Plain only, where tuning.gelu_mul_epilogue asks: one_token with y = gelu(W · x) · m in its
   // epilogue (record_matvec_kernels' mul).
@@ -156,6 +165,15 @@ bool runs_matvec_shader(const MatvecKernels& k, int64_t rows, int64_t cols, uint
 // split_rounds rounds and gives split_min_groups workgroups, short of parts without a chunk of
 // vectors (where none meets both: the largest divisor within those bounds).
 uint32_t matvec_split(const MatvecKernels& k, int64_t rows, int64_t cols);
+
+// How many of a one-token product's unsplit rows a subgroup sums: rows_per_subgroup halved while
+// the grid would have fewer than narrow_min_subgroups subgroups, as far as one_token_narrow
+// goes; the pipeline for it is one_token (narrowed == 0) or one_token_narrow[narrowed - 1].
+struct NarrowRows {
+  uint32_t rows_per_subgroup = 0;
+  uint32_t narrowed = 0;
+};
+NarrowRows matvec_narrow_rows(const MatvecKernels& k, int64_t rows);
 
 Result<MatvecKernels> create_matvec_kernels(const VulkanContext& ctx, WeightFormat format,
                                             bool gate_up, MatvecTuning tuning);

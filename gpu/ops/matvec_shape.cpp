@@ -43,6 +43,12 @@ namespace {
 //              above the SM count of an H200 (132) or B200 (148): a 1536-row Q4_0 matrix of
 //              2048 columns (one round) keeps the previous shape's 192 workgroups, not 96.
 //   TOKENS     tokens a workgroup for 1 < T below the tiled kernel's threshold. Default 4.
+//   FILL       subgroups a compute core (SM, CU) should get from a one-token product on unsplit
+//              rows: below FILL x cores, a subgroup sums half the rows, down to 1. Default 12
+//              (s8 call 3 on the H200's 132 SMs: E2B Q4_0 decode 270 -> 302 t/s with 1 row a
+//              subgroup against 4, 2 rows 296; 12B's 3840-row o took 11.2 us on 2 rows, 11.8
+//              on 4; its 8192-row q 15.8 on 4, 16.5 on 2). Off where the driver does not say
+//              how many cores the device has; INFER_MV_FILL=1 is nearly off.
 // Sweep: INFER_MV_SPLIT=1,2,4 x INFER_MV_ROUNDS=1,2 x INFER_MV_SUBGROUPS=2,4,8 (and INFER_GU_*),
 // then INFER_MV_ROWS_Q4_0=2,4,8 and INFER_MV_UNROLL_Q4_0=1,2,4. INFER_MV_SUBGROUPS=2
 // INFER_MV_SPLIT=1 (INFER_GU_ too) is the previous kernel's shape.
@@ -51,6 +57,7 @@ constexpr uint32_t kQuantizedSubgroups = 2;  // and SPLIT 1 (resolve_matvec_shap
 constexpr uint32_t kDefaultTokens = 4;
 constexpr uint32_t kDefaultSplitRounds = 1;
 constexpr uint32_t kDefaultMinGroups = 256;
+constexpr uint32_t kDefaultFill = 12;
 
 // A CPU device (lavapipe, SwiftShader) runs a subgroup as one SIMD instruction stream: its
 // out-of-order cores and prefetchers keep loads in flight without unrolling, and every extra
@@ -66,10 +73,13 @@ uint32_t default_rows_per_subgroup(const DeviceInfo& info, WeightFormat f, bool 
   return quantized ? 4 : 2;
 }
 
-// weights.glsl's VEC_UNROLL for the format (the shader's default for the spec constant).
+// Vectors a lane loads per round. Q4_0: 1 (s8 call 3 on the H200, against weights.glsl's 2:
+// 12B Q4_0 decode 171.9 vs 164.0 t/s, gate-up 33.9 vs 37.4 us; E2B 276 vs 270): its 32 weights a
+// vector are long enough work a load, and half the registers leave room for more subgroups.
+// Otherwise weights.glsl's VEC_UNROLL (the shader's default for the spec constant).
 uint32_t default_vec_unroll(const DeviceInfo& info, WeightFormat f) {
-  if (cpu_device(info)) return 1;
-  return f == WeightFormat::kQ8_0 || f == WeightFormat::kQ4_0 ? 2 : 4;
+  if (cpu_device(info) || f == WeightFormat::kQ4_0) return 1;
+  return f == WeightFormat::kQ8_0 ? 2 : 4;
 }
 
 // The knob for this family and format; 0 where unset.
@@ -108,6 +118,10 @@ void resolve_matvec_shape(const DeviceInfo& info, WeightFormat format, bool gate
   t.max_split = std::min(t.max_split, t.subgroups_per_group);
   fill(t.split_rounds, "ROUNDS", kDefaultSplitRounds);
   fill(t.split_min_groups, "MIN_GROUPS", kDefaultMinGroups);
+  if (t.narrow_min_subgroups == 0) {
+    const uint32_t per_core = env_knob(gate_up, format, "FILL");
+    t.narrow_min_subgroups = (per_core != 0 ? per_core : kDefaultFill) * info.compute_cores;
+  }
 }
 
 uint32_t matvec_split(const MatvecKernels& k, int64_t rows, int64_t cols) {

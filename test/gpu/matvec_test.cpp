@@ -55,13 +55,23 @@ MatvecTuning shape(uint32_t subgroups, uint32_t rows, uint32_t tokens, uint32_t 
   return t;
 }
 
+// 4 rows a subgroup, unsplit, narrowed below 100 subgroups a grid (one-token products of 1536
+// and 4096 rows keep 4 rows, 257 take 2, 64 and fewer 1: MatvecTuning::narrow_min_subgroups).
+MatvecTuning narrowed() {
+  MatvecTuning t = shape(2, 4, 0, 0, 1, 0);
+  t.narrow_min_subgroups = 100;
+  return t;
+}
+
 // Default; the previous kernel's shape (2 subgroups, no split); 6 subgroups of 3 rows, 3 tokens,
 // one vector a round (splits of 1, 2, 3 or 6 subgroups, the odd ones ragged against every row);
-// 8 subgroups of 1 row, 2 tokens, 3 vectors a round, split while a part takes over 2 rounds.
+// 8 subgroups of 1 row, 2 tokens, 3 vectors a round, split while a part takes over 2 rounds;
+// rows narrowed per product.
 const Setting kSettings[] = {{"Default", {}},
                              {"Unsplit", shape(2, 0, 0, 0, 1, 0)},
                              {"Split3Rows3", shape(6, 3, 3, 1, 6, 1)},
-                             {"Split8Unroll3", shape(8, 1, 2, 3, 8, 2)}};
+                             {"Split8Unroll3", shape(8, 1, 2, 3, 8, 2)},
+                             {"Narrowed", narrowed()}};
 
 class GpuMatvec
     : public GpuTest,
@@ -360,9 +370,7 @@ TEST_F(GpuMatvecOp, ShapeKnobsComeFromTheEnvironment) {
   EXPECT_EQ(q4->tuning.rows_per_subgroup, 3u);
   EXPECT_EQ(q4->tuning.subgroups_per_group, 2u);
   EXPECT_EQ(q4->tuning.max_split, 1u);
-  // VEC_UNROLL for Q4_0; 1 on a CPU device such as lavapipe (matvec_shape.cpp says why).
-  const bool cpu = ctx_->info().type == VK_PHYSICAL_DEVICE_TYPE_CPU;
-  EXPECT_EQ(q4->tuning.vec_unroll, cpu ? 1u : 2u);
+  EXPECT_EQ(q4->tuning.vec_unroll, 1u);  // Q4_0's default (matvec_shape.cpp says why)
   EXPECT_EQ(q8->tuning.rows_per_subgroup, 5u);
   EXPECT_EQ(gu->tuning.rows_per_subgroup, 2u);  // the gate-up default, not INFER_MV_ROWS
   EXPECT_EQ(gu->tuning.vec_unroll, 3u);
@@ -370,6 +378,22 @@ TEST_F(GpuMatvecOp, ShapeKnobsComeFromTheEnvironment) {
   EXPECT_EQ(gu->tuning.subgroups_per_group, 2u);
   EXPECT_EQ(gu->tuning.max_split, 1u);
   EXPECT_EQ(set->tuning.rows_per_subgroup, 2u);  // set in code
+  // Narrowing (the Narrowed setting's cases check the products): 4 rows a subgroup while the
+  // grid keeps 100 subgroups, then 2, then 1.
+  auto narrow = create_matvec_kernels(*ctx_, WeightFormat::kQ4_0, false, narrowed());
+  ASSERT_TRUE(narrow.ok());
+  ASSERT_EQ(narrow->one_token_narrow.size(), 2u);
+  EXPECT_EQ(matvec_narrow_rows(*narrow, 1536).rows_per_subgroup, 4u);
+  EXPECT_EQ(matvec_narrow_rows(*narrow, 400).rows_per_subgroup, 4u);
+  EXPECT_EQ(matvec_narrow_rows(*narrow, 396).rows_per_subgroup, 2u);
+  EXPECT_EQ(matvec_narrow_rows(*narrow, 257).narrowed, 1u);
+  EXPECT_EQ(matvec_narrow_rows(*narrow, 64).rows_per_subgroup, 1u);
+  EXPECT_EQ(matvec_narrow_rows(*narrow, 64).narrowed, 2u);
+  // Where the device does not say its cores (lavapipe), nothing narrows by default.
+  if (ctx_->info().compute_cores == 0) {
+    EXPECT_EQ(q4->tuning.narrow_min_subgroups, 0u);
+    EXPECT_TRUE(q4->one_token_narrow.empty());
+  }
   // And the knobs' kernels compute the product.
   check_matvec(*ctx_, WeightFormat::kQ4_0, 45, 1280, 1);
   check_matvec(*ctx_, WeightFormat::kQ8_0, 45, 1280, 2);
