@@ -1,7 +1,7 @@
 // The forward with decode's residual steps in the next product's prologue (opt-in:
 // INFER_NORM_IN=p the PLE projection alone, 1 plain products, 2 gate-up too; and the PLE gate's
 // gelu-mul epilogue, INFER_PLE_EPILOGUE=1) against the same forward with the separate
-// dispatches (INFER_NORM_IN=0, the default), on every fixture: the
+// dispatches (INFER_NORM_IN=0, the default), on every fixture architecture: the
 // dispatches it saves per decode token, and the same greedy tokens with logits within the
 // fixtures' bound through both decode paths. forward_test.cpp checks the default against the CPU
 // and the golden files (Q8_0 and Q4_0 weights too); this one pins what the fusion changes.
@@ -133,7 +133,7 @@ TEST_P(ForwardNormInGpu, PleEpilogueSavesTheGeluMulDispatchesAndKeepsTheTokens) 
 }
 
 INSTANTIATE_TEST_SUITE_P(ForwardFixtures, ForwardNormInGpu,
-                         ::testing::ValuesIn(test::kFixtureCases),
+                         ::testing::ValuesIn(test::kArchitectureCases),
                          [](const ::testing::TestParamInfo<Case>& info) {
                            return std::string(info.param.name);
                          });

@@ -23,6 +23,10 @@ struct FixtureCase {
 inline constexpr FixtureCase kFixtureCases[] = {
     {"e2b-mini", "E2bMini"}, {"e2b-long", "E2bLong"}, {"dense-mini", "DenseMini"},
     {"moe-mini", "MoeMini"}};
+// Each architecture once: e2b-long is e2b-mini's config with a 216-token prompt, for what depends
+// on the stream's length (chunking, the ring); what depends on the layers alone skips it.
+inline constexpr FixtureCase kArchitectureCases[] = {
+    {"e2b-mini", "E2bMini"}, {"dense-mini", "DenseMini"}, {"moe-mini", "MoeMini"}};
 
 // A tensor of golden.safetensors widened to double-free storage: F32 in f32, I64 in i64.
 struct GoldenTensor {
