@@ -119,14 +119,26 @@ Result<MatvecKernels> create_matvec_kernels(const VulkanContext& ctx, WeightForm
     desc.required_subgroup_size = shape.required_subgroup_size;
     INFER_TRY(std::unique_ptr<Pipeline> p, Pipeline::create(ctx, desc));
     (tokens == 1 ? k.one_token : k.many_tokens) = std::move(p);
-    if (tokens == 1 && tuning.narrow_min_subgroups > 0) {
-      for (uint32_t r = tuning.rows_per_subgroup / 2; r >= 1; r /= 2) {
-        PipelineDesc narrow = desc;
-        for (SpecConstant& c : narrow.spec) {
-          if (c.id == INFER_MATVEC_SPEC_ROWS) c.value = r;
+    if (tokens == 1 && tuning.max_split == 1) {  // variants for unsplit kernels only
+      std::vector<uint32_t> rows = {tuning.rows_per_subgroup};
+      for (uint32_t r = tuning.rows_per_subgroup / 2; tuning.narrow_min_subgroups > 0 && r >= 1;
+           r /= 2) {
+        rows.push_back(r);
+      }
+      for (uint32_t r : rows) {
+        for (uint32_t u : {tuning.vec_unroll, 1u}) {
+          if ((r == tuning.rows_per_subgroup && u == tuning.vec_unroll) ||
+              (u == 1 && tuning.vec_unroll == 1)) {
+            continue;  // one_token itself, or the same shape twice
+          }
+          PipelineDesc variant = desc;
+          for (SpecConstant& c : variant.spec) {
+            if (c.id == INFER_MATVEC_SPEC_ROWS) c.value = r;
+            if (c.id == INFER_MATVEC_SPEC_UNROLL) c.value = u;
+          }
+          INFER_TRY(std::unique_ptr<Pipeline> v, Pipeline::create(ctx, variant));
+          k.one_token_variants.push_back({r, u, std::move(v)});
         }
-        INFER_TRY(std::unique_ptr<Pipeline> n, Pipeline::create(ctx, narrow));
-        k.one_token_narrow.push_back(std::move(n));
       }
     }
     if (tokens == 1 && !gate_up && tuning.gelu_mul_epilogue) {
@@ -327,9 +339,9 @@ Result<void> record_matvec_kernels(Recorder& rec, const MatvecKernels& k, const 
   uint32_t rows_per_subgroup = t.rows_per_subgroup;
   const Pipeline* narrow = nullptr;
   if (n_tokens == 1 && !tiled && !dot && !gelu_mul && push.split == 1) {
-    const NarrowRows n = matvec_narrow_rows(k, w.rows);
-    rows_per_subgroup = n.rows_per_subgroup;
-    if (n.narrowed > 0) narrow = k.one_token_narrow[n.narrowed - 1].get();
+    const OneTokenShape shape = matvec_one_token_shape(k, w.rows, w.cols);
+    rows_per_subgroup = shape.rows_per_subgroup;
+    narrow = shape.pipeline;
   }
   const Pipeline& p = coop    ? *k.coop
                       : small ? *k.tiled_small
@@ -377,14 +389,30 @@ Result<void> record_matvec_kernels(Recorder& rec, const MatvecKernels& k, const 
   return {};
 }
 
-NarrowRows matvec_narrow_rows(const MatvecKernels& k, int64_t rows) {
-  NarrowRows n{k.tuning.rows_per_subgroup, 0};
-  while (n.narrowed < k.one_token_narrow.size() &&
-         (rows + n.rows_per_subgroup - 1) / n.rows_per_subgroup < k.tuning.narrow_min_subgroups) {
-    n.rows_per_subgroup /= 2;
-    ++n.narrowed;
+OneTokenShape matvec_one_token_shape(const MatvecKernels& k, int64_t rows, int64_t cols) {
+  const MatvecTuning& t = k.tuning;
+  uint32_t fewest = t.rows_per_subgroup;
+  for (const MatvecKernels::OneTokenVariant& v : k.one_token_variants) {
+    fewest = std::min(fewest, v.rows_per_subgroup);
   }
-  return n;
+  OneTokenShape s{t.rows_per_subgroup, t.vec_unroll, k.one_token.get()};
+  while (s.rows_per_subgroup > fewest &&
+         (rows + s.rows_per_subgroup - 1) / s.rows_per_subgroup < t.narrow_min_subgroups) {
+    s.rows_per_subgroup /= 2;
+  }
+  const int64_t lanes = std::max(1u, k.subgroup_size);
+  const int64_t chunks = (device_row_vectors(k.format, cols) + lanes - 1) / lanes;
+  if (chunks % t.vec_unroll != 0) s.vec_unroll = 1;
+  if (s.rows_per_subgroup == t.rows_per_subgroup && s.vec_unroll == t.vec_unroll) return s;
+  for (const MatvecKernels::OneTokenVariant& v : k.one_token_variants) {
+    if (v.rows_per_subgroup == s.rows_per_subgroup && v.vec_unroll == s.vec_unroll) {
+      s.pipeline = v.pipeline.get();
+      return s;
+    }
+  }
+  INFER_CHECK(false, "matvec: no one-token pipeline of %u rows, unroll %u", s.rows_per_subgroup,
+              s.vec_unroll);
+  return s;
 }
 
 Result<std::unique_ptr<MatvecOp>> MatvecOp::create(const VulkanContext& ctx, WeightFormat format,

@@ -124,9 +124,16 @@ struct MatvecKernels {
   uint32_t subgroup_size = 0;  // the device's, as matvec_split() counts a round
   MatvecTuning tuning;  // as resolved for the device
   std::unique_ptr<Pipeline> one_token;
-  // one_token with rows_per_subgroup >> (i + 1) rows a subgroup, down to 1 (empty when
-  // tuning.narrow_min_subgroups is 0 or rows_per_subgroup is 1).
-  std::vector<std::unique_ptr<Pipeline>> one_token_narrow;
+  // Unsplit kernels (tuning.max_split 1): one_token in other shapes, chosen per product
+  // (matvec_one_token_shape): fewer rows a subgroup (rows_per_subgroup halved down to 1, where
+  // tuning.narrow_min_subgroups is set) and one vector a round where vec_unroll > 1 (for rows
+  // whose chunks it does not divide).
+  struct OneTokenVariant {
+    uint32_t rows_per_subgroup = 0;
+    uint32_t vec_unroll = 0;
+    std::unique_ptr<Pipeline> pipeline;
+  };
+  std::vector<OneTokenVariant> one_token_variants;
   std::unique_ptr<Pipeline> many_tokens;
   // Plain only, where tuning.gelu_mul_epilogue asks: one_token with y = gelu(W · x) · m in its
   // epilogue (record_matvec_kernels' mul).
@@ -166,14 +173,18 @@ bool runs_matvec_shader(const MatvecKernels& k, int64_t rows, int64_t cols, uint
 // vectors (where none meets both: the largest divisor within those bounds).
 uint32_t matvec_split(const MatvecKernels& k, int64_t rows, int64_t cols);
 
-// How many of a one-token product's unsplit rows a subgroup sums: rows_per_subgroup halved while
-// the grid would have fewer than narrow_min_subgroups subgroups, as far as one_token_narrow
-// goes; the pipeline for it is one_token (narrowed == 0) or one_token_narrow[narrowed - 1].
-struct NarrowRows {
+// The shape of a one-token product on unsplit rows of a [rows, cols] matrix: rows a subgroup
+// sums, rows_per_subgroup halved while the grid would have fewer than narrow_min_subgroups
+// subgroups (down to the fewest one_token_variants has); and vectors a round, vec_unroll unless
+// it does not divide the row's chunks (a lane's round past the row loads and multiplies for
+// nothing: E2B's 1536-column Q8_0 rows are 3 chunks), then 1. `pipeline` is one_token or a
+// variant's.
+struct OneTokenShape {
   uint32_t rows_per_subgroup = 0;
-  uint32_t narrowed = 0;
+  uint32_t vec_unroll = 0;
+  const Pipeline* pipeline = nullptr;
 };
-NarrowRows matvec_narrow_rows(const MatvecKernels& k, int64_t rows);
+OneTokenShape matvec_one_token_shape(const MatvecKernels& k, int64_t rows, int64_t cols);
 
 Result<MatvecKernels> create_matvec_kernels(const VulkanContext& ctx, WeightFormat format,
                                             bool gate_up, MatvecTuning tuning);

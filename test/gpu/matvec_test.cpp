@@ -55,10 +55,11 @@ MatvecTuning shape(uint32_t subgroups, uint32_t rows, uint32_t tokens, uint32_t 
   return t;
 }
 
-// 4 rows a subgroup, unsplit, narrowed below 100 subgroups a grid (one-token products of 1536
-// and 4096 rows keep 4 rows, 257 take 2, 64 and fewer 1: MatvecTuning::narrow_min_subgroups).
+// 4 rows a subgroup, 2 vectors a round, unsplit, narrowed below 100 subgroups a grid (one-token
+// products of 1536 and 4096 rows keep 4 rows, 257 take 2, 64 and fewer 1:
+// MatvecTuning::narrow_min_subgroups), one vector a round where 2 does not divide a row's chunks.
 MatvecTuning narrowed() {
-  MatvecTuning t = shape(2, 4, 0, 0, 1, 0);
+  MatvecTuning t = shape(2, 4, 0, 2, 1, 0);
   t.narrow_min_subgroups = 100;
   return t;
 }
@@ -378,21 +379,30 @@ TEST_F(GpuMatvecOp, ShapeKnobsComeFromTheEnvironment) {
   EXPECT_EQ(gu->tuning.subgroups_per_group, 2u);
   EXPECT_EQ(gu->tuning.max_split, 1u);
   EXPECT_EQ(set->tuning.rows_per_subgroup, 2u);  // set in code
-  // Narrowing (the Narrowed setting's cases check the products): 4 rows a subgroup while the
-  // grid keeps 100 subgroups, then 2, then 1.
+  // Per-product shapes (the Narrowed setting's cases check the products): 4 rows a subgroup
+  // while the grid keeps 100 subgroups, then 2, then 1; 2 vectors a round where they divide the
+  // row's chunks (Q4_0: 8 vectors per 256 columns, chunks of subgroup-size vectors), else 1.
   auto narrow = create_matvec_kernels(*ctx_, WeightFormat::kQ4_0, false, narrowed());
   ASSERT_TRUE(narrow.ok());
-  ASSERT_EQ(narrow->one_token_narrow.size(), 2u);
-  EXPECT_EQ(matvec_narrow_rows(*narrow, 1536).rows_per_subgroup, 4u);
-  EXPECT_EQ(matvec_narrow_rows(*narrow, 400).rows_per_subgroup, 4u);
-  EXPECT_EQ(matvec_narrow_rows(*narrow, 396).rows_per_subgroup, 2u);
-  EXPECT_EQ(matvec_narrow_rows(*narrow, 257).narrowed, 1u);
-  EXPECT_EQ(matvec_narrow_rows(*narrow, 64).rows_per_subgroup, 1u);
-  EXPECT_EQ(matvec_narrow_rows(*narrow, 64).narrowed, 2u);
+  EXPECT_EQ(narrow->one_token_variants.size(), 5u);  // 3 row counts x 2 unrolls, less one_token
+  const uint32_t lanes = narrow->subgroup_size;
+  const int64_t even = 256 * int64_t(lanes) / 8 * 2, odd = even / 2 * 3;  // 2 and 3 chunks
+  auto shape_of = [&](int64_t rows, int64_t cols) {
+    const OneTokenShape s = matvec_one_token_shape(*narrow, rows, cols);
+    EXPECT_NE(s.pipeline, nullptr);
+    return std::make_pair(s.rows_per_subgroup, s.vec_unroll);
+  };
+  EXPECT_EQ(shape_of(1536, even), std::make_pair(4u, 2u));
+  EXPECT_EQ(matvec_one_token_shape(*narrow, 1536, even).pipeline, narrow->one_token.get());
+  EXPECT_EQ(shape_of(400, odd), std::make_pair(4u, 1u));
+  EXPECT_EQ(shape_of(396, even), std::make_pair(2u, 2u));
+  EXPECT_EQ(shape_of(257, odd), std::make_pair(2u, 1u));
+  EXPECT_EQ(shape_of(64, even), std::make_pair(1u, 2u));
+  EXPECT_EQ(shape_of(64, odd), std::make_pair(1u, 1u));
   // Where the device does not say its cores (lavapipe), nothing narrows by default.
   if (ctx_->info().compute_cores == 0) {
     EXPECT_EQ(q4->tuning.narrow_min_subgroups, 0u);
-    EXPECT_TRUE(q4->one_token_narrow.empty());
+    EXPECT_EQ(matvec_one_token_shape(*q4, 64, even).rows_per_subgroup, 3u);  // INFER_MV_ROWS
   }
   // And the knobs' kernels compute the product.
   check_matvec(*ctx_, WeightFormat::kQ4_0, 45, 1280, 1);
