@@ -125,12 +125,11 @@ Result<MatvecKernels> create_matvec_kernels(const VulkanContext& ctx, WeightForm
            r /= 2) {
         rows.push_back(r);
       }
+      std::vector<uint32_t> unrolls = {tuning.vec_unroll};
+      if (tuning.vec_unroll > 1) unrolls.push_back(1);
       for (uint32_t r : rows) {
-        for (uint32_t u : {tuning.vec_unroll, 1u}) {
-          if ((r == tuning.rows_per_subgroup && u == tuning.vec_unroll) ||
-              (u == 1 && tuning.vec_unroll == 1)) {
-            continue;  // one_token itself, or the same shape twice
-          }
+        for (uint32_t u : unrolls) {
+          if (r == tuning.rows_per_subgroup && u == tuning.vec_unroll) continue;  // one_token
           PipelineDesc variant = desc;
           for (SpecConstant& c : variant.spec) {
             if (c.id == INFER_MATVEC_SPEC_ROWS) c.value = r;
@@ -402,16 +401,27 @@ OneTokenShape matvec_one_token_shape(const MatvecKernels& k, int64_t rows, int64
   }
   const int64_t lanes = std::max(1u, k.subgroup_size);
   const int64_t chunks = (device_row_vectors(k.format, cols) + lanes - 1) / lanes;
-  if (chunks % t.vec_unroll != 0) s.vec_unroll = 1;
-  if (s.rows_per_subgroup == t.rows_per_subgroup && s.vec_unroll == t.vec_unroll) return s;
-  for (const MatvecKernels::OneTokenVariant& v : k.one_token_variants) {
-    if (v.rows_per_subgroup == s.rows_per_subgroup && v.vec_unroll == s.vec_unroll) {
-      s.pipeline = v.pipeline.get();
-      return s;
+  auto find = [&](uint32_t rows_per_subgroup, uint32_t unroll) -> const Pipeline* {
+    if (rows_per_subgroup == t.rows_per_subgroup && unroll == t.vec_unroll) {
+      return k.one_token.get();
     }
+    for (const MatvecKernels::OneTokenVariant& v : k.one_token_variants) {
+      if (v.rows_per_subgroup == rows_per_subgroup && v.vec_unroll == unroll) {
+        return v.pipeline.get();
+      }
+    }
+    return nullptr;
+  };
+  // One vector a round where that shape was made (unsplit kernels), else the kernel's unroll.
+  const Pipeline* single = chunks % t.vec_unroll != 0 ? find(s.rows_per_subgroup, 1) : nullptr;
+  if (single != nullptr) {
+    s.vec_unroll = 1;
+    s.pipeline = single;
+  } else {
+    s.pipeline = find(s.rows_per_subgroup, t.vec_unroll);
   }
-  INFER_CHECK(false, "matvec: no one-token pipeline of %u rows, unroll %u", s.rows_per_subgroup,
-              s.vec_unroll);
+  INFER_CHECK(s.pipeline != nullptr, "matvec: no one-token pipeline of %u rows, unroll %u",
+              s.rows_per_subgroup, s.vec_unroll);
   return s;
 }
 

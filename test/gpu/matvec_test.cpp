@@ -399,6 +399,23 @@ TEST_F(GpuMatvecOp, ShapeKnobsComeFromTheEnvironment) {
   EXPECT_EQ(shape_of(257, odd), std::make_pair(2u, 1u));
   EXPECT_EQ(shape_of(64, even), std::make_pair(1u, 2u));
   EXPECT_EQ(shape_of(64, odd), std::make_pair(1u, 1u));
+  // Q4_0's default one vector a round: the narrowed shapes are still made.
+  MatvecTuning one = narrowed();
+  one.vec_unroll = 1;
+  auto single = create_matvec_kernels(*ctx_, WeightFormat::kQ4_0, false, one);
+  ASSERT_TRUE(single.ok());
+  EXPECT_EQ(single->one_token_variants.size(), 2u);
+  EXPECT_EQ(matvec_one_token_shape(*single, 64, odd).rows_per_subgroup, 1u);
+  // A kernel that may split rows (no variants) keeps its own shape for a product it leaves
+  // unsplit, whatever the row's chunks.
+  auto splits = create_matvec_kernels(*ctx_, WeightFormat::kF32, false, shape(4, 2, 0, 4, 4, 1));
+  ASSERT_TRUE(splits.ok());
+  EXPECT_TRUE(splits->one_token_variants.empty());
+  for (int64_t cols : {int64_t(5), int64_t(4) * lanes * 3}) {
+    const OneTokenShape s = matvec_one_token_shape(*splits, 7, cols);
+    EXPECT_EQ(s.pipeline, splits->one_token.get());
+    EXPECT_EQ(s.vec_unroll, 4u);
+  }
   // Where the device does not say its cores (lavapipe), nothing narrows by default.
   if (ctx_->info().compute_cores == 0) {
     EXPECT_EQ(q4->tuning.narrow_min_subgroups, 0u);
