@@ -3,7 +3,6 @@
 #include "gpu/pipeline.h"
 
 #include <cstdio>
-#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -50,64 +49,6 @@ void log_statistics(VkDevice dev, VkPipeline pipeline, const std::string& name) 
       }
     }
     std::fprintf(stderr, "%s\n", line.c_str());
-  }
-}
-
-// INFER_PIPELINE_IR=DIR (with INFER_PIPELINE_STATS=1): the directory the driver's internal
-// representations of each pipeline go to (NVIDIA: its SASS), one file per executable and
-// representation, `name`.<index>.txt; nullptr when unset. The instruction stream is what a kernel
-// costs a weight, which the statistics' register count does not show.
-const char* ir_dir() {
-  const char* d = std::getenv("INFER_PIPELINE_IR");
-  return d != nullptr && d[0] != '\0' ? d : nullptr;
-}
-
-void write_internal_representations(VkDevice dev, VkPipeline pipeline, const std::string& name,
-                                    const char* dir) {
-  VkPipelineInfoKHR info{VK_STRUCTURE_TYPE_PIPELINE_INFO_KHR};
-  info.pipeline = pipeline;
-  uint32_t executables = 0;
-  if (vkGetPipelineExecutablePropertiesKHR(dev, &info, &executables, nullptr) != VK_SUCCESS) return;
-  for (uint32_t e = 0; e < executables; ++e) {
-    VkPipelineExecutableInfoKHR exe{VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR};
-    exe.pipeline = pipeline;
-    exe.executableIndex = e;
-    uint32_t n = 0;
-    if (vkGetPipelineExecutableInternalRepresentationsKHR(dev, &exe, &n, nullptr) != VK_SUCCESS) {
-      continue;
-    }
-    std::vector<VkPipelineExecutableInternalRepresentationKHR> irs(
-        n, VkPipelineExecutableInternalRepresentationKHR{
-               VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INTERNAL_REPRESENTATION_KHR});
-    if (vkGetPipelineExecutableInternalRepresentationsKHR(dev, &exe, &n, irs.data()) !=
-        VK_SUCCESS) {
-      continue;
-    }
-    std::vector<std::vector<char>> data(n);
-    for (uint32_t i = 0; i < n; ++i) {
-      data[i].resize(irs[i].dataSize);
-      irs[i].pData = data[i].data();
-    }
-    if (vkGetPipelineExecutableInternalRepresentationsKHR(dev, &exe, &n, irs.data()) !=
-        VK_SUCCESS) {
-      continue;
-    }
-    for (uint32_t i = 0; i < n; ++i) {
-      std::string file = std::string(dir) + "/" + name + "." + std::to_string(e) + "." +
-                         std::to_string(i) + ".txt";
-      for (char& c : file) {
-        if (c == ',' || c == '{' || c == '}' || c == '=') c = '_';
-      }
-      FILE* f = std::fopen(file.c_str(), "wb");
-      if (f == nullptr) continue;
-      std::fprintf(f, "# %s: %s\n", irs[i].name, irs[i].description);
-      if (irs[i].isText) {
-        std::fputs(data[i].data(), f);
-      } else {
-        std::fwrite(data[i].data(), 1, data[i].size(), f);
-      }
-      std::fclose(f);
-    }
   }
 }
 
@@ -198,9 +139,7 @@ Result<std::unique_ptr<Pipeline>> Pipeline::create(const VulkanContext& ctx,
     }
   }
   info.layout = p->layout_;
-  const char* ir = ctx.info().pipeline_stats ? ir_dir() : nullptr;
   if (ctx.info().pipeline_stats) info.flags |= VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
-  if (ir != nullptr) info.flags |= VK_PIPELINE_CREATE_CAPTURE_INTERNAL_REPRESENTATIONS_BIT_KHR;
   VkResult r = vkCreateComputePipelines(dev, VK_NULL_HANDLE, 1, &info, nullptr, &p->pipeline_);
   vkDestroyShaderModule(dev, module, nullptr);
   if (r != VK_SUCCESS) {
@@ -209,7 +148,6 @@ Result<std::unique_ptr<Pipeline>> Pipeline::create(const VulkanContext& ctx,
   }
   ctx.set_name(VK_OBJECT_TYPE_PIPELINE, uint64_t(p->pipeline_), p->name_);
   if (ctx.info().pipeline_stats) log_statistics(dev, p->pipeline_, p->name_);
-  if (ir != nullptr) write_internal_representations(dev, p->pipeline_, p->name_, ir);
   return p;
 }
 
