@@ -336,18 +336,18 @@ Result<void> record_matvec_kernels(Recorder& rec, const MatvecKernels& k, const 
   // session 8 on the H200: E2B Q4_0 decode 270 -> 302 t/s with 1 row where its 1536-2048-row
   // products had 4, ~3 subgroups an SM; 12B's 8192-row q takes 4 rows, its 3840-row o 2).
   uint32_t rows_per_subgroup = t.rows_per_subgroup;
-  const Pipeline* narrow = nullptr;
+  const Pipeline* shaped = nullptr;  // one_token or one of its variants
   if (n_tokens == 1 && !tiled && !dot && !gelu_mul && push.split == 1) {
     const OneTokenShape shape = matvec_one_token_shape(k, w.rows, w.cols);
     rows_per_subgroup = shape.rows_per_subgroup;
-    narrow = shape.pipeline;
+    shaped = shape.pipeline;
   }
   const Pipeline& p = coop    ? *k.coop
                       : small ? *k.tiled_small
                       : tiled ? *k.tiled
                       : dot   ? (n_tokens == 1 ? *k.dot_one_token : *k.dot_many_tokens)
                       : gelu_mul           ? *k.one_token_gelu_mul
-                      : narrow != nullptr  ? *narrow
+                      : shaped != nullptr  ? *shaped
                       : n_tokens == 1      ? *k.one_token
                                            : *k.many_tokens;
   const uint32_t coop_rows = k.gate_up ? INFER_MATMUL_COOP_GATE_UP_ROWS : INFER_MATMUL_COOP_ROWS;
@@ -386,43 +386,6 @@ Result<void> record_matvec_kernels(Recorder& rec, const MatvecKernels& k, const 
     }
   }
   return {};
-}
-
-OneTokenShape matvec_one_token_shape(const MatvecKernels& k, int64_t rows, int64_t cols) {
-  const MatvecTuning& t = k.tuning;
-  uint32_t fewest = t.rows_per_subgroup;
-  for (const MatvecKernels::OneTokenVariant& v : k.one_token_variants) {
-    fewest = std::min(fewest, v.rows_per_subgroup);
-  }
-  OneTokenShape s{t.rows_per_subgroup, t.vec_unroll, k.one_token.get()};
-  while (s.rows_per_subgroup > fewest &&
-         (rows + s.rows_per_subgroup - 1) / s.rows_per_subgroup < t.narrow_min_subgroups) {
-    s.rows_per_subgroup /= 2;
-  }
-  const int64_t lanes = std::max(1u, k.subgroup_size);
-  const int64_t chunks = (device_row_vectors(k.format, cols) + lanes - 1) / lanes;
-  auto find = [&](uint32_t rows_per_subgroup, uint32_t unroll) -> const Pipeline* {
-    if (rows_per_subgroup == t.rows_per_subgroup && unroll == t.vec_unroll) {
-      return k.one_token.get();
-    }
-    for (const MatvecKernels::OneTokenVariant& v : k.one_token_variants) {
-      if (v.rows_per_subgroup == rows_per_subgroup && v.vec_unroll == unroll) {
-        return v.pipeline.get();
-      }
-    }
-    return nullptr;
-  };
-  // One vector a round where that shape was made (unsplit kernels), else the kernel's unroll.
-  const Pipeline* single = chunks % t.vec_unroll != 0 ? find(s.rows_per_subgroup, 1) : nullptr;
-  if (single != nullptr) {
-    s.vec_unroll = 1;
-    s.pipeline = single;
-  } else {
-    s.pipeline = find(s.rows_per_subgroup, t.vec_unroll);
-  }
-  INFER_CHECK(s.pipeline != nullptr, "matvec: no one-token pipeline of %u rows, unroll %u",
-              s.rows_per_subgroup, s.vec_unroll);
-  return s;
 }
 
 Result<std::unique_ptr<MatvecOp>> MatvecOp::create(const VulkanContext& ctx, WeightFormat format,

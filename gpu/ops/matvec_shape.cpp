@@ -1,5 +1,5 @@
-// matvec.comp's workgroup shape: the knobs, their defaults and why, and the split of a row over
-// subgroups chosen per product.
+// matvec.comp's workgroup shape: the knobs, their defaults and why, and what is chosen per
+// product: the split of a row over subgroups, a one-token product's rows a subgroup and unroll.
 #include "gpu/ops/matvec_shape.h"
 
 #include <algorithm>
@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "base/check.h"
 #include "gpu/context.h"
 
 namespace infer::gpu {
@@ -139,6 +140,43 @@ uint32_t matvec_split(const MatvecKernels& k, int64_t rows, int64_t cols) {
     if (rounds_ok && (rows + rows_per_group - 1) / rows_per_group >= t.split_min_groups) break;
   }
   return split;
+}
+
+OneTokenShape matvec_one_token_shape(const MatvecKernels& k, int64_t rows, int64_t cols) {
+  const MatvecTuning& t = k.tuning;
+  uint32_t fewest = t.rows_per_subgroup;
+  for (const MatvecKernels::OneTokenVariant& v : k.one_token_variants) {
+    fewest = std::min(fewest, v.rows_per_subgroup);
+  }
+  OneTokenShape s{t.rows_per_subgroup, t.vec_unroll, k.one_token.get()};
+  while (s.rows_per_subgroup > fewest &&
+         (rows + s.rows_per_subgroup - 1) / s.rows_per_subgroup < t.narrow_min_subgroups) {
+    s.rows_per_subgroup /= 2;
+  }
+  const int64_t lanes = std::max(1u, k.subgroup_size);
+  const int64_t chunks = (device_row_vectors(k.format, cols) + lanes - 1) / lanes;
+  auto find = [&](uint32_t rows_per_subgroup, uint32_t unroll) -> const Pipeline* {
+    if (rows_per_subgroup == t.rows_per_subgroup && unroll == t.vec_unroll) {
+      return k.one_token.get();
+    }
+    for (const MatvecKernels::OneTokenVariant& v : k.one_token_variants) {
+      if (v.rows_per_subgroup == rows_per_subgroup && v.vec_unroll == unroll) {
+        return v.pipeline.get();
+      }
+    }
+    return nullptr;
+  };
+  // One vector a round where that shape was made (unsplit kernels), else the kernel's unroll.
+  const Pipeline* single = chunks % t.vec_unroll != 0 ? find(s.rows_per_subgroup, 1) : nullptr;
+  if (single != nullptr) {
+    s.vec_unroll = 1;
+    s.pipeline = single;
+  } else {
+    s.pipeline = find(s.rows_per_subgroup, t.vec_unroll);
+  }
+  INFER_CHECK(s.pipeline != nullptr, "matvec: no one-token pipeline of %u rows, unroll %u",
+              s.rows_per_subgroup, s.vec_unroll);
+  return s;
 }
 
 }  // namespace infer::gpu
