@@ -189,17 +189,6 @@ void query_features(VkPhysicalDevice physical, bool offered, Features& f) {
   vkGetPhysicalDeviceFeatures2(physical, &q);
 }
 
-bool has_device_extension(VkPhysicalDevice physical, const char* name) {
-  uint32_t n = 0;
-  vkEnumerateDeviceExtensionProperties(physical, nullptr, &n, nullptr);
-  std::vector<VkExtensionProperties> exts(n);
-  vkEnumerateDeviceExtensionProperties(physical, nullptr, &n, exts.data());
-  for (const VkExtensionProperties& e : exts) {
-    if (std::strcmp(e.extensionName, name) == 0) return true;
-  }
-  return false;
-}
-
 // Whether the device offers the one cooperative-matrix shape matmul_coop.comp uses.
 // An opt-in extension: the environment variable `env` is 1 and the device offers `name`.
 bool asked_and_offered(VkPhysicalDevice physical, const char* env, const char* name) {

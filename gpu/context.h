@@ -114,5 +114,7 @@ class VulkanContext {
 // Reads the properties above from a physical device (device_info.cpp).
 DeviceInfo read_device_info(VkPhysicalDevice physical);
 const char* device_type_name(VkPhysicalDeviceType type);
+// Whether the physical device offers the device extension `name`.
+bool has_device_extension(VkPhysicalDevice physical, const char* name);
 
 }  // namespace infer::gpu

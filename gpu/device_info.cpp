@@ -23,9 +23,7 @@ const char* device_type_name(VkPhysicalDeviceType type) {
   }
 }
 
-namespace {
-
-bool offers_extension(VkPhysicalDevice physical, const char* name) {
+bool has_device_extension(VkPhysicalDevice physical, const char* name) {
   uint32_t n = 0;
   if (vkEnumerateDeviceExtensionProperties(physical, nullptr, &n, nullptr) != VK_SUCCESS) {
     return false;
@@ -40,17 +38,19 @@ bool offers_extension(VkPhysicalDevice physical, const char* name) {
   return false;
 }
 
+namespace {
+
 // The device's compute cores (NVIDIA SMs, AMD CUs), where its driver says: how many subgroups
 // fill it (the matvecs' row narrowing). 0: not said.
 uint32_t compute_cores(VkPhysicalDevice physical) {
-  if (offers_extension(physical, VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME)) {
+  if (has_device_extension(physical, VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME)) {
     VkPhysicalDeviceShaderSMBuiltinsPropertiesNV sm{
         VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SM_BUILTINS_PROPERTIES_NV};
     VkPhysicalDeviceProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, &sm};
     vkGetPhysicalDeviceProperties2(physical, &props);
     return sm.shaderSMCount;
   }
-  if (offers_extension(physical, VK_AMD_SHADER_CORE_PROPERTIES_EXTENSION_NAME)) {
+  if (has_device_extension(physical, VK_AMD_SHADER_CORE_PROPERTIES_EXTENSION_NAME)) {
     VkPhysicalDeviceShaderCorePropertiesAMD core{
         VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CORE_PROPERTIES_AMD};
     VkPhysicalDeviceProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, &core};
