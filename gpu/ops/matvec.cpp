@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -332,9 +333,7 @@ Result<void> record_matvec_kernels(Recorder& rec, const MatvecKernels& k, const 
   const bool coop = coop_path(k, w.rows, w.cols, n_tokens);
   const bool dot = dot_path(k, w.rows, w.cols, n_tokens);
   if (!tiled && !dot) push.split = matvec_split(k, w.rows, w.cols);
-  // Fewer rows a subgroup while the grid has too few subgroups to fill the device (call 3 of
-  // session 8 on the H200: E2B Q4_0 decode 270 -> 302 t/s with 1 row where its 1536-2048-row
-  // products had 4, ~3 subgroups an SM; 12B's 8192-row q takes 4 rows, its 3840-row o 2).
+  // Rows a subgroup and unroll per product (matvec_shape.cpp's FILL says why).
   uint32_t rows_per_subgroup = t.rows_per_subgroup;
   const Pipeline* shaped = nullptr;  // one_token or one of its variants
   if (n_tokens == 1 && !tiled && !dot && !gelu_mul && push.split == 1) {
@@ -376,14 +375,12 @@ Result<void> record_matvec_kernels(Recorder& rec, const MatvecKernels& k, const 
     const char* v = std::getenv("INFER_MV_TWICE");
     return v != nullptr && v[0] == '1';
   }();
+  const Binding bindings[] = {Binding{&w.buffer}, x, y,
+                              up != nullptr ? Binding{&up->buffer} : mul};
+  const size_t n_bindings = up != nullptr || gelu_mul ? 4 : 3;
   for (int pass = twice ? 2 : 1; pass > 0; --pass) {
-    if (up != nullptr) {
-      INFER_TRY_VOID(rec.dispatch(p, {Binding{&w.buffer}, x, y, Binding{&up->buffer}}, push, g));
-    } else if (gelu_mul) {
-      INFER_TRY_VOID(rec.dispatch(p, {Binding{&w.buffer}, x, y, mul}, push, g));
-    } else {
-      INFER_TRY_VOID(rec.dispatch(p, {Binding{&w.buffer}, x, y}, push, g));
-    }
+    INFER_TRY_VOID(rec.dispatch(p, std::span<const Binding>(bindings, n_bindings), &push,
+                                uint32_t(sizeof(push)), g));
   }
   return {};
 }
