@@ -1,15 +1,28 @@
 // Tiled matrix-matrix product on cooperative matrices (VK_NV_cooperative_matrix: tensor cores),
-// for prefill: y[t, r] = sum_c W[r, c] x[t, c], as matmul.comp computes it, but each step's
-// tiles are staged in shared memory as f16 pairs (hi + lo, below) and multiplied as 16x16x16
-// fragments with f32 accumulation.
-//   W: binding 0, [rows, cols] in the device layout of W_* (common/weights.glsl)
+// for prefill: y[t, r] = sum_c W[r, c] x[t, c], as matmul.comp computes it, with each step's
+// tiles staged in shared memory as f16 and multiplied as 16x16x16 fragments, f32 accumulation.
+//   W: binding 0, [rows, cols] in the device layout of W_BF16, W_Q8_0 or W_Q4_0
+//      (common/weights.glsl; f32 weights take matmul.comp)
 //   x: binding 1, [n_tokens, x_stride] f32        y: binding 2, [n_tokens, y_stride] f32
 //   GATE_UP only: binding 3, the up matrix, like W (which is then the gate); y = gelu(g) · u
 //   push: MatvecPush (matvec.h). spec: LOCAL_SIZE = the tile / 1024 subgroups (size pinned).
-// Workgroup (x + z * num_x) owns rows [COOP_ROWS g, ...), workgroup y tokens [COOP_TOKENS y, ...);
-// each subgroup 32 tokens x 32 rows of that tile: 2 x 2 fragments. Steps of 64 columns (whole
-// GGML blocks), each step's global loads issued while the step before multiplies.
+//   spec: ROWS x TOKENS, the workgroup's tile (multiples of 32), LO (below).
+// Workgroup (x + z * num_x) owns rows [ROWS g, ...), workgroup y tokens [TOKENS y, ...); each
+// subgroup 32 tokens x 32 rows of that tile: 2 x 2 fragments. Steps of 64 columns (two GGML
+// blocks), each step's global loads issued while the step before multiplies.
 // f16's range bounds activations to |x| < 65504.
+//
+// Precision: f16 keeps 11 bits, too few for the forward pass's 2e-3 bound on logits. Each
+// activation goes in as hi + lo: hi its f32 bits cut to 11 significant ones (exact in f16: a
+// bit mask, which no compiler folds away as it may an f32 -> f16 -> f32 round trip; the H200's
+// driver did, and every lo part was 0 until session 9), lo = x - hi (exact in f32) as f16:
+// ~22 bits. LO 1: the lo products go into the hi accumulators (they sit ~2^-11 below the hi
+// products; the f32 accumulation keeps ~13 of their bits; where |lo| < 2^-14 they are f16
+// subnormals, 2^-24 apart). LO 2: lo scaled by 2^11 into accumulators of their own (more
+// registers). LO 0: f16 activations alone. Weights go in exactly: bf16 is exact in f16, and a
+// Q8_0/Q4_0 block's integers are, so a block's products are summed unscaled and its f32 scale
+// applied by the ALU (a fragment of the rows' scales, the same scale down each column), where
+// d · q in f16 would round every weight.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_shader_subgroup_basic : require
@@ -19,11 +32,9 @@
 
 #include "matvec.h"
 
-// Whether the lo halves take part (INFER_MATMUL_COOP_SPEC_SPLIT; off: plain f16 products).
-layout(constant_id = INFER_MATMUL_COOP_SPEC_SPLIT) const bool kSplit = true;
-// Diagnosis only (INFER_COOP_DEBUG=1): the output is the lo products' sum alone, to see on the
-// device whether anything of lo arrives (matvec.cpp).
-layout(constant_id = INFER_MATMUL_COOP_SPEC_LO_ONLY) const bool kLoOnly = false;
+layout(constant_id = INFER_MATMUL_COOP_SPEC_LO) const uint kLo = 1;
+layout(constant_id = INFER_MATMUL_COOP_SPEC_ROWS) const uint kRows = 64;  // tile rows
+layout(constant_id = INFER_MATMUL_COOP_SPEC_TOKENS) const uint kTokens = 64;  // tile tokens
 
 layout(binding = 1, std430) readonly buffer X { float x[]; };
 layout(binding = 2, std430) writeonly buffer Y { float y[]; };
@@ -37,36 +48,24 @@ const uint kMats = 2;
 const uint kMats = 1;
 #endif
 #include "common/weights.glsl"
+#ifdef W_F32
+#error "f32 weights take matmul.comp: their 24 bits do not fit one f16"
+#endif
 
-const uint kTokens = INFER_MATMUL_COOP_TOKENS;  // tokens of a workgroup's tile
-#ifdef GATE_UP
-const uint kRows = INFER_MATMUL_COOP_GATE_UP_ROWS;  // rows of a workgroup's tile
-#else
-const uint kRows = INFER_MATMUL_COOP_ROWS;
-#endif
 const uint kSubgroups = kTokens * kRows / 1024;
-// Precision: f16 keeps 11 bits, too few for the forward pass's 2e-3 bound on logits. Each
-// activation goes in as hi + lo (hi = f16(x), lo = f16(x - hi): ~22 bits), and so do Q8_0/Q4_0
-// weights (d · q rounds in f16); bf16 weights are exact in f16. Products: x_hi·w, and x_lo·w +
-// x_hi·w_lo for quantized weights in their own accumulators (x_lo·w_lo is below f32 rounding).
-#if defined(W_SCALED) || defined(W_F32)  // f32 weights lose 13 bits in f16: split them too
-#define W_SPLIT
-const uint kCols = 32;  // columns per step: whole GGML blocks; split tiles fit shared memory
-#else
-const uint kCols = 64;
-#endif
+const uint kTokenSubgroups = kTokens / 32;  // subgroup s: tokens 32 (s % this), rows 32 (s / this)
+const uint kCols = 64;  // columns per step: whole GGML blocks
+const uint kBlocks = kCols / 32;
 const uint kQuads = kCols / 4;
 // Shared rows padded by 8 halves (16-byte aligned rows that start on different banks).
 const uint kStride = kCols + 8;
-const uint kEdgeStride = 20;  // floats, one 16 x 16 fragment of a subgroup at a tile's edge
+const uint kEdgeStride = 16;  // floats, one 16 x 16 fragment of a subgroup at a tile's edge
 
-// The lo parts in arrays of their own (not the upper halves of the hi arrays): on the H200 the
-// products erred as plain f16 with them in one array (issue 3; being narrowed down).
-shared float16_t x_sh[kTokens * kStride];     // [token][col]
-shared float16_t x_lo_sh[kTokens * kStride];  // lo parts, scaled
-shared float16_t w_sh[kMats * kRows * kStride];  // [matrix][row][col]
-#ifdef W_SPLIT
-shared float16_t w_lo_sh[kMats * kRows * kStride];
+shared float16_t x_sh[kTokens * kStride];        // [token][col], hi parts
+shared float16_t x_lo_sh[kTokens * kStride];     // lo parts (LO 2: scaled by 2^11)
+shared float16_t w_sh[kMats * kRows * kStride];  // [matrix][row][col]: bf16, or block integers
+#ifdef W_SCALED
+shared float d_sh[kMats * kBlocks * kRows];  // [matrix][block of the step][row]: block scales
 #endif
 shared float edge_sh[kSubgroups * 16 * kEdgeStride];
 
@@ -82,37 +81,6 @@ const uint kXPer = kTokens * kQuads / gl_WorkGroupSize.x;
 #define FRAG_ACC fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>
 
 uvec4 w_raw[kMats * kWPer];
-
-// acc += x · W(m)^T over the 16 columns at k, for the 2 x 2 fragments (a/l: x hi/lo rows).
-// The lo products go to their own accumulators (d: scaled by kLoScale), added at the end: in
-// the hi accumulators they would sit ~2^-11 below the running sums, where the tensor cores'
-// alignment of a product to the accumulator truncates them, and unscaled lo values are mostly
-// f16 subnormals, which a conversion may flush.
-#ifdef W_SPLIT
-#define MULTIPLY_LO(m, d00, d01, d10, d11)                                            \
-  coopMatLoadNV(b0, w_lo_sh, ((m) * kRows + sr) * kStride + k, kStride, true);         \
-  coopMatLoadNV(b1, w_lo_sh, ((m) * kRows + sr + 16) * kStride + k, kStride, true);    \
-  d00 = coopMatMulAddNV(a0, b0, d00);                                                  \
-  d01 = coopMatMulAddNV(a0, b1, d01);                                                  \
-  d10 = coopMatMulAddNV(a1, b0, d10);                                                  \
-  d11 = coopMatMulAddNV(a1, b1, d11);
-#else
-#define MULTIPLY_LO(m, d00, d01, d10, d11)
-#endif
-#define MULTIPLY(m, c00, c01, c10, c11, d00, d01, d10, d11)                     \
-  coopMatLoadNV(b0, w_sh, ((m) * kRows + sr) * kStride + k, kStride, true);      \
-  coopMatLoadNV(b1, w_sh, ((m) * kRows + sr + 16) * kStride + k, kStride, true); \
-  c00 = coopMatMulAddNV(a0, b0, c00);                                            \
-  c01 = coopMatMulAddNV(a0, b1, c01);                                            \
-  c10 = coopMatMulAddNV(a1, b0, c10);                                            \
-  c11 = coopMatMulAddNV(a1, b1, c11);                                            \
-  if (kSplit) {                                                                  \
-    d00 = coopMatMulAddNV(l0, b0, d00);                                          \
-    d01 = coopMatMulAddNV(l0, b1, d01);                                          \
-    d10 = coopMatMulAddNV(l1, b0, d10);                                          \
-    d11 = coopMatMulAddNV(l1, b1, d11);                                          \
-    MULTIPLY_LO(m, d00, d01, d10, d11)                                           \
-  }
 vec4 x_raw[kXPer];
 
 // Issues the loads of step c0: weights of rows past the end repeat the last row and columns past
@@ -139,33 +107,31 @@ void load_step(uint row0, uint t0, uint c0) {
   }
 }
 
-// v as f16 pairs hi + lo · 2^-kLoShift (lo = (v - hi) · kLoScale, rounded: a normal f16 where
-// v - hi would mostly be subnormal), hi through packHalf2x16's bits so that no compiler can fold
-// the f32 -> f16 -> f32 round trip away.
+// v as f16 pairs hi + lo (LO 2: lo scaled by 2^11; the header says why).
 const float kLoScale = 2048.0;
 void split_f16(vec4 v, out f16vec4 hi, out f16vec4 lo) {
-  const uvec2 bits = uvec2(packHalf2x16(v.xy), packHalf2x16(v.zw));
-  const vec4 hi32 = vec4(unpackHalf2x16(bits.x), unpackHalf2x16(bits.y));
+  const vec4 hi32 = uintBitsToFloat(floatBitsToUint(v) & 0xffffe000u);
   hi = f16vec4(hi32);
-  lo = f16vec4((v - hi32) * kLoScale);
+  lo = f16vec4((v - hi32) * (kLo == 2u ? kLoScale : 1.0));
 }
 
-// Decodes the registers of step c0 into the shared tiles (as f16).
+// Decodes the registers of step c0 into the shared tiles (as f16; quantized: the integers, and
+// each block's scale from the invocation that stages the block's first quad).
 void store_step(uint c0) {
   for (uint k = 0; k < kWPer; ++k) {
     const uint i = gl_LocalInvocationID.x + k * gl_WorkGroupSize.x;
     const uint r = i / kQuads, c = c0 + 4 * (i % kQuads);
     for (uint m = 0; m < kMats; ++m) {
-      const vec4 w = c < pc.cols ? quad_from_raw(w_raw[m * kWPer + k], c) : vec4(0.0);
+      const uvec4 raw = w_raw[m * kWPer + k];
+      const f16vec4 q = f16vec4(c < pc.cols ? quad_q_from_raw(raw, c) : vec4(0.0));
       const uint o = (m * kRows + r) * kStride + c - c0;
-#ifdef W_SPLIT
-      f16vec4 hi, lo;
-      split_f16(w, hi, lo);
-      for (uint e = 0; e < 4; ++e) w_lo_sh[o + e] = lo[e];
-#else
-      const f16vec4 hi = f16vec4(w);  // bf16 weights are exact in f16
+      for (uint e = 0; e < 4; ++e) w_sh[o + e] = q[e];
+#ifdef W_SCALED
+      if (c % 32 == 0) {
+        d_sh[(m * kBlocks + (c - c0) / 32) * kRows + r] =
+            c < pc.cols ? quad_d_from_raw(raw, c) : 0.0;
+      }
 #endif
-      for (uint e = 0; e < 4; ++e) w_sh[o + e] = hi[e];
     }
   }
   for (uint k = 0; k < kXPer; ++k) {
@@ -200,20 +166,75 @@ void store_frag(FRAG_ACC f, uint tok0, uint row0) {
   subgroupBarrier();  // the buffer is reused by the next fragment
 }
 
+// Products over columns [k0, k0 + n) of the step, of x's hi parts (into c..) and lo parts (LO 1:
+// into c.., LO 2: into d..) with matrix m's rows sr.., sr + 16.. (B[k][n] = W[row n][col k]: the
+// [row][col] tile read column-major). Fragments are loaded into variables of their own, each
+// written once.
+#define MULTIPLY(m, k0, n, c00, c01, c10, c11, d00, d01, d10, d11)                       \
+  for (uint k = (k0); k < (k0) + (n); k += 16) {                                          \
+    FRAG_A a0, a1, b0, b1;                                                                \
+    coopMatLoadNV(a0, x_sh, st * kStride + k, kStride, false);                             \
+    coopMatLoadNV(a1, x_sh, (st + 16) * kStride + k, kStride, false);                      \
+    coopMatLoadNV(b0, w_sh, ((m) * kRows + sr) * kStride + k, kStride, true);              \
+    coopMatLoadNV(b1, w_sh, ((m) * kRows + sr + 16) * kStride + k, kStride, true);         \
+    c00 = coopMatMulAddNV(a0, b0, c00);                                                   \
+    c01 = coopMatMulAddNV(a0, b1, c01);                                                   \
+    c10 = coopMatMulAddNV(a1, b0, c10);                                                   \
+    c11 = coopMatMulAddNV(a1, b1, c11);                                                   \
+    if (kLo != 0u) {                                                                      \
+      FRAG_A l0, l1;                                                                      \
+      coopMatLoadNV(l0, x_lo_sh, st * kStride + k, kStride, false);                        \
+      coopMatLoadNV(l1, x_lo_sh, (st + 16) * kStride + k, kStride, false);                 \
+      if (kLo == 1u) {                                                                    \
+        c00 = coopMatMulAddNV(l0, b0, c00);                                               \
+        c01 = coopMatMulAddNV(l0, b1, c01);                                               \
+        c10 = coopMatMulAddNV(l1, b0, c10);                                               \
+        c11 = coopMatMulAddNV(l1, b1, c11);                                               \
+      } else {                                                                            \
+        d00 = coopMatMulAddNV(l0, b0, d00);                                               \
+        d01 = coopMatMulAddNV(l0, b1, d01);                                               \
+        d10 = coopMatMulAddNV(l1, b0, d10);                                               \
+        d11 = coopMatMulAddNV(l1, b1, d11);                                               \
+      }                                                                                   \
+    }                                                                                     \
+  }
+
+// g.. += (c.. + d.. · 2^-11) · (the scales of matrix m's rows in block b: one per column; d.. is
+// 0 but with LO 2),
+// element by element (glslc -O, spirv-opt, crashes on whole-fragment arithmetic); the same
+// fragment type, so element e of each is the same output.
+#define APPLY_SCALES(m, b, g00, g01, g10, g11, c00, c01, c10, c11, d00, d01, d10, d11) \
+  {                                                                                   \
+    FRAG_ACC s0, s1;                                                                  \
+    coopMatLoadNV(s0, d_sh, ((m) * kBlocks + (b)) * kRows + sr, 0, false);             \
+    coopMatLoadNV(s1, d_sh, ((m) * kBlocks + (b)) * kRows + sr + 16, 0, false);        \
+    for (int e = 0; e < g00.length(); ++e) {                                          \
+      g00[e] += (c00[e] + d00[e] * unscale) * s0[e];                                  \
+      g01[e] += (c01[e] + d01[e] * unscale) * s1[e];                                  \
+      g10[e] += (c10[e] + d10[e] * unscale) * s0[e];                                  \
+      g11[e] += (c11[e] + d11[e] * unscale) * s1[e];                                  \
+    }                                                                                 \
+  }
+
 void main() {
   const uint row0 = (gl_WorkGroupID.z * gl_NumWorkGroups.x + gl_WorkGroupID.x) * kRows;
   const uint t0 = gl_WorkGroupID.y * kTokens;
   if (row0 >= pc.rows) return;  // whole workgroup: the grid is rounded up in z
   const uint sg = gl_SubgroupID;
-  // Subgroup sg: tokens 32 (sg % 2) .., rows 32 (sg / 2) .. of the tile.
-  const uint st = 32 * (sg % 2), sr = 32 * (sg / 2);
+  const uint st = 32 * (sg % kTokenSubgroups), sr = 32 * (sg / kTokenSubgroups);
+  const float unscale = 1.0 / kLoScale;
 
   // g<token half><row half>: the product (the gate with GATE_UP); u: the up product.
   FRAG_ACC g00 = FRAG_ACC(0.0), g01 = FRAG_ACC(0.0), g10 = FRAG_ACC(0.0), g11 = FRAG_ACC(0.0);
-  FRAG_ACC h00 = FRAG_ACC(0.0), h01 = FRAG_ACC(0.0), h10 = FRAG_ACC(0.0), h11 = FRAG_ACC(0.0);
 #ifdef GATE_UP
   FRAG_ACC u00 = FRAG_ACC(0.0), u01 = FRAG_ACC(0.0), u10 = FRAG_ACC(0.0), u11 = FRAG_ACC(0.0);
+#endif
+#ifndef W_SCALED
+  // LO 2: the lo products over the whole row (unscaled weights need no per-block step).
+  FRAG_ACC h00 = FRAG_ACC(0.0), h01 = FRAG_ACC(0.0), h10 = FRAG_ACC(0.0), h11 = FRAG_ACC(0.0);
+#ifdef GATE_UP
   FRAG_ACC v00 = FRAG_ACC(0.0), v01 = FRAG_ACC(0.0), v10 = FRAG_ACC(0.0), v11 = FRAG_ACC(0.0);
+#endif
 #endif
 
   load_step(row0, t0, 0);
@@ -222,42 +243,44 @@ void main() {
     barrier();
     if (c0 + kCols < pc.cols) load_step(row0, t0, c0 + kCols);  // in flight while multiplying
 
-    for (uint k = 0; k < kCols; k += 16) {
-      FRAG_A a0, a1, l0, l1, b0, b1;
-      coopMatLoadNV(a0, x_sh, st * kStride + k, kStride, false);
-      coopMatLoadNV(a1, x_sh, (st + 16) * kStride + k, kStride, false);
-      if (kSplit) {
-        coopMatLoadNV(l0, x_lo_sh, st * kStride + k, kStride, false);
-        coopMatLoadNV(l1, x_lo_sh, (st + 16) * kStride + k, kStride, false);
-      }
-      // B[k][n] = W[row n][col k]: the [row][col] tile read column-major.
-      MULTIPLY(0u, g00, g01, g10, g11, h00, h01, h10, h11)
+#ifdef W_SCALED
+    for (uint b = 0; b < kBlocks; ++b) {
+      // One block's unscaled sums (hi c.., lo d..), then scaled into g.. (u.. for the up matrix).
+      FRAG_ACC c00 = FRAG_ACC(0.0), c01 = FRAG_ACC(0.0), c10 = FRAG_ACC(0.0), c11 = FRAG_ACC(0.0);
+      FRAG_ACC d00 = FRAG_ACC(0.0), d01 = FRAG_ACC(0.0), d10 = FRAG_ACC(0.0), d11 = FRAG_ACC(0.0);
+      MULTIPLY(0u, 32 * b, 32, c00, c01, c10, c11, d00, d01, d10, d11)
+      APPLY_SCALES(0u, b, g00, g01, g10, g11, c00, c01, c10, c11, d00, d01, d10, d11)
 #ifdef GATE_UP
-      MULTIPLY(1u, u00, u01, u10, u11, v00, v01, v10, v11)
+      c00 = FRAG_ACC(0.0); c01 = FRAG_ACC(0.0); c10 = FRAG_ACC(0.0); c11 = FRAG_ACC(0.0);
+      d00 = FRAG_ACC(0.0); d01 = FRAG_ACC(0.0); d10 = FRAG_ACC(0.0); d11 = FRAG_ACC(0.0);
+      MULTIPLY(1u, 32 * b, 32, c00, c01, c10, c11, d00, d01, d10, d11)
+      APPLY_SCALES(1u, b, u00, u01, u10, u11, c00, c01, c10, c11, d00, d01, d10, d11)
 #endif
     }
+#else
+    MULTIPLY(0u, 0, kCols, g00, g01, g10, g11, h00, h01, h10, h11)
+#ifdef GATE_UP
+    MULTIPLY(1u, 0, kCols, u00, u01, u10, u11, v00, v01, v10, v11)
+#endif
+#endif
     barrier();  // the next step overwrites the tiles
   }
 
-  if (kSplit) {
-    // Element by element: glslc -O (spirv-opt) crashes on whole-fragment arithmetic.
-    const float unscale = 1.0 / kLoScale;
-    const float keep = kLoOnly ? 0.0 : 1.0;
-    for (int e = 0; e < g00.length(); ++e) {
-      g00[e] = keep * g00[e] + h00[e] * unscale;
-      g01[e] = keep * g01[e] + h01[e] * unscale;
-      g10[e] = keep * g10[e] + h10[e] * unscale;
-      g11[e] = keep * g11[e] + h11[e] * unscale;
+#ifndef W_SCALED
+  for (int e = 0; kLo == 2u && e < g00.length(); ++e) {
+    g00[e] += h00[e] * unscale;
+    g01[e] += h01[e] * unscale;
+    g10[e] += h10[e] * unscale;
+    g11[e] += h11[e] * unscale;
 #ifdef GATE_UP
-      u00[e] = keep * u00[e] + v00[e] * unscale;
-      u01[e] = keep * u01[e] + v01[e] * unscale;
-      u10[e] = keep * u10[e] + v10[e] * unscale;
-      u11[e] = keep * u11[e] + v11[e] * unscale;
+    u00[e] += v00[e] * unscale;
+    u01[e] += v01[e] * unscale;
+    u10[e] += v10[e] * unscale;
+    u11[e] += v11[e] * unscale;
 #endif
-    }
   }
+#endif
 #ifdef GATE_UP
-  // Same fragment type, so element e of the gate and of the up fragment are the same output.
   for (int e = 0; e < g00.length(); ++e) {
     g00[e] = gelu_tanh(g00[e]) * u00[e];
     g01[e] = gelu_tanh(g01[e]) * u01[e];

@@ -47,13 +47,11 @@ INFER_PUSH_END(MatvecPush)
 // straddle two steps.
 #define INFER_MATMUL_TILE_COLS 32
 // matmul_coop.comp (cooperative matrices, 16x16x16 f16 fragments): a workgroup computes
-// COOP_TOKENS tokens x COOP_ROWS rows (gate-up: COOP_GATE_UP_ROWS, two matrices staged), each
-// subgroup 32 x 32 (2 x 2 fragments): LOCAL_SIZE = tokens x rows / 1024 subgroups of the pinned
-// size. Shared memory stays under 40 KB either way.
-#define INFER_MATMUL_COOP_TOKENS 64
-#define INFER_MATMUL_COOP_ROWS 128
-#define INFER_MATMUL_COOP_GATE_UP_ROWS 64
-#define INFER_MATMUL_COOP_SPEC_SPLIT 1  // bool: hi + lo f16 parts (default), else f16 alone
-#define INFER_MATMUL_COOP_SPEC_LO_ONLY 2  // bool, diagnosis: the lo products alone
+// ROWS x TOKENS outputs (multiples of 32; MatvecTuning::coop_rows/coop_tokens), each subgroup
+// 32 x 32 (2 x 2 fragments): LOCAL_SIZE = tokens x rows / 1024 subgroups of the pinned size.
+// LO: how activations' lo parts are multiplied (0 none, 1 into the hi accumulators, 2 apart).
+#define INFER_MATMUL_COOP_SPEC_LO 1
+#define INFER_MATMUL_COOP_SPEC_ROWS 2
+#define INFER_MATMUL_COOP_SPEC_TOKENS 3
 
 #endif  // INFER_SHADERS_MATVEC_H_

@@ -30,6 +30,8 @@ constexpr uint32_t kDefaultMatmulMinGroups = 64;
 constexpr TileShape kDefaultTile{128, 128, 8, 8, 1};
 constexpr TileShape kDefaultGateUpTile{64, 128, 4, 8, 1};
 constexpr uint32_t kDefaultBigTileMinGroups = 128;
+// matmul_coop.comp: 128 x 64 (rows x tokens, 8 subgroups) plain, 64 x 64 gate-up (two matrices).
+constexpr uint32_t kDefaultCoopRows = 128, kDefaultCoopGateUpRows = 64, kDefaultCoopTokens = 64;
 
 }  // namespace
 
@@ -135,6 +137,58 @@ Result<void> resolve_matmul_tuning(const VulkanContext& ctx, bool gate_up, Matve
                           std::to_string(max_invocations) + " and " + std::to_string(max_shared));
   }
   return Ok{};
+}
+
+namespace {
+
+// matmul_coop.comp's shared memory: x hi and lo and W as f16 rows of 64 + 8 columns, the block
+// scales (quantized), one 16 x 16 f32 edge fragment a subgroup.
+uint32_t coop_shared_bytes(uint32_t rows, uint32_t tokens, bool gate_up, bool scaled) {
+  const uint32_t mats = gate_up ? 2 : 1, stride = 72;
+  return 2 * 2 * tokens * stride + 2 * mats * rows * stride + (scaled ? 4 * mats * 2 * rows : 0) +
+         (rows * tokens / 1024) * 16 * 16 * 4;
+}
+
+}  // namespace
+
+Result<bool> resolve_coop_tuning(const VulkanContext& ctx, WeightFormat format, bool gate_up,
+                                 MatvecTuning& t) {
+  const DeviceInfo& info = ctx.info();
+  if (!info.coop_matrix_nv || format == WeightFormat::kF32) return false;  // f32: 24 bits
+  VkPhysicalDeviceProperties props;
+  vkGetPhysicalDeviceProperties(ctx.physical_device(), &props);
+  const bool defaults = t.coop_rows == 0 && t.coop_tokens == 0;
+  INFER_TRY_VOID(env_pair(gate_up ? "INFER_COOP_GU_TILE" : "INFER_COOP_TILE", t.coop_rows,
+                          t.coop_tokens));
+  if (t.coop_lo == CoopLo::kAuto) {
+    const char* v = std::getenv("INFER_COOP_LO");
+    const std::string lo = v != nullptr ? v : "";
+    t.coop_lo = lo == "none"    ? CoopLo::kNone
+                : lo == "apart" ? CoopLo::kApart
+                : lo.empty() || lo == "shared"
+                    ? CoopLo::kShared
+                    : CoopLo::kAuto;
+    if (t.coop_lo == CoopLo::kAuto) {
+      return make_error(ErrorCode::kUnsupported,
+                        "INFER_COOP_LO=\"" + lo + "\": expected none, shared or apart");
+    }
+  }
+  if (t.coop_rows == 0) t.coop_rows = gate_up ? kDefaultCoopGateUpRows : kDefaultCoopRows;
+  if (t.coop_tokens == 0) t.coop_tokens = kDefaultCoopTokens;
+  const bool scaled = format == WeightFormat::kQ8_0 || format == WeightFormat::kQ4_0;
+  const uint32_t invocations = t.coop_rows * t.coop_tokens / 1024 * info.subgroup_size;
+  const bool fits =
+      info.subgroup_size == 32 && t.coop_rows % 32 == 0 && t.coop_tokens % 32 == 0 &&
+      invocations <= std::min(info.max_workgroup_invocations, props.limits.maxComputeWorkGroupSize[0]) &&
+      coop_shared_bytes(t.coop_rows, t.coop_tokens, gate_up, scaled) <=
+          props.limits.maxComputeSharedMemorySize;
+  if (!fits && !defaults) {
+    return make_error(ErrorCode::kUnsupported,
+                      "cooperative-matrix tile " + std::to_string(t.coop_rows) + "x" +
+                          std::to_string(t.coop_tokens) +
+                          " (multiples of 32, subgroups of 32) does not fit the device");
+  }
+  return fits;
 }
 
 }  // namespace infer::gpu

@@ -22,6 +22,11 @@ TileShape small_tile(const MatvecTuning& t);
 // the shape against the device.
 Result<void> resolve_matmul_tuning(const VulkanContext& ctx, bool gate_up, MatvecTuning& t);
 
+// Fills the cooperative-matrix kernel's zeros in t (coop_*) the same way; false where the device
+// cannot hold the tile (it then takes the tiled kernel), an error for a knob it cannot run.
+Result<bool> resolve_coop_tuning(const VulkanContext& ctx, WeightFormat format, bool gate_up,
+                                 MatvecTuning& t);
+
 }  // namespace infer::gpu
 
 #endif  // INFER_GPU_OPS_MATMUL_TUNING_H_

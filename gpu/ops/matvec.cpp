@@ -174,20 +174,18 @@ Result<MatvecKernels> create_matvec_kernels(const VulkanContext& ctx, WeightForm
 
   VkPhysicalDeviceProperties props;
   vkGetPhysicalDeviceProperties(ctx.physical_device(), &props);
-  // matmul_coop.comp's tiles take under 40 KB of shared memory (shaders/matvec.h).
-  if (info.coop_matrix_nv && props.limits.maxComputeSharedMemorySize >= 40u * 1024u) {
-    const uint32_t rows = gate_up ? INFER_MATMUL_COOP_GATE_UP_ROWS : INFER_MATMUL_COOP_ROWS;
+  INFER_TRY(const bool coop_fits, resolve_coop_tuning(ctx, format, gate_up, tuning));
+  k.tuning = tuning;
+  if (coop_fits) {
     PipelineDesc coop;
     coop.variant = variant_name(gate_up ? "gate_up_matmul_coop" : "matmul_coop", format);
     coop.bindings = desc.bindings;
     coop.push_bytes = sizeof(shader::MatvecPush);
-    // INFER_COOP_SPLIT=0 drops the lo parts (plain f16 products: faster, ~2^-10 relative).
-    const char* split = std::getenv("INFER_COOP_SPLIT");
-    // INFER_COOP_DEBUG=1: the lo products alone (diagnosis of the lost precision, issue 3).
-    const char* lo_only = std::getenv("INFER_COOP_DEBUG");
-    coop.spec = {{INFER_MATMUL_SPEC_LOCAL_SIZE, INFER_MATMUL_COOP_TOKENS * rows / 1024 * subgroup},
-                 {INFER_MATMUL_COOP_SPEC_SPLIT, split != nullptr && split[0] == '0' ? 0u : 1u},
-                 {INFER_MATMUL_COOP_SPEC_LO_ONLY, lo_only != nullptr && lo_only[0] == '1' ? 1u : 0u}};
+    coop.spec = {
+        {INFER_MATMUL_SPEC_LOCAL_SIZE, tuning.coop_rows * tuning.coop_tokens / 1024 * subgroup},
+        {INFER_MATMUL_COOP_SPEC_LO, uint32_t(tuning.coop_lo) - 1},
+        {INFER_MATMUL_COOP_SPEC_ROWS, tuning.coop_rows},
+        {INFER_MATMUL_COOP_SPEC_TOKENS, tuning.coop_tokens}};
     coop.required_subgroup_size = subgroup;  // fragments span whole subgroups
     INFER_TRY(k.coop, Pipeline::create(ctx, coop));
   }
@@ -349,14 +347,13 @@ Result<void> record_matvec_kernels(Recorder& rec, const MatvecKernels& k, const 
                       : shaped != nullptr  ? *shaped
                       : n_tokens == 1      ? *k.one_token
                                            : *k.many_tokens;
-  const uint32_t coop_rows = k.gate_up ? INFER_MATMUL_COOP_GATE_UP_ROWS : INFER_MATMUL_COOP_ROWS;
   const uint32_t slots = t.subgroups_per_group / push.split;  // matvec.comp's row slots
-  const uint32_t rows_per_group = coop    ? coop_rows
+  const uint32_t rows_per_group = coop    ? t.coop_rows
                                   : small ? k.small_tile_rows
                                   : tiled ? t.tile_rows
                                   : dot   ? t.dot_subgroups_per_group * t.rows_per_subgroup
                                           : slots * rows_per_subgroup;
-  const uint32_t tokens_per_group = coop            ? INFER_MATMUL_COOP_TOKENS
+  const uint32_t tokens_per_group = coop            ? t.coop_tokens
                                     : small         ? k.small_tile_tokens
                                     : tiled         ? t.tile_tokens
                                     : n_tokens == 1 ? 1

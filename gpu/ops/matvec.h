@@ -54,6 +54,10 @@ Result<GpuMatrix> upload_matrix(const VulkanContext& ctx, const Matrix& m, std::
 // fails on a device without them.
 enum class IntDot { kAuto, kOff, kOn };
 
+// How the cooperative-matrix kernel multiplies the activations' lo parts (shaders/matmul_coop.comp:
+// none, f16 activations alone; into the hi accumulators; into accumulators of their own).
+enum class CoopLo : uint32_t { kAuto, kNone, kShared, kApart };
+
 // What kAuto means for kernels created afterwards (default off). Off: every product keeps f32
 // activations, matmul_reference's contract, as the CPU's set_matmul_f32_activations(true) does;
 // the GPU tests turn both off to compare whole forward passes with the CPU
@@ -81,6 +85,12 @@ struct MatvecTuning {
   // few thousand rows still spread over a big GPU; 1: always the big tile.
   uint32_t tile_min_groups = 0;
   IntDot int_dot = IntDot::kAuto;
+  // The cooperative-matrix kernel's tile (rows x tokens outputs, multiples of 32) and lo parts;
+  // zeros / kAuto from INFER_COOP_TILE (INFER_COOP_GU_TILE for gate-up: ROWSxTOKENS) and
+  // INFER_COOP_LO (none, shared, apart), then the defaults (matmul_tuning.cpp).
+  uint32_t coop_rows = 0;
+  uint32_t coop_tokens = 0;
+  CoopLo coop_lo = CoopLo::kAuto;
   // Plain ops: also make the one-token pipeline with the gelu-mul epilogue (record_gelu_mul),
   // which only INFER_PLE_EPILOGUE=1 uses; unmade, nothing compiles it at start-up.
   bool gelu_mul_epilogue = false;

@@ -4,7 +4,7 @@
 # Usage (device machine): scripts/device/coop_bisect.sh OUT_FILE
 out=$1
 for narrow in "" INFER_COOP_ONLY=plain INFER_COOP_ONLY=gate_up INFER_COOP_MIN_ROWS=500 \
-              INFER_COOP_MIN_ROWS=100 INFER_COOP_SPLIT=0; do
+              INFER_COOP_MIN_ROWS=100 INFER_COOP_LO=none; do
   echo "== coop ${narrow:-all}" >>"$out"
   # shellcheck disable=SC2086  # narrow is one VAR=VALUE word or none
   timeout 60 env INFER_COOPMAT=1 $narrow INFER_TEST_NO_VALIDATION=1 \

@@ -197,10 +197,10 @@ uvec4 quad_raw_of(uint m, uint row, uint c) {
 #endif
 }
 
-// The 4 weights of a quad from its raw words (quad_raw_of).
-vec4 quad_from_raw(uvec4 raw, uint c) {
-  const uvec2 jq = quad_place(c);
-  const uint j = jq.x, q = jq.y;
+// The quants of a quad from its raw words (quad_raw_of): Q8_0/Q4_0 the integers q - bias, exact
+// in f16 (matmul_coop.comp multiplies them so and applies the block scale per block); f32 and
+// bf16 the weights themselves.
+vec4 quad_q_from_raw(uvec4 raw, uint c) {
 #if defined(W_F32)
   return uintBitsToFloat(raw);
 #elif defined(W_BF16)
@@ -208,16 +208,34 @@ vec4 quad_from_raw(uvec4 raw, uint c) {
                                raw.y & 0xffff0000u));
 #elif defined(W_Q8_0)
   const uint v = raw.x ^ 0x80808080u;
-  const vec2 d = unpackHalf2x16(raw.y);
-  return ((j % 16) < 8 ? d.x : d.y) *
-         vec4(magic_int(v & 0xffu, 128.0), magic_int((v >> 8) & 0xffu, 128.0),
+  return vec4(magic_int(v & 0xffu, 128.0), magic_int((v >> 8) & 0xffu, 128.0),
               magic_int((v >> 16) & 0xffu, 128.0), magic_int(v >> 24, 128.0));
 #else
-  const uint v = raw.x >> (4 * (q % 2));
-  const vec2 d = unpackHalf2x16(raw.y);
-  return ((q % 2) == 0 ? d.x : d.y) *
-         vec4(magic_int(v & 0xfu, 8.0), magic_int((v >> 8) & 0xfu, 8.0),
+  const uint v = raw.x >> (4 * (quad_place(c).y % 2));
+  return vec4(magic_int(v & 0xfu, 8.0), magic_int((v >> 8) & 0xfu, 8.0),
               magic_int((v >> 16) & 0xfu, 8.0), magic_int((v >> 24) & 0xfu, 8.0));
+#endif
+}
+
+// The scale of the quad's block (1 for f32 and bf16).
+float quad_d_from_raw(uvec4 raw, uint c) {
+#if defined(W_Q8_0)
+  const vec2 d = unpackHalf2x16(raw.y);
+  return (quad_place(c).x % 16) < 8 ? d.x : d.y;
+#elif defined(W_Q4_0)
+  const vec2 d = unpackHalf2x16(raw.y);
+  return (quad_place(c).y % 2) == 0 ? d.x : d.y;
+#else
+  return 1.0;
+#endif
+}
+
+// The 4 weights of a quad from its raw words (quad_raw_of).
+vec4 quad_from_raw(uvec4 raw, uint c) {
+#ifdef W_SCALED
+  return quad_d_from_raw(raw, c) * quad_q_from_raw(raw, c);
+#else
+  return quad_q_from_raw(raw, c);
 #endif
 }
 

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gpu/context.h"
@@ -35,13 +36,13 @@ namespace infer::gpu {
 // eps/2 of the running magnitude, bounded by S = sum_c |w_rc * x_tc|; rounding errors of n terms
 // add up like a random walk, ~sqrt(n) * eps/2 * S. Weights decode exactly (bf16 shifts, d * q in
 // f32 on both sides), so this is the whole error; 8x margin.
-// On the cooperative-matrix kernel (products_in_f16) activations (and quantized weights) go in
-// as f16 pairs hi + lo: each factor keeps ~22 bits, or 2^-25 absolute where lo is subnormal, so
+// On the cooperative-matrix kernel (products_in_f16) activations go in as f16 pairs hi + lo
+// (weights exactly): each keeps ~22 bits, or 2^-25 absolute where lo is subnormal, so
 // 2^-20 · S + 2^-23 · sum_c (|w_c| + |x_c|) more (with the lo parts dropped, a product errs by
-// up to 2^-11 of itself: far above this). INFER_COOP_SPLIT=0 (plain f16): 2^-10 · S more.
+// up to 2^-12 of itself: far above this). INFER_COOP_LO=none (plain f16): 2^-10 · S more.
 inline bool coop_plain_f16() {
-  const char* v = std::getenv("INFER_COOP_SPLIT");
-  return v != nullptr && v[0] == '0';
+  const char* v = std::getenv("INFER_COOP_LO");
+  return v != nullptr && std::string_view(v) == "none";
 }
 
 inline void expect_matches_reference(const Matrix& w, const std::vector<float>& x, int64_t T,
