@@ -8,8 +8,10 @@
 //   push: MatvecPush (matvec.h). spec: LOCAL_SIZE = the tile / 1024 subgroups (size pinned).
 //   spec: ROWS x TOKENS, the workgroup's tile (multiples of 32), LO (below).
 // Workgroup (x + z * num_x) owns rows [ROWS g, ...), workgroup y tokens [TOKENS y, ...); each
-// subgroup 32 tokens x 32 rows of that tile: 2 x 2 fragments. Steps of 64 columns (two GGML
-// blocks), each step's global loads issued while the step before multiplies.
+// subgroup 32 tokens of that tile x 32 rows, or with GATE_UP 16 rows of both matrices: 2 x 2
+// fragments either way (gate and up of the same rows side by side, so the epilogue pairs them
+// element by element and no subgroup holds more accumulators than a plain product's). Steps of
+// 64 columns (two GGML blocks), each step's global loads issued while the step before multiplies.
 // f16's range bounds activations to |x| < 65504.
 //
 // Precision: f16 keeps 11 bits, too few for the forward pass's 2e-3 bound on logits. Each
@@ -52,8 +54,14 @@ const uint kMats = 1;
 #error "f32 weights take matmul.comp: their 24 bits do not fit one f16"
 #endif
 
-const uint kSubgroups = kTokens * kRows / 1024;
-const uint kTokenSubgroups = kTokens / 32;  // subgroup s: tokens 32 (s % this), rows 32 (s / this)
+#ifdef GATE_UP
+const uint kSubgroupRows = 16;  // of each matrix
+#else
+const uint kSubgroupRows = 32;
+#endif
+const uint kSubgroups = kTokens / 32 * (kRows / kSubgroupRows);
+// Subgroup s: tokens 32 (s % this) .., rows kSubgroupRows (s / this) ..
+const uint kTokenSubgroups = kTokens / 32;
 const uint kCols = 64;  // columns per step: whole GGML blocks
 const uint kBlocks = kCols / 32;
 const uint kQuads = kCols / 4;
@@ -167,16 +175,16 @@ void store_frag(FRAG_ACC f, uint tok0, uint row0) {
 }
 
 // Products over columns [k0, k0 + n) of the step, of x's hi parts (into c..) and lo parts (LO 1:
-// into c.., LO 2: into d..) with matrix m's rows sr.., sr + 16.. (B[k][n] = W[row n][col k]: the
-// [row][col] tile read column-major). Fragments are loaded into variables of their own, each
-// written once.
-#define MULTIPLY(m, k0, n, c00, c01, c10, c11, d00, d01, d10, d11)                       \
+// into c.., LO 2: into d..) with the staged W rows w0.. (c.0) and w1.. (c.1), 16 each
+// (B[k][n] = W[row n][col k]: the [row][col] tile read column-major). Fragments are loaded into
+// variables of their own, each written once.
+#define MULTIPLY(w0, w1, k0, n, c00, c01, c10, c11, d00, d01, d10, d11)                  \
   for (uint k = (k0); k < (k0) + (n); k += 16) {                                          \
     FRAG_A a0, a1, b0, b1;                                                                \
     coopMatLoadNV(a0, x_sh, st * kStride + k, kStride, false);                             \
     coopMatLoadNV(a1, x_sh, (st + 16) * kStride + k, kStride, false);                      \
-    coopMatLoadNV(b0, w_sh, ((m) * kRows + sr) * kStride + k, kStride, true);              \
-    coopMatLoadNV(b1, w_sh, ((m) * kRows + sr + 16) * kStride + k, kStride, true);         \
+    coopMatLoadNV(b0, w_sh, (w0) * kStride + k, kStride, true);                            \
+    coopMatLoadNV(b1, w_sh, (w1) * kStride + k, kStride, true);                            \
     c00 = coopMatMulAddNV(a0, b0, c00);                                                   \
     c01 = coopMatMulAddNV(a0, b1, c01);                                                   \
     c10 = coopMatMulAddNV(a1, b0, c10);                                                   \
@@ -199,42 +207,26 @@ void store_frag(FRAG_ACC f, uint tok0, uint row0) {
     }                                                                                     \
   }
 
-// g.. += (c.. + d.. · 2^-11) · (the scales of matrix m's rows in block b: one per column; d.. is
-// 0 but with LO 2),
-// element by element (glslc -O, spirv-opt, crashes on whole-fragment arithmetic); the same
-// fragment type, so element e of each is the same output.
-#define APPLY_SCALES(m, b, g00, g01, g10, g11, c00, c01, c10, c11, d00, d01, d10, d11) \
-  {                                                                                   \
-    FRAG_ACC s0, s1;                                                                  \
-    coopMatLoadNV(s0, d_sh, ((m) * kBlocks + (b)) * kRows + sr, 0, false);             \
-    coopMatLoadNV(s1, d_sh, ((m) * kBlocks + (b)) * kRows + sr + 16, 0, false);        \
-    for (int e = 0; e < g00.length(); ++e) {                                          \
-      g00[e] += (c00[e] + d00[e] * unscale) * s0[e];                                  \
-      g01[e] += (c01[e] + d01[e] * unscale) * s1[e];                                  \
-      g10[e] += (c10[e] + d10[e] * unscale) * s0[e];                                  \
-      g11[e] += (c11[e] + d11[e] * unscale) * s1[e];                                  \
-    }                                                                                 \
-  }
-
 void main() {
   const uint row0 = (gl_WorkGroupID.z * gl_NumWorkGroups.x + gl_WorkGroupID.x) * kRows;
   const uint t0 = gl_WorkGroupID.y * kTokens;
   if (row0 >= pc.rows) return;  // whole workgroup: the grid is rounded up in z
   const uint sg = gl_SubgroupID;
-  const uint st = 32 * (sg % kTokenSubgroups), sr = 32 * (sg / kTokenSubgroups);
+  const uint st = 32 * (sg % kTokenSubgroups), sr = kSubgroupRows * (sg / kTokenSubgroups);
   const float unscale = 1.0 / kLoScale;
-
-  // g<token half><row half>: the product (the gate with GATE_UP); u: the up product.
-  FRAG_ACC g00 = FRAG_ACC(0.0), g01 = FRAG_ACC(0.0), g10 = FRAG_ACC(0.0), g11 = FRAG_ACC(0.0);
+  // The staged rows of the subgroup's fragment columns 0 and 1: rows sr and sr + 16, or with
+  // GATE_UP rows sr of the gate and of the up matrix.
 #ifdef GATE_UP
-  FRAG_ACC u00 = FRAG_ACC(0.0), u01 = FRAG_ACC(0.0), u10 = FRAG_ACC(0.0), u11 = FRAG_ACC(0.0);
+  const uint w0 = sr, w1 = kRows + sr;
+#else
+  const uint w0 = sr, w1 = sr + 16;
 #endif
+
+  // g<token half><fragment column>: the sums (f16 lo parts in them but with LO 2).
+  FRAG_ACC g00 = FRAG_ACC(0.0), g01 = FRAG_ACC(0.0), g10 = FRAG_ACC(0.0), g11 = FRAG_ACC(0.0);
 #ifndef W_SCALED
   // LO 2: the lo products over the whole row (unscaled weights need no per-block step).
   FRAG_ACC h00 = FRAG_ACC(0.0), h01 = FRAG_ACC(0.0), h10 = FRAG_ACC(0.0), h11 = FRAG_ACC(0.0);
-#ifdef GATE_UP
-  FRAG_ACC v00 = FRAG_ACC(0.0), v01 = FRAG_ACC(0.0), v10 = FRAG_ACC(0.0), v11 = FRAG_ACC(0.0);
-#endif
 #endif
 
   load_step(row0, t0, 0);
@@ -245,23 +237,25 @@ void main() {
 
 #ifdef W_SCALED
     for (uint b = 0; b < kBlocks; ++b) {
-      // One block's unscaled sums (hi c.., lo d..), then scaled into g.. (u.. for the up matrix).
+      // One block's unscaled sums (hi and LO 1 lo c.., LO 2 lo d..), then scaled into g.. by the
+      // block scales of rows w0.. (s0) and w1.. (s1), the same scale down each fragment column
+      // (a stride-0 load), element by element (glslc -O, spirv-opt, crashes on whole-fragment
+      // arithmetic); the same fragment type, so element e of each is the same output.
       FRAG_ACC c00 = FRAG_ACC(0.0), c01 = FRAG_ACC(0.0), c10 = FRAG_ACC(0.0), c11 = FRAG_ACC(0.0);
       FRAG_ACC d00 = FRAG_ACC(0.0), d01 = FRAG_ACC(0.0), d10 = FRAG_ACC(0.0), d11 = FRAG_ACC(0.0);
-      MULTIPLY(0u, 32 * b, 32, c00, c01, c10, c11, d00, d01, d10, d11)
-      APPLY_SCALES(0u, b, g00, g01, g10, g11, c00, c01, c10, c11, d00, d01, d10, d11)
-#ifdef GATE_UP
-      c00 = FRAG_ACC(0.0); c01 = FRAG_ACC(0.0); c10 = FRAG_ACC(0.0); c11 = FRAG_ACC(0.0);
-      d00 = FRAG_ACC(0.0); d01 = FRAG_ACC(0.0); d10 = FRAG_ACC(0.0); d11 = FRAG_ACC(0.0);
-      MULTIPLY(1u, 32 * b, 32, c00, c01, c10, c11, d00, d01, d10, d11)
-      APPLY_SCALES(1u, b, u00, u01, u10, u11, c00, c01, c10, c11, d00, d01, d10, d11)
-#endif
+      MULTIPLY(w0, w1, 32 * b, 32, c00, c01, c10, c11, d00, d01, d10, d11)
+      FRAG_ACC s0, s1;
+      coopMatLoadNV(s0, d_sh, (w0 / kRows * kBlocks + b) * kRows + w0 % kRows, 0, false);
+      coopMatLoadNV(s1, d_sh, (w1 / kRows * kBlocks + b) * kRows + w1 % kRows, 0, false);
+      for (int e = 0; e < g00.length(); ++e) {
+        g00[e] += (c00[e] + d00[e] * unscale) * s0[e];
+        g01[e] += (c01[e] + d01[e] * unscale) * s1[e];
+        g10[e] += (c10[e] + d10[e] * unscale) * s0[e];
+        g11[e] += (c11[e] + d11[e] * unscale) * s1[e];
+      }
     }
 #else
-    MULTIPLY(0u, 0, kCols, g00, g01, g10, g11, h00, h01, h10, h11)
-#ifdef GATE_UP
-    MULTIPLY(1u, 0, kCols, u00, u01, u10, u11, v00, v01, v10, v11)
-#endif
+    MULTIPLY(w0, w1, 0, kCols, g00, g01, g10, g11, h00, h01, h10, h11)
 #endif
     barrier();  // the next step overwrites the tiles
   }
@@ -272,24 +266,19 @@ void main() {
     g01[e] += h01[e] * unscale;
     g10[e] += h10[e] * unscale;
     g11[e] += h11[e] * unscale;
-#ifdef GATE_UP
-    u00[e] += v00[e] * unscale;
-    u01[e] += v01[e] * unscale;
-    u10[e] += v10[e] * unscale;
-    u11[e] += v11[e] * unscale;
-#endif
   }
 #endif
 #ifdef GATE_UP
   for (int e = 0; e < g00.length(); ++e) {
-    g00[e] = gelu_tanh(g00[e]) * u00[e];
-    g01[e] = gelu_tanh(g01[e]) * u01[e];
-    g10[e] = gelu_tanh(g10[e]) * u10[e];
-    g11[e] = gelu_tanh(g11[e]) * u11[e];
+    g00[e] = gelu_tanh(g00[e]) * g01[e];
+    g10[e] = gelu_tanh(g10[e]) * g11[e];
   }
-#endif
+  store_frag(g00, t0 + st, row0 + sr);
+  store_frag(g10, t0 + st + 16, row0 + sr);
+#else
   store_frag(g00, t0 + st, row0 + sr);
   store_frag(g01, t0 + st, row0 + sr + 16);
   store_frag(g10, t0 + st + 16, row0 + sr);
   store_frag(g11, t0 + st + 16, row0 + sr + 16);
+#endif
 }

@@ -139,14 +139,18 @@ Result<void> resolve_matmul_tuning(const VulkanContext& ctx, bool gate_up, Matve
   return Ok{};
 }
 
+uint32_t coop_subgroups(const MatvecTuning& t, bool gate_up) {
+  return t.coop_tokens / 32 * (t.coop_rows / (gate_up ? 16 : 32));
+}
+
 namespace {
 
 // matmul_coop.comp's shared memory: x hi and lo and W as f16 rows of 64 + 8 columns, the block
 // scales (quantized), one 16 x 16 f32 edge fragment a subgroup.
-uint32_t coop_shared_bytes(uint32_t rows, uint32_t tokens, bool gate_up, bool scaled) {
+uint32_t coop_shared_bytes(const MatvecTuning& t, bool gate_up, bool scaled) {
   const uint32_t mats = gate_up ? 2 : 1, stride = 72;
-  return 2 * 2 * tokens * stride + 2 * mats * rows * stride + (scaled ? 4 * mats * 2 * rows : 0) +
-         (rows * tokens / 1024) * 16 * 16 * 4;
+  return 2 * 2 * t.coop_tokens * stride + 2 * mats * t.coop_rows * stride +
+         (scaled ? 4 * mats * 2 * t.coop_rows : 0) + coop_subgroups(t, gate_up) * 16 * 16 * 4;
 }
 
 }  // namespace
@@ -176,12 +180,12 @@ Result<bool> resolve_coop_tuning(const VulkanContext& ctx, WeightFormat format, 
   if (t.coop_rows == 0) t.coop_rows = gate_up ? kDefaultCoopGateUpRows : kDefaultCoopRows;
   if (t.coop_tokens == 0) t.coop_tokens = kDefaultCoopTokens;
   const bool scaled = format == WeightFormat::kQ8_0 || format == WeightFormat::kQ4_0;
-  const uint32_t invocations = t.coop_rows * t.coop_tokens / 1024 * info.subgroup_size;
+  const uint32_t invocations = coop_subgroups(t, gate_up) * info.subgroup_size;
   const bool fits =
       info.subgroup_size == 32 && t.coop_rows % 32 == 0 && t.coop_tokens % 32 == 0 &&
-      invocations <= std::min(info.max_workgroup_invocations, props.limits.maxComputeWorkGroupSize[0]) &&
-      coop_shared_bytes(t.coop_rows, t.coop_tokens, gate_up, scaled) <=
-          props.limits.maxComputeSharedMemorySize;
+      invocations <=
+          std::min(info.max_workgroup_invocations, props.limits.maxComputeWorkGroupSize[0]) &&
+      coop_shared_bytes(t, gate_up, scaled) <= props.limits.maxComputeSharedMemorySize;
   if (!fits && !defaults) {
     return make_error(ErrorCode::kUnsupported,
                       "cooperative-matrix tile " + std::to_string(t.coop_rows) + "x" +

@@ -22,6 +22,10 @@ TileShape small_tile(const MatvecTuning& t);
 // the shape against the device.
 Result<void> resolve_matmul_tuning(const VulkanContext& ctx, bool gate_up, MatvecTuning& t);
 
+// The cooperative-matrix kernel's subgroups a workgroup: each sums 32 tokens x 32 rows (gate-up:
+// 16 rows of both matrices).
+uint32_t coop_subgroups(const MatvecTuning& t, bool gate_up);
+
 // Fills the cooperative-matrix kernel's zeros in t (coop_*) the same way; false where the device
 // cannot hold the tile (it then takes the tiled kernel), an error for a knob it cannot run.
 Result<bool> resolve_coop_tuning(const VulkanContext& ctx, WeightFormat format, bool gate_up,

@@ -182,7 +182,7 @@ Result<MatvecKernels> create_matvec_kernels(const VulkanContext& ctx, WeightForm
     coop.bindings = desc.bindings;
     coop.push_bytes = sizeof(shader::MatvecPush);
     coop.spec = {
-        {INFER_MATMUL_SPEC_LOCAL_SIZE, tuning.coop_rows * tuning.coop_tokens / 1024 * subgroup},
+        {INFER_MATMUL_SPEC_LOCAL_SIZE, coop_subgroups(tuning, gate_up) * subgroup},
         {INFER_MATMUL_COOP_SPEC_LO, uint32_t(tuning.coop_lo) - 1},
         {INFER_MATMUL_COOP_SPEC_ROWS, tuning.coop_rows},
         {INFER_MATMUL_COOP_SPEC_TOKENS, tuning.coop_tokens}};
