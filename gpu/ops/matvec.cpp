@@ -244,18 +244,12 @@ bool small_tile_path(const MatvecKernels& k, int64_t rows, uint32_t n_tokens) {
 }
 
 // The cooperative-matrix kernel takes rows of whole 64-column steps (narrower ones take the f32
-// tiled kernel). Rows of 16 columns were a suspect for the e2b-long fixture's wrong prompt
-// logits on the H200 (gpu/context.cpp); keeping them off it lowered the error but did not cure it.
-// INFER_COOP_ONLY=plain|gate_up and INFER_COOP_MIN_ROWS=N narrow it further, to bisect that
-// error on the device.
+// tiled kernel) where the tiled kernel would run. INFER_COOP_ONLY=plain|gate_up keeps it to one
+// family (an A/B of the two on a device).
 bool coop_path(const MatvecKernels& k, int64_t rows, int64_t cols, uint32_t n_tokens) {
   static const char* only = std::getenv("INFER_COOP_ONLY");
-  static const int64_t min_rows = [] {
-    const char* v = std::getenv("INFER_COOP_MIN_ROWS");
-    return v != nullptr ? std::atoll(v) : 0;
-  }();
   if (only != nullptr && std::string_view(only) != (k.gate_up ? "gate_up" : "plain")) return false;
-  return k.coop != nullptr && cols % 64 == 0 && rows >= min_rows && tiled_path(k, rows, n_tokens);
+  return k.coop != nullptr && cols % 64 == 0 && tiled_path(k, rows, n_tokens);
 }
 
 // The integer-dot kernel takes what would run on matvec.comp when its shared memory holds x.

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The GPU tests that the cooperative-matrix prefill touches, with it on (INFER_COOPMAT=1), on the
+# The GPU tests that the cooperative-matrix prefill touches, with it on (the default where the
+# device offers VK_NV_cooperative_matrix; INFER_COOPMAT=1 kept for older binaries), on the
 # device machine: matvec / matmul / gate-up against the CPU reference, every fixture's forward.
 # Usage: scripts/device/coop_tests.sh OUT_FILE
 INFER_COOPMAT=1 INFER_TEST_NO_VALIDATION=1 INFER_TEST_FIXTURES="$PWD/test/fixtures" \
