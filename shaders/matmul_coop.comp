@@ -39,7 +39,6 @@ layout(constant_id = INFER_MATMUL_COOP_SPEC_ROWS) const uint kRows = 64;  // til
 layout(constant_id = INFER_MATMUL_COOP_SPEC_TOKENS) const uint kTokens = 64;  // tile tokens
 
 layout(binding = 1, std430) readonly buffer X { float x[]; };
-layout(binding = 1, std430) readonly buffer X4 { vec4 x4[]; };
 layout(binding = 2, std430) writeonly buffer Y { float y[]; };
 
 #ifdef GATE_UP
@@ -70,12 +69,9 @@ const uint kQuads = kCols / 4;
 const uint kStride = kCols + 8;
 const uint kEdgeStride = 16;  // floats, one 16 x 16 fragment of a subgroup at a tile's edge
 
-// f16 tiles as uvec2 (4 halves: one 8-byte store a quad); fragments load them at offsets and
-// strides counted in uvec2s.
-const uint kStride4 = kStride / 4;
-shared uvec2 x_sh[kTokens * kStride4];        // [token][col], hi parts
-shared uvec2 x_lo_sh[kTokens * kStride4];     // lo parts (LO 2: scaled by 2^11)
-shared uvec2 w_sh[kMats * kRows * kStride4];  // [matrix][row][col]: bf16, or block integers
+shared float16_t x_sh[kTokens * kStride];        // [token][col], hi parts
+shared float16_t x_lo_sh[kTokens * kStride];     // lo parts (LO 2: scaled by 2^11)
+shared float16_t w_sh[kMats * kRows * kStride];  // [matrix][row][col]: bf16, or block integers
 #ifdef W_SCALED
 shared float d_sh[kMats * kBlocks * kRows];  // [matrix][block of the step][row]: block scales
 #endif
@@ -113,11 +109,7 @@ void load_step(uint row0, uint t0, uint c0) {
     vec4 v = vec4(0.0);
     if (tok < pc.n_tokens) {
       const uint b = tok * pc.x_stride + col;
-      if ((pc.x_stride & 3u) == 0u && col + 3 < pc.cols) {
-        v = x4[b / 4];
-      } else {
-        for (uint e = 0; e < 4; ++e) v[e] = col + e < pc.cols ? x[b + e] : 0.0;
-      }
+      for (uint e = 0; e < 4; ++e) v[e] = col + e < pc.cols ? x[b + e] : 0.0;
     }
     x_raw[k] = v;
   }
@@ -140,8 +132,8 @@ void store_step(uint c0) {
     for (uint m = 0; m < kMats; ++m) {
       const uvec4 raw = w_raw[m * kWPer + k];
       const f16vec4 q = f16vec4(c < pc.cols ? quad_q_from_raw(raw, c) : vec4(0.0));
-      w_sh[(m * kRows + r) * kStride4 + (c - c0) / 4] =
-          uvec2(packFloat2x16(q.xy), packFloat2x16(q.zw));
+      const uint o = (m * kRows + r) * kStride + c - c0;
+      for (uint e = 0; e < 4; ++e) w_sh[o + e] = q[e];
 #ifdef W_SCALED
       if (c % 32 == 0) {
         d_sh[(m * kBlocks + (c - c0) / 32) * kRows + r] =
@@ -152,11 +144,13 @@ void store_step(uint c0) {
   }
   for (uint k = 0; k < kXPer; ++k) {
     const uint i = gl_LocalInvocationID.x + k * gl_WorkGroupSize.x;
-    const uint o = (i / kQuads) * kStride4 + i % kQuads;
+    const uint o = (i / kQuads) * kStride + 4 * (i % kQuads);
     f16vec4 hi, lo;
     split_f16(x_raw[k], hi, lo);
-    x_sh[o] = uvec2(packFloat2x16(hi.xy), packFloat2x16(hi.zw));
-    x_lo_sh[o] = uvec2(packFloat2x16(lo.xy), packFloat2x16(lo.zw));
+    for (uint e = 0; e < 4; ++e) {
+      x_sh[o + e] = hi[e];
+      x_lo_sh[o + e] = lo[e];
+    }
   }
 }
 
@@ -187,18 +181,18 @@ void store_frag(FRAG_ACC f, uint tok0, uint row0) {
 #define MULTIPLY(w0, w1, k0, n, c00, c01, c10, c11, d00, d01, d10, d11)                  \
   for (uint k = (k0); k < (k0) + (n); k += 16) {                                          \
     FRAG_A a0, a1, b0, b1;                                                                \
-    coopMatLoadNV(a0, x_sh, st * kStride4 + k / 4, kStride4, false);                       \
-    coopMatLoadNV(a1, x_sh, (st + 16) * kStride4 + k / 4, kStride4, false);                \
-    coopMatLoadNV(b0, w_sh, (w0) * kStride4 + k / 4, kStride4, true);                      \
-    coopMatLoadNV(b1, w_sh, (w1) * kStride4 + k / 4, kStride4, true);                      \
+    coopMatLoadNV(a0, x_sh, st * kStride + k, kStride, false);                             \
+    coopMatLoadNV(a1, x_sh, (st + 16) * kStride + k, kStride, false);                      \
+    coopMatLoadNV(b0, w_sh, (w0) * kStride + k, kStride, true);                            \
+    coopMatLoadNV(b1, w_sh, (w1) * kStride + k, kStride, true);                            \
     c00 = coopMatMulAddNV(a0, b0, c00);                                                   \
     c01 = coopMatMulAddNV(a0, b1, c01);                                                   \
     c10 = coopMatMulAddNV(a1, b0, c10);                                                   \
     c11 = coopMatMulAddNV(a1, b1, c11);                                                   \
     if (kLo != 0u) {                                                                      \
       FRAG_A l0, l1;                                                                      \
-      coopMatLoadNV(l0, x_lo_sh, st * kStride4 + k / 4, kStride4, false);                  \
-      coopMatLoadNV(l1, x_lo_sh, (st + 16) * kStride4 + k / 4, kStride4, false);           \
+      coopMatLoadNV(l0, x_lo_sh, st * kStride + k, kStride, false);                        \
+      coopMatLoadNV(l1, x_lo_sh, (st + 16) * kStride + k, kStride, false);                 \
       if (kLo == 1u) {                                                                    \
         c00 = coopMatMulAddNV(l0, b0, c00);                                               \
         c01 = coopMatMulAddNV(l0, b1, c01);                                               \
