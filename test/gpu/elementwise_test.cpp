@@ -232,11 +232,18 @@ void check_top_k(const VulkanContext& ctx, const ElementwiseOps& ops,
   }
 }
 
+// At the full vocabulary (~1 s a call on lavapipe, 80% of the test), each k takes one of the two
+// kinds of rows, alternately: every k and both kinds still meet it.
 TEST_F(GpuElementwise, TopKMatchesCpuSort) {
   for (uint32_t V : {128u, 1000u, 20000u, 262144u}) {
+    bool ties = true;
     for (uint32_t k : {1u, 5u, 50u, 128u}) {
-      check_top_k(*ctx_, *ops_, logits_with_ties(1, V, 16, V + k), 1, V, k);
-      check_top_k(*ctx_, *ops_, logits_with_ties(2, V, 0, V * 3 + k), 2, V, k);
+      const bool full = V == 262144u;
+      if (!full || ties) check_top_k(*ctx_, *ops_, logits_with_ties(1, V, 16, V + k), 1, V, k);
+      if (!full || !ties) {
+        check_top_k(*ctx_, *ops_, logits_with_ties(2, V, 0, V * 3 + k), 2, V, k);
+      }
+      ties = !ties;
     }
   }
   // Enough rows for one workgroup a row, in a single pass.
