@@ -2,6 +2,7 @@
 #include "cli/backend.h"
 
 #include <cstdio>
+#include <cstdlib>
 
 #include "model/cpu_forward.h"
 #include "model/quiescence.h"
@@ -32,6 +33,24 @@ Result<std::optional<RingConfig>> ring_config(const Options& opts) {
   return std::optional<RingConfig>(c);
 }
 
+namespace {
+
+// Tokens a prefill chunk: 256 (GpuForward's default), or INFER_PREFILL_CHUNK (a measurement knob:
+// a bigger chunk fills a big GPU's grids better and holds bigger activation buffers).
+Result<int64_t> prefill_chunk() {
+  const char* v = std::getenv("INFER_PREFILL_CHUNK");
+  if (v == nullptr) return int64_t(256);
+  char* end = nullptr;
+  const long long n = std::strtoll(v, &end, 10);
+  if (end == v || *end != '\0' || n < 1 || n > 65536) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      std::string("INFER_PREFILL_CHUNK=\"") + v + "\": expected 1..65536 tokens");
+  }
+  return int64_t(n);
+}
+
+}  // namespace
+
 Result<Backend> make_backend(std::unique_ptr<gpu::VulkanContext> ctx, const Model& model,
                              ThreadPool& pool, int64_t max_positions,
                              const std::optional<RingConfig>& ring) {
@@ -43,9 +62,10 @@ Result<Backend> make_backend(std::unique_ptr<gpu::VulkanContext> ctx, const Mode
     return b;
   }
   b.ctx = std::move(ctx);
+  INFER_TRY(const int64_t chunk, prefill_chunk());
   INFER_TRY(std::unique_ptr<gpu::GpuForward> f,
-            ring ? gpu::GpuForward::create(*b.ctx, model, pool, *ring)
-                 : gpu::GpuForward::create(*b.ctx, model, pool, max_positions));
+            ring ? gpu::GpuForward::create(*b.ctx, model, pool, *ring, chunk)
+                 : gpu::GpuForward::create(*b.ctx, model, pool, max_positions, chunk));
   b.gpu = f.get();
   b.forward = std::move(f);
   b.name = "vulkan";
