@@ -35,11 +35,12 @@ Result<std::optional<RingConfig>> ring_config(const Options& opts) {
 
 namespace {
 
-// Tokens a prefill chunk: 256 (GpuForward's default), or INFER_PREFILL_CHUNK (a measurement knob:
-// a bigger chunk fills a big GPU's grids better and holds bigger activation buffers).
-Result<int64_t> prefill_chunk() {
+// Tokens a prefill chunk: the device's (gpu::default_prefill_chunk), or INFER_PREFILL_CHUNK (a
+// measurement knob: a bigger chunk fills a big GPU's grids better, holds bigger activation
+// buffers and delays what waits behind it).
+Result<int64_t> prefill_chunk(const gpu::VulkanContext& ctx) {
   const char* v = std::getenv("INFER_PREFILL_CHUNK");
-  if (v == nullptr) return int64_t(256);
+  if (v == nullptr) return gpu::default_prefill_chunk(ctx);
   char* end = nullptr;
   const long long n = std::strtoll(v, &end, 10);
   if (end == v || *end != '\0' || n < 1 || n > 65536) {
@@ -62,7 +63,7 @@ Result<Backend> make_backend(std::unique_ptr<gpu::VulkanContext> ctx, const Mode
     return b;
   }
   b.ctx = std::move(ctx);
-  INFER_TRY(const int64_t chunk, prefill_chunk());
+  INFER_TRY(const int64_t chunk, prefill_chunk(*b.ctx));
   INFER_TRY(std::unique_ptr<gpu::GpuForward> f,
             ring ? gpu::GpuForward::create(*b.ctx, model, pool, *ring, chunk)
                  : gpu::GpuForward::create(*b.ctx, model, pool, max_positions, chunk));

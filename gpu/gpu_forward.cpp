@@ -31,6 +31,10 @@ constexpr size_t kKeptChunkRecordings = 4;
 GpuForward::GpuForward() : impl_(std::make_unique<Impl>()) {}
 GpuForward::~GpuForward() = default;
 
+int64_t default_prefill_chunk(const VulkanContext& ctx) {
+  return ctx.info().compute_cores >= 64 ? 512 : 256;
+}
+
 Result<std::unique_ptr<GpuForward>> GpuForward::create(VulkanContext& ctx, const Model& model,
                                                        ThreadPool& pool, int64_t max_positions,
                                                        int64_t max_chunk) {

@@ -111,6 +111,29 @@ TEST(InferCli, GpuGreedyIdsMatchTheGoldenTokens) {
   EXPECT_NE(r.err.find("device:"), std::string::npos) << r.err;
 }
 
+// INFER_PREFILL_CHUNK: the prompt fed in ragged chunks of 5 gives the same tokens; a chunk that
+// is no count is refused before anything runs.
+TEST(InferCli, GpuPrefillChunkKnobKeepsTheTokensAndRefusesBadValues) {
+  const json golden = read_json(fixture("e2b-mini") / "golden.json");
+  const auto prompt = golden["prompt_ids"].get<std::vector<int>>();
+  const auto expected = golden["greedy_tokens"].get<std::vector<int>>();
+  const std::vector<std::string> args = {"--gpu", "--model", fixture("e2b-mini").string(),
+                                         "--prompt-ids", join(prompt, ","), "-n",
+                                         std::to_string(expected.size()), "--output", "ids",
+                                         "--temperature", "0"};
+  const std::pair<std::string, std::string> no_leaks{"ASAN_OPTIONS",
+                                                     "detect_leaks=0:abort_on_error=1"};
+  const RunResult r = run_binary(infer_binary(), args, {no_leaks, {"INFER_PREFILL_CHUNK", "5"}});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, join(expected, " ") + "\n");
+  for (const char* bad : {"0", "-3", "many", "12x"}) {
+    const RunResult b = run_binary(infer_binary(), args, {no_leaks, {"INFER_PREFILL_CHUNK", bad}});
+    EXPECT_NE(b.status, 0) << bad;
+    EXPECT_NE(b.err.find("INFER_PREFILL_CHUNK"), std::string::npos) << b.err;
+    EXPECT_EQ(b.out, "") << bad;
+  }
+}
+
 TEST(InferCli, HelpListsTheSwitches) {
   const RunResult r = infer({"--help"});
   EXPECT_EQ(r.status, 0);
