@@ -5,8 +5,8 @@
 //      (common/weights.glsl; f32 weights take matmul.comp)
 //   x: binding 1, [n_tokens, x_stride] f32        y: binding 2, [n_tokens, y_stride] f32
 //   GATE_UP only: binding 3, the up matrix, like W (which is then the gate); y = gelu(g) · u
-//   push: MatvecPush (matvec.h). spec: LOCAL_SIZE = the tile / 1024 subgroups (size pinned).
-//   spec: ROWS x TOKENS, the workgroup's tile (multiples of 32), LO (below).
+//   push: MatvecPush (matvec.h). spec: ROWS x TOKENS, the workgroup's tile (multiples of 32);
+//   LOCAL_SIZE, its subgroups (below) of the pinned size 32; LO (below).
 // Workgroup (x + z * num_x) owns rows [ROWS g, ...), workgroup y tokens [TOKENS y, ...); each
 // subgroup 32 tokens of that tile x 32 rows, or with GATE_UP 16 rows of both matrices: 2 x 2
 // fragments either way (gate and up of the same rows side by side, so the epilogue pairs them
