@@ -124,6 +124,26 @@ TEST_P(ForwardGpu, PromptLogitsMatchCpuAndGoldenInEveryChunking) {
   }
 }
 
+// A prompt past the fixtures' length in chunks of 512, as the CLI feeds one on a big GPU
+// (gpu::default_prefill_chunk): its last logits against the CPU.
+TEST_P(ForwardGpu, LongPromptInChunksOf512MatchesTheCpu) {
+  auto model = load(Quant::kAsStored);
+  ASSERT_NE(model, nullptr);
+  const int64_t n = 520, max_positions = 1024, V = golden_.vocab;
+  std::vector<int32_t> ids(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) ids[size_t(i)] = int32_t((i * 7919 + 13) % V);
+  std::vector<float> want(static_cast<size_t>(V)), got(static_cast<size_t>(V));
+  CpuForward cpu(*model, pool_, max_positions, 512);
+  ASSERT_TRUE(cpu.prefill(ids, want.data()).ok());
+  auto f = GpuForward::create(*ctx_, *model, pool_, max_positions, 512);
+  ASSERT_TRUE(f.ok()) << f.error().message;
+  ASSERT_TRUE((*f)->prefill(ids, got.data()).ok());
+  const float d = test::max_abs_diff(got.data(), want.data(), V);
+  std::printf("[%s] 520-token prompt in chunks of 512: last logits max|diff| vs CPU %.3e\n",
+              GetParam().name, double(d));
+  EXPECT_LE(d, kTol);
+}
+
 TEST_P(ForwardGpu, GreedyDecodeMatchesGoldenThroughBothDecodePaths) {
   auto model = load(Quant::kAsStored);
   ASSERT_NE(model, nullptr);
