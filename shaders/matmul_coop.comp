@@ -62,11 +62,10 @@ const uint kSubgroupRows = 32;
 const uint kSubgroups = kTokens / 32 * (kRows / kSubgroupRows);
 // Subgroup s: tokens 32 (s % this) .., rows kSubgroupRows (s / this) ..
 const uint kTokenSubgroups = kTokens / 32;
-const uint kCols = 64;  // columns per step: whole GGML blocks
+const uint kCols = INFER_MATMUL_COOP_COLS;  // columns per step: whole GGML blocks
 const uint kBlocks = kCols / 32;
 const uint kQuads = kCols / 4;
-// Shared rows padded by 8 halves (16-byte aligned rows that start on different banks).
-const uint kStride = kCols + 8;
+const uint kStride = kCols + INFER_MATMUL_COOP_PAD;  // halves a shared row
 const uint kEdgeStride = 16;  // floats, one 16 x 16 fragment of a subgroup at a tile's edge
 
 shared float16_t x_sh[kTokens * kStride];        // [token][col], hi parts

@@ -50,6 +50,10 @@ INFER_PUSH_END(MatvecPush)
 // ROWS x TOKENS outputs (multiples of 32; MatvecTuning::coop_rows/coop_tokens), each subgroup
 // 32 x 32 (2 x 2 fragments): LOCAL_SIZE = tokens x rows / 1024 subgroups of the pinned size.
 // LO: how activations' lo parts are multiplied (0 none, 1 into the hi accumulators, 2 apart).
+// Columns a step (two GGML blocks) and the f16 padding of each shared row (16-byte aligned rows
+// that start on different banks): matmul_coop.comp's tiles and the host's shared-memory check.
+#define INFER_MATMUL_COOP_COLS 64
+#define INFER_MATMUL_COOP_PAD 8
 #define INFER_MATMUL_COOP_SPEC_LO 1
 #define INFER_MATMUL_COOP_SPEC_ROWS 2
 #define INFER_MATMUL_COOP_SPEC_TOKENS 3

@@ -145,12 +145,22 @@ uint32_t coop_subgroups(const MatvecTuning& t, bool gate_up) {
 
 namespace {
 
-// matmul_coop.comp's shared memory: x hi and lo and W as f16 rows of 64 + 8 columns, the block
-// scales (quantized), one 16 x 16 f32 edge fragment a subgroup.
+// matmul_coop.comp's shared memory: x hi and lo and W as padded f16 rows of a step, the block
+// scales of a step (quantized), one 16 x 16 f32 edge fragment a subgroup.
 uint32_t coop_shared_bytes(const MatvecTuning& t, bool gate_up, bool scaled) {
-  const uint32_t mats = gate_up ? 2 : 1, stride = 72;
+  const uint32_t mats = gate_up ? 2 : 1;
+  const uint32_t stride = INFER_MATMUL_COOP_COLS + INFER_MATMUL_COOP_PAD;
+  const uint32_t blocks = INFER_MATMUL_COOP_COLS / 32;
   return 2 * 2 * t.coop_tokens * stride + 2 * mats * t.coop_rows * stride +
-         (scaled ? 4 * mats * 2 * t.coop_rows : 0) + coop_subgroups(t, gate_up) * 16 * 16 * 4;
+         (scaled ? 4 * mats * blocks * t.coop_rows : 0) + coop_subgroups(t, gate_up) * 16 * 16 * 4;
+}
+
+// INFER_COOP_LO's value; kAuto for one it does not name.
+CoopLo coop_lo_named(const std::string& v) {
+  if (v.empty() || v == "shared") return CoopLo::kShared;
+  if (v == "apart") return CoopLo::kApart;
+  if (v == "none") return CoopLo::kNone;
+  return CoopLo::kAuto;
 }
 
 }  // namespace
@@ -167,11 +177,7 @@ Result<bool> resolve_coop_tuning(const VulkanContext& ctx, WeightFormat format, 
   if (t.coop_lo == CoopLo::kAuto) {
     const char* v = std::getenv("INFER_COOP_LO");
     const std::string lo = v != nullptr ? v : "";
-    t.coop_lo = lo == "none"    ? CoopLo::kNone
-                : lo == "apart" ? CoopLo::kApart
-                : lo.empty() || lo == "shared"
-                    ? CoopLo::kShared
-                    : CoopLo::kAuto;
+    t.coop_lo = coop_lo_named(lo);
     if (t.coop_lo == CoopLo::kAuto) {
       return make_error(ErrorCode::kUnsupported,
                         "INFER_COOP_LO=\"" + lo + "\": expected none, shared or apart");

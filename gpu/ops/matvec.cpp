@@ -243,13 +243,13 @@ bool small_tile_path(const MatvecKernels& k, int64_t rows, uint32_t n_tokens) {
          tile_groups(rows, n_tokens, t.tile_rows, t.tile_tokens) < t.tile_min_groups;
 }
 
-// The cooperative-matrix kernel takes rows of whole 64-column steps (narrower ones take the f32
-// tiled kernel) where the tiled kernel would run. INFER_COOP_ONLY=plain|gate_up keeps it to one
-// family (an A/B of the two on a device).
+// The cooperative-matrix kernel takes rows of whole steps (INFER_MATMUL_COOP_COLS; others take
+// the f32 tiled kernel) where the tiled kernel would run. INFER_COOP_ONLY=plain|gate_up keeps it
+// to one family (an A/B of the two on a device).
 bool coop_path(const MatvecKernels& k, int64_t rows, int64_t cols, uint32_t n_tokens) {
   static const char* only = std::getenv("INFER_COOP_ONLY");
   if (only != nullptr && std::string_view(only) != (k.gate_up ? "gate_up" : "plain")) return false;
-  return k.coop != nullptr && cols % 64 == 0 && tiled_path(k, rows, n_tokens);
+  return k.coop != nullptr && cols % INFER_MATMUL_COOP_COLS == 0 && tiled_path(k, rows, n_tokens);
 }
 
 // The integer-dot kernel takes what would run on matvec.comp when its shared memory holds x.
