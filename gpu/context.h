@@ -39,7 +39,7 @@ struct DeviceInfo {
   uint32_t max_workgroup_count[3] = {0, 0, 0};
   uint32_t max_push_constants_bytes = 0;
   VkDeviceSize min_storage_buffer_offset_alignment = 0;
-  bool uma = false;             // a DEVICE_LOCAL | HOST_VISIBLE | HOST_COHERENT memory type exists
+  bool uma = false;  // host_maps_device_memory(memory): weights go to mapped device memory
   bool shader_float16 = false;  // enabled when present; the kernels do not need them yet
   bool shader_int8 = false;
   // VK_NV_cooperative_matrix enabled, offering subgroup-scope 16x16x16 f16 x f16 + f32 -> f32
@@ -113,6 +113,12 @@ class VulkanContext {
 
 // Reads the properties above from a physical device (device_info.cpp).
 DeviceInfo read_device_info(VkPhysicalDevice physical);
+
+// Whether a DEVICE_LOCAL | HOST_VISIBLE | HOST_COHERENT memory type lives on the largest
+// device-local heap: a unified-memory APU, or a discrete GPU with resizable BAR. A discrete GPU
+// without it shows such a type too, on a 256 MiB window, which cannot hold the weights: those
+// take staging uploads (a 12B model on an H200 so exposed failed to allocate before this).
+bool host_maps_device_memory(const VkPhysicalDeviceMemoryProperties& mem);
 const char* device_type_name(VkPhysicalDeviceType type);
 // Whether the physical device offers the device extension `name`.
 bool has_device_extension(VkPhysicalDevice physical, const char* name);

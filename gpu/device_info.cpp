@@ -1,4 +1,5 @@
 // Reads what the backend needs from a VkPhysicalDevice and describes it for --gpu's report.
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -102,13 +103,28 @@ DeviceInfo read_device_info(VkPhysicalDevice physical) {
   info.compute_cores = compute_cores(physical);
 
   vkGetPhysicalDeviceMemoryProperties(physical, &info.memory);
-  const VkMemoryPropertyFlags uma = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT |
-                                    VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
-                                    VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
-  for (uint32_t i = 0; i < info.memory.memoryTypeCount; ++i) {
-    if ((info.memory.memoryTypes[i].propertyFlags & uma) == uma) info.uma = true;
-  }
+  info.uma = host_maps_device_memory(info.memory);
   return info;
+}
+
+bool host_maps_device_memory(const VkPhysicalDeviceMemoryProperties& mem) {
+  VkDeviceSize largest_local = 0;
+  for (uint32_t h = 0; h < mem.memoryHeapCount; ++h) {
+    if ((mem.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) != 0) {
+      largest_local = std::max(largest_local, mem.memoryHeaps[h].size);
+    }
+  }
+  const VkMemoryPropertyFlags mapped = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT |
+                                       VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
+                                       VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+  for (uint32_t i = 0; i < mem.memoryTypeCount; ++i) {
+    const VkMemoryType& t = mem.memoryTypes[i];
+    if ((t.propertyFlags & mapped) == mapped && t.heapIndex < mem.memoryHeapCount &&
+        mem.memoryHeaps[t.heapIndex].size >= largest_local) {
+      return true;
+    }
+  }
+  return false;
 }
 
 std::string VulkanContext::report() const {

@@ -25,12 +25,22 @@
 // Q8_0/Q4_0 block's integers are, so a block's products are summed unscaled and its f32 scale
 // applied by the ALU (a fragment of the rows' scales, the same scale down each column), where
 // d · q in f16 would round every weight.
+//
+// X_Q8 (Q8_0/Q4_0 weights): activations are quantized to GGML Q8_0 blocks of 32 as they are
+// staged, bit for bit as the CPU's quantize_row_q8_0 (common/quant_x.glsl), the contract of
+// matmul_reference_q8_x (and of matvec_dot.comp, which takes the same products at small T). The
+// integers are exact in f16 and a block's 32 products sum exactly in f32 (< 2^24), so one f16
+// product a fragment replaces the hi + lo pair (LO is ignored), and each block's sum meets both
+// scales in f32: the weights' (down each column) and the activations' (along each row).
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_NV_cooperative_matrix : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#ifdef X_Q8
+#extension GL_KHR_shader_subgroup_clustered : require
+#endif
 
 #include "matvec.h"
 
@@ -53,6 +63,12 @@ const uint kMats = 1;
 #ifdef W_F32
 #error "f32 weights take matmul.comp: their 24 bits do not fit one f16"
 #endif
+#ifdef X_Q8
+#ifndef W_SCALED
+#error "X_Q8 takes Q8_0 or Q4_0 weights"
+#endif
+#include "common/quant_x.glsl"
+#endif
 
 #ifdef GATE_UP
 const uint kSubgroupRows = 16;  // of each matrix
@@ -68,8 +84,16 @@ const uint kQuads = kCols / 4;
 const uint kStride = kCols + INFER_MATMUL_COOP_PAD;  // halves a shared row
 const uint kEdgeStride = 16;  // floats, one 16 x 16 fragment of a subgroup at a tile's edge
 
-shared float16_t x_sh[kTokens * kStride];        // [token][col], hi parts
+shared float16_t x_sh[kTokens * kStride];        // [token][col], hi parts (X_Q8: the integers)
+#ifdef X_Q8
+shared float xd_sh[kBlocks * kTokens];  // [block of the step][token]: activations' block scales
+const uint kLoUsed = 0;                 // integers need no lo parts
+#define X_LO_TILE x_sh                  // so MULTIPLY's lo branch (dead) compiles
+#else
 shared float16_t x_lo_sh[kTokens * kStride];     // lo parts (LO 2: scaled by 2^11)
+const uint kLoUsed = kLo;
+#define X_LO_TILE x_lo_sh
+#endif
 shared float16_t w_sh[kMats * kRows * kStride];  // [matrix][row][col]: bf16, or block integers
 #ifdef W_SCALED
 shared float d_sh[kMats * kBlocks * kRows];  // [matrix][block of the step][row]: block scales
@@ -144,12 +168,26 @@ void store_step(uint c0) {
   for (uint k = 0; k < kXPer; ++k) {
     const uint i = gl_LocalInvocationID.x + k * gl_WorkGroupSize.x;
     const uint o = (i / kQuads) * kStride + 4 * (i % kQuads);
+#ifdef X_Q8
+    // A block's 8 quads are staged by 8 consecutive invocations (kQuads and the subgroup size are
+    // multiples of 8): its amax is a clustered max, then each quantizes its quad as
+    // quantize_block does, and the block's first stores the f16-rounded scale.
+    const vec4 v = x_raw[k], a = abs(v);
+    const float amax = subgroupClusteredMax(max(max(a.x, a.y), max(a.z, a.w)), 8);
+    const float d = div_rn(amax, 127.0);
+    const float id = d != 0.0 ? div_rn(1.0, d) : 0.0;
+    precise const vec4 s = v * id;
+    const f16vec4 q = f16vec4(round_away(s.x), round_away(s.y), round_away(s.z), round_away(s.w));
+    for (uint e = 0; e < 4; ++e) x_sh[o + e] = q[e];
+    if (i % 8 == 0) xd_sh[(i % kQuads) / 8 * kTokens + i / kQuads] = round_f16(d);
+#else
     f16vec4 hi, lo;
     split_f16(x_raw[k], hi, lo);
     for (uint e = 0; e < 4; ++e) {
       x_sh[o + e] = hi[e];
       x_lo_sh[o + e] = lo[e];
     }
+#endif
   }
 }
 
@@ -188,11 +226,11 @@ void store_frag(FRAG_ACC f, uint tok0, uint row0) {
     c01 = coopMatMulAddNV(a0, b1, c01);                                                   \
     c10 = coopMatMulAddNV(a1, b0, c10);                                                   \
     c11 = coopMatMulAddNV(a1, b1, c11);                                                   \
-    if (kLo != 0u) {                                                                      \
+    if (kLoUsed != 0u) {                                                                  \
       FRAG_A l0, l1;                                                                      \
-      coopMatLoadNV(l0, x_lo_sh, st * kStride + k, kStride, false);                        \
-      coopMatLoadNV(l1, x_lo_sh, (st + 16) * kStride + k, kStride, false);                 \
-      if (kLo == 1u) {                                                                    \
+      coopMatLoadNV(l0, X_LO_TILE, st * kStride + k, kStride, false);                      \
+      coopMatLoadNV(l1, X_LO_TILE, (st + 16) * kStride + k, kStride, false);               \
+      if (kLoUsed == 1u) {                                                                \
         c00 = coopMatMulAddNV(l0, b0, c00);                                               \
         c01 = coopMatMulAddNV(l0, b1, c01);                                               \
         c10 = coopMatMulAddNV(l1, b0, c10);                                               \
@@ -246,12 +284,26 @@ void main() {
       FRAG_ACC s0, s1;
       coopMatLoadNV(s0, d_sh, (w0 / kRows * kBlocks + b) * kRows + w0 % kRows, 0, false);
       coopMatLoadNV(s1, d_sh, (w1 / kRows * kBlocks + b) * kRows + w1 % kRows, 0, false);
+#ifdef X_Q8
+      // The tokens' scales along each fragment row (stride 0, column-major): the block's sum
+      // is an exact integer, scaled once by d_w · d_x.
+      FRAG_ACC x0, x1;
+      coopMatLoadNV(x0, xd_sh, b * kTokens + st, 0, true);
+      coopMatLoadNV(x1, xd_sh, b * kTokens + st + 16, 0, true);
+      for (int e = 0; e < g00.length(); ++e) {
+        g00[e] += c00[e] * (s0[e] * x0[e]);
+        g01[e] += c01[e] * (s1[e] * x0[e]);
+        g10[e] += c10[e] * (s0[e] * x1[e]);
+        g11[e] += c11[e] * (s1[e] * x1[e]);
+      }
+#else
       for (int e = 0; e < g00.length(); ++e) {
         g00[e] += (c00[e] + d00[e] * unscale) * s0[e];
         g01[e] += (c01[e] + d01[e] * unscale) * s1[e];
         g10[e] += (c10[e] + d10[e] * unscale) * s0[e];
         g11[e] += (c11[e] + d11[e] * unscale) * s1[e];
       }
+#endif
     }
 #else
     MULTIPLY(w0, w1, 0, kCols, g00, g01, g10, g11, h00, h01, h10, h11)

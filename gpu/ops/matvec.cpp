@@ -174,11 +174,18 @@ Result<MatvecKernels> create_matvec_kernels(const VulkanContext& ctx, WeightForm
 
   VkPhysicalDeviceProperties props;
   vkGetPhysicalDeviceProperties(ctx.physical_device(), &props);
+  INFER_TRY(const bool dot, want_int_dot(info, format, tuning.int_dot));
   INFER_TRY(const bool coop_fits, resolve_coop_tuning(ctx, format, gate_up, tuning));
   k.tuning = tuning;
   if (coop_fits) {
+    // With integer dots on, prefill quantizes activations too (the _x8 variants): every product
+    // of the family keeps matmul_reference_q8_x's contract, as the CPU's integer kernels do.
+    k.coop_int8 = dot;
     PipelineDesc coop;
-    coop.variant = variant_name(gate_up ? "gate_up_matmul_coop" : "matmul_coop", format);
+    coop.variant = variant_name(
+        gate_up ? (dot ? "gate_up_matmul_coop_x8" : "gate_up_matmul_coop")
+                : (dot ? "matmul_coop_x8" : "matmul_coop"),
+        format);
     coop.bindings = desc.bindings;
     coop.push_bytes = sizeof(shader::MatvecPush);
     coop.spec = {
@@ -190,7 +197,6 @@ Result<MatvecKernels> create_matvec_kernels(const VulkanContext& ctx, WeightForm
     INFER_TRY(k.coop, Pipeline::create(ctx, coop));
   }
 
-  INFER_TRY(const bool dot, want_int_dot(info, format, tuning.int_dot));
   if (dot) {
     if (tuning.dot_subgroups_per_group == 0) tuning.dot_subgroups_per_group = kDefaultDotSubgroups;
     tuning.dot_subgroups_per_group = std::min(tuning.dot_subgroups_per_group,
@@ -263,11 +269,11 @@ bool dot_path(const MatvecKernels& k, int64_t rows, int64_t cols, uint32_t n_tok
 }  // namespace
 
 bool products_in_f16(const MatvecKernels& k, int64_t rows, int64_t cols, uint32_t n_tokens) {
-  return coop_path(k, rows, cols, n_tokens);
+  return !k.coop_int8 && coop_path(k, rows, cols, n_tokens);
 }
 
 bool activations_in_int8(const MatvecKernels& k, int64_t rows, int64_t cols, uint32_t n_tokens) {
-  return dot_path(k, rows, cols, n_tokens);
+  return dot_path(k, rows, cols, n_tokens) || (k.coop_int8 && coop_path(k, rows, cols, n_tokens));
 }
 
 bool runs_matvec_shader(const MatvecKernels& k, int64_t rows, int64_t cols, uint32_t n_tokens) {

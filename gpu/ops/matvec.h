@@ -157,6 +157,10 @@ struct MatvecKernels {
   // Where the device has cooperative matrices (DeviceInfo::coop_matrix_nv): the tiled product
   // on them (shaders/matmul_coop.comp), used instead of `tiled`.
   std::unique_ptr<Pipeline> coop;
+  // Whether `coop` quantizes activations to Q8_0 blocks as it stages them (integer dots on:
+  // matmul_reference_q8_x's contract, exact integer block sums on the f16 fragments) rather than
+  // splitting them into f16 hi + lo.
+  bool coop_int8 = false;
   // Integer-dot-product kernels (null when off) for T = 1 and small T, and the 256-column groups
   // of x their shared memory holds per token: wider rows take the f32 kernels.
   std::unique_ptr<Pipeline> dot_one_token;
@@ -165,13 +169,14 @@ struct MatvecKernels {
   uint32_t dot_groups_many = 0;
 };
 
-// Whether a product of n_tokens over `rows` runs on the cooperative-matrix kernel, which rounds
-// weights and activations to f16 (each product within 2^-10 relative; tests widen their bounds).
+// Whether a product of n_tokens over `rows` runs on the cooperative-matrix kernel with f16
+// activations (hi + lo parts, matvec_check.h's bound; not the int8 variant).
 bool products_in_f16(const MatvecKernels& k, int64_t rows, int64_t cols, uint32_t n_tokens);
 
 // Whether such a product quantizes activations to int8 (Q8_0 blocks of 32, as
 // model/quant.h quantize_row_q8_0) and sums exact integer block dots: the contract of
-// matmul_reference_q8_x rather than matmul_reference.
+// matmul_reference_q8_x rather than matmul_reference (integer-dot matvecs, and with integer dots
+// on the cooperative-matrix prefill).
 bool activations_in_int8(const MatvecKernels& k, int64_t rows, int64_t cols, uint32_t n_tokens);
 
 // Whether such a product runs on shaders/matvec.comp (neither tiled nor integer-dot).

@@ -1,7 +1,9 @@
 // VulkanContext: device choice, the report, the validation layer being live, error paths.
 #include "gpu/context.h"
 
+#include <initializer_list>
 #include <string>
+#include <utility>
 
 #include "gpu/vk_check.h"
 #include "test/gpu/gpu_test_env.h"
@@ -31,6 +33,39 @@ TEST_F(GpuContext, HasValidationOnAndStagingForcedWhenAsked) {
   EXPECT_TRUE(staging_ctx_->validation_enabled());
   EXPECT_EQ(ctx_->use_host_visible_device_memory(), ctx_->info().uma);
   EXPECT_FALSE(staging_ctx_->use_host_visible_device_memory());
+}
+
+// Memory maps as the machine's kinds show it: an APU's one heap, a discrete GPU with resizable BAR
+// (its big heap also host-visible) and one without (a 256 MiB host-visible window beside the big
+// heap, the H200 as the device machine once showed it: weights there failed to allocate).
+TEST(GpuMemoryKinds, HostMapsDeviceMemoryOnlyOnTheLargestDeviceHeap) {
+  constexpr VkMemoryPropertyFlags kLocal = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
+  constexpr VkMemoryPropertyFlags kHost =
+      VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+  constexpr VkDeviceSize kGiB = VkDeviceSize(1) << 30;
+  auto heaps = [](std::initializer_list<VkDeviceSize> sizes,
+                  std::initializer_list<std::pair<VkMemoryPropertyFlags, uint32_t>> types) {
+    VkPhysicalDeviceMemoryProperties m{};
+    for (VkDeviceSize s : sizes) {
+      // Heaps given as a size are device-local; 0 marks the host heap (64 GiB).
+      m.memoryHeaps[m.memoryHeapCount].size = s != 0 ? s : 64 * kGiB;
+      m.memoryHeaps[m.memoryHeapCount++].flags = s != 0 ? VK_MEMORY_HEAP_DEVICE_LOCAL_BIT : 0;
+    }
+    for (const auto& [flags, heap] : types) {
+      m.memoryTypes[m.memoryTypeCount].propertyFlags = flags;
+      m.memoryTypes[m.memoryTypeCount++].heapIndex = heap;
+    }
+    return m;
+  };
+  const auto apu = heaps({16 * kGiB}, {{kLocal, 0}, {kLocal | kHost, 0}});
+  const auto rebar = heaps({140 * kGiB, 0}, {{kLocal, 0}, {kLocal | kHost, 0}, {kHost, 1}});
+  const auto small_bar =
+      heaps({140 * kGiB, 0, 256 << 20}, {{kLocal, 0}, {kHost, 1}, {kLocal | kHost, 2}});
+  const auto no_window = heaps({8 * kGiB, 0}, {{kLocal, 0}, {kHost, 1}});
+  EXPECT_TRUE(host_maps_device_memory(apu));
+  EXPECT_TRUE(host_maps_device_memory(rebar));
+  EXPECT_FALSE(host_maps_device_memory(small_bar));
+  EXPECT_FALSE(host_maps_device_memory(no_window));
 }
 
 // The layer must be live, not just requested: a buffer with no usage flags breaks

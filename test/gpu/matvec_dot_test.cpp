@@ -145,5 +145,48 @@ TEST_F(GpuMatvecDot, GateUpMatchesInt8Reference) {
   }
 }
 
+// Prompt-sized T with integer dots on: where the device has cooperative matrices, prefill
+// quantizes activations as it stages them (matmul_coop.comp X_Q8) and must meet the int8
+// contract; elsewhere the f32 tiled kernel runs and meets the f32 one. Plain and gate-up, rows
+// ending mid tile, tokens mid token tile, columns of whole 64-column steps.
+TEST_F(GpuMatvecDot, PrefillKeepsTheInt8ContractOnCooperativeMatrices) {
+  ASSERT_TRUE(ctx_->info().integer_dot_product) << "no shaderIntegerDotProduct";
+  MatvecTuning on;
+  on.int_dot = IntDot::kOn;
+  const bool coop = ctx_->info().coop_matrix_nv;
+  struct PrefillShape {
+    int64_t rows, cols, T;
+  };
+  for (WeightFormat f : {WeightFormat::kQ8_0, WeightFormat::kQ4_0}) {
+    for (const PrefillShape s : {PrefillShape{200, 320, 100}, PrefillShape{64, 1024, 64}}) {
+      SCOPED_TRACE(std::string(weight_format_name(f)) + " rows " + std::to_string(s.rows) +
+                   " cols " + std::to_string(s.cols) + " T " + std::to_string(s.T));
+      const std::vector<float> x =
+          random_vector(size_t(s.T * s.cols), uint32_t(s.cols + s.T), -2.0f, 2.0f);
+      auto plain = create_matvec_kernels(*ctx_, f, /*gate_up=*/false, on);
+      ASSERT_TRUE(plain.ok()) << plain.error().message;
+      EXPECT_EQ(activations_in_int8(*plain, s.rows, s.cols, uint32_t(s.T)), coop);
+      EXPECT_EQ(check_matvec_x(*ctx_, f, s.rows, s.cols, s.T, x, on), coop);
+
+      const HostMatrix gate = random_matrix(f, s.rows, s.cols, uint32_t(s.rows * 131 + s.cols));
+      const HostMatrix up = random_matrix(f, s.rows, s.cols, uint32_t(s.rows * 137 + s.cols));
+      auto k = create_matvec_kernels(*ctx_, f, /*gate_up=*/true, on);
+      ASSERT_TRUE(k.ok()) << k.error().message;
+      const bool int8 = activations_in_int8(*k, s.rows, s.cols, uint32_t(s.T));
+      EXPECT_EQ(int8, coop);
+      const std::vector<float> act = run_gate_up(*ctx_, *k, gate.m, up.m, x, s.T);
+      std::vector<float> x_ref = x;  // x as the kernel sees it
+      if (int8) {
+        std::vector<BlockQ8_0> xq(size_t(s.cols / kQK));
+        for (int64_t t = 0; t < s.T; ++t) {
+          quantize_row_q8_0(&x[size_t(t * s.cols)], xq.data(), s.cols);
+          dequantize_row_q8_0(xq.data(), &x_ref[size_t(t * s.cols)], s.cols);
+        }
+      }
+      expect_gate_up_matches(gate.m, up.m, x_ref, s.T, act);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace infer::gpu
