@@ -73,6 +73,7 @@ class Recorder {
     double wait_s = 0;
   };
   const Timing& last_timing() const { return timing_; }
+  const VulkanContext& context() const { return ctx_; }
   bool reusable() const { return reusable_; }
 
   // Bindings one dispatch may have: kMaxBindings, or fewer where the device's

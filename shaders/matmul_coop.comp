@@ -3,7 +3,8 @@
 // tiles staged in shared memory as f16 and multiplied as 16x16x16 fragments, f32 accumulation.
 //   W: binding 0, [rows, cols] in the device layout of W_BF16, W_Q8_0 or W_Q4_0
 //      (common/weights.glsl; f32 weights take matmul.comp)
-//   x: binding 1, [n_tokens, x_stride] f32        y: binding 2, [n_tokens, y_stride] f32
+//   x: binding 1, the activations [n_tokens, cols] as coop_x_prep.comp prepares them (the same
+//      LO and X_Q8)                                  y: binding 2, [n_tokens, y_stride] f32
 //   GATE_UP only: binding 3, the up matrix, like W (which is then the gate); y = gelu(g) · u
 //   push: MatvecPush (matvec.h). spec: ROWS x TOKENS, the workgroup's tile (multiples of 32);
 //   LOCAL_SIZE, its subgroups (below) of the pinned size 32; LO (below).
@@ -15,9 +16,11 @@
 // f16's range bounds activations to |x| < 65504.
 //
 // Precision: f16 keeps 11 bits, too few for the forward pass's 2e-3 bound on logits. Each
-// activation goes in as hi + lo: hi its f32 bits cut to 11 significant ones (exact in f16: a
-// bit mask, which no compiler folds away as it may an f32 -> f16 -> f32 round trip; the H200's
-// driver did, and every lo part was 0 until session 9), lo = x - hi (exact in f32) as f16:
+// activation goes in as hi + lo (split once a product by coop_x_prep.comp: every row tile reads
+// all of x, and splitting in each cost more than its products): hi its f32 bits cut to 11
+// significant ones (exact in f16: a bit mask, which no compiler folds away as it may an f32 ->
+// f16 -> f32 round trip; the H200's driver did, and every lo part was 0 until session 9), lo =
+// x - hi (exact in f32) as f16:
 // ~22 bits. LO 1: the lo products go into the hi accumulators (they sit ~2^-11 below the hi
 // products; the f32 accumulation keeps ~13 of their bits; where |lo| < 2^-14 they are f16
 // subnormals, 2^-24 apart). LO 2: lo scaled by 2^11 into accumulators of their own (more
@@ -26,8 +29,8 @@
 // applied by the ALU (a fragment of the rows' scales, the same scale down each column), where
 // d · q in f16 would round every weight.
 //
-// X_Q8 (Q8_0/Q4_0 weights): activations are quantized to GGML Q8_0 blocks of 32 as they are
-// staged, bit for bit as the CPU's quantize_row_q8_0 (common/quant_x.glsl), the contract of
+// X_Q8 (Q8_0/Q4_0 weights): activations come quantized to GGML Q8_0 blocks of 32 (by
+// coop_x_prep.comp, bit for bit as the CPU's quantize_row_q8_0), the contract of
 // matmul_reference_q8_x (and of matvec_dot.comp, which takes the same products at small T). The
 // integers are exact in f16 and a block's 32 products sum exactly in f32 (< 2^24), so one f16
 // product a fragment replaces the hi + lo pair (LO is ignored), and each block's sum meets both
@@ -38,9 +41,6 @@
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_NV_cooperative_matrix : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
-#ifdef X_Q8
-#extension GL_KHR_shader_subgroup_clustered : require
-#endif
 
 #include "matvec.h"
 
@@ -48,7 +48,14 @@ layout(constant_id = INFER_MATMUL_COOP_SPEC_LO) const uint kLo = 1;
 layout(constant_id = INFER_MATMUL_COOP_SPEC_ROWS) const uint kRows = 64;  // tile rows
 layout(constant_id = INFER_MATMUL_COOP_SPEC_TOKENS) const uint kTokens = 64;  // tile tokens
 
-layout(binding = 1, std430) readonly buffer X { float x[]; };
+// x as coop_x_prep.comp prepared it: per quad a uvec4 of f16 hi and lo pairs, or (X_Q8) an int8
+// word, then the blocks' scales.
+#ifdef X_Q8
+layout(binding = 1, std430) readonly buffer XQ { uint xq_words[]; };
+layout(binding = 1, std430) readonly buffer XD { float xq_scales[]; };
+#else
+layout(binding = 1, std430) readonly buffer XP { uvec4 x_pairs[]; };
+#endif
 layout(binding = 2, std430) writeonly buffer Y { float y[]; };
 
 #ifdef GATE_UP
@@ -63,11 +70,8 @@ const uint kMats = 1;
 #ifdef W_F32
 #error "f32 weights take matmul.comp: their 24 bits do not fit one f16"
 #endif
-#ifdef X_Q8
-#ifndef W_SCALED
+#if defined(X_Q8) && !defined(W_SCALED)
 #error "X_Q8 takes Q8_0 or Q4_0 weights"
-#endif
-#include "common/quant_x.glsl"
 #endif
 
 #ifdef GATE_UP
@@ -112,7 +116,12 @@ const uint kXPer = kTokens * kQuads / gl_WorkGroupSize.x;
 #define FRAG_ACC fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>
 
 uvec4 w_raw[kMats * kWPer];
-vec4 x_raw[kXPer];
+#ifdef X_Q8
+uint x_raw[kXPer];
+float xd_raw[kXPer];  // the block's scale, where the quad is its first
+#else
+uvec4 x_raw[kXPer];
+#endif
 
 // Issues the loads of step c0: weights of rows past the end repeat the last row and columns past
 // cols are zeroed when stored; activations past the end are 0.
@@ -129,22 +138,18 @@ void load_step(uint row0, uint t0, uint c0) {
   for (uint k = 0; k < kXPer; ++k) {
     const uint i = gl_LocalInvocationID.x + k * gl_WorkGroupSize.x;
     const uint t = i / kQuads, col = c0 + 4 * (i % kQuads), tok = t0 + t;
-    vec4 v = vec4(0.0);
-    if (tok < pc.n_tokens) {
-      const uint b = tok * pc.x_stride + col;
-      for (uint e = 0; e < 4; ++e) v[e] = col + e < pc.cols ? x[b + e] : 0.0;
-    }
-    x_raw[k] = v;
+    const bool live = tok < pc.n_tokens;  // cols is a multiple of kCols (coop_path)
+    const uint q = tok * (pc.cols / 4) + col / 4;
+#ifdef X_Q8
+    x_raw[k] = live ? xq_words[q] : 0u;
+    xd_raw[k] = live && col % 32 == 0 ? xq_scales[pc.n_tokens * (pc.cols / 4) + q / 8] : 0.0;
+#else
+    x_raw[k] = live ? x_pairs[q] : uvec4(0);  // f16 zeros
+#endif
   }
 }
 
-// v as f16 pairs hi + lo (LO 2: lo scaled by 2^11; the header says why).
-const float kLoScale = 2048.0;
-void split_f16(vec4 v, out f16vec4 hi, out f16vec4 lo) {
-  const vec4 hi32 = uintBitsToFloat(floatBitsToUint(v) & 0xffffe000u);
-  hi = f16vec4(hi32);
-  lo = f16vec4((v - hi32) * (kLo == 2u ? kLoScale : 1.0));
-}
+const float kLoScale = 2048.0;  // LO 2's lo parts (coop_x_prep.comp)
 
 // Decodes the registers of step c0 into the shared tiles (as f16; quantized: the integers, and
 // each block's scale from the invocation that stages the block's first quad).
@@ -169,24 +174,20 @@ void store_step(uint c0) {
     const uint i = gl_LocalInvocationID.x + k * gl_WorkGroupSize.x;
     const uint o = (i / kQuads) * kStride + 4 * (i % kQuads);
 #ifdef X_Q8
-    // A block's 8 quads are staged by 8 consecutive invocations (kQuads and the subgroup size are
-    // multiples of 8): its amax is a clustered max, then each quantizes its quad as
-    // quantize_block does, and the block's first stores the f16-rounded scale.
-    const vec4 v = x_raw[k], a = abs(v);
-    const float amax = subgroupClusteredMax(max(max(a.x, a.y), max(a.z, a.w)), 8);
-    const float d = div_rn(amax, 127.0);
-    const float id = d != 0.0 ? div_rn(1.0, d) : 0.0;
-    precise const vec4 s = v * id;
-    const f16vec4 q = f16vec4(round_away(s.x), round_away(s.y), round_away(s.z), round_away(s.w));
-    for (uint e = 0; e < 4; ++e) x_sh[o + e] = q[e];
-    if (i % 8 == 0) xd_sh[(i % kQuads) / 8 * kTokens + i / kQuads] = round_f16(d);
+    const uint w = x_raw[k];
+    for (uint e = 0; e < 4; ++e) x_sh[o + e] = float16_t(bitfieldExtract(int(w), int(8 * e), 8));
+    if (i % 8 == 0) xd_sh[(i % kQuads) / 8 * kTokens + i / kQuads] = xd_raw[k];
 #else
-    f16vec4 hi, lo;
-    split_f16(x_raw[k], hi, lo);
-    for (uint e = 0; e < 4; ++e) {
-      x_sh[o + e] = hi[e];
-      x_lo_sh[o + e] = lo[e];
-    }
+    const f16vec2 h0 = unpackFloat2x16(x_raw[k].x), h1 = unpackFloat2x16(x_raw[k].y);
+    const f16vec2 l0 = unpackFloat2x16(x_raw[k].z), l1 = unpackFloat2x16(x_raw[k].w);
+    x_sh[o] = h0.x;
+    x_sh[o + 1] = h0.y;
+    x_sh[o + 2] = h1.x;
+    x_sh[o + 3] = h1.y;
+    x_lo_sh[o] = l0.x;
+    x_lo_sh[o + 1] = l0.y;
+    x_lo_sh[o + 2] = l1.x;
+    x_lo_sh[o + 3] = l1.y;
 #endif
   }
 }

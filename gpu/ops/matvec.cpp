@@ -38,6 +38,9 @@ constexpr uint32_t kDotMaxGroupsOne = 64;
 constexpr uint32_t kDotMaxGroupsMany = 24;
 constexpr uint32_t kDotSharedBudget = 32 * 1024;
 
+// coop_x_prep.comp's workgroup: one invocation a block of 32 activations.
+constexpr uint32_t kCoopPrepInvocations = 64;
+
 // shaders/meson.build names the variants family + "_" + the format's name ("matmul_q4_0").
 std::string variant_name(const char* family, WeightFormat f) {
   return std::string(family) + "_" + weight_format_name(f);
@@ -195,6 +198,13 @@ Result<MatvecKernels> create_matvec_kernels(const VulkanContext& ctx, WeightForm
         {INFER_MATMUL_COOP_SPEC_TOKENS, tuning.coop_tokens}};
     coop.required_subgroup_size = subgroup;  // fragments span whole subgroups
     INFER_TRY(k.coop, Pipeline::create(ctx, coop));
+    PipelineDesc prep;
+    prep.variant = dot ? "coop_x_prep_x8" : "coop_x_prep";
+    prep.bindings = {Access::kRead, Access::kWrite};
+    prep.push_bytes = sizeof(shader::MatvecPush);
+    prep.spec = {{INFER_COOP_PREP_SPEC_LOCAL_SIZE, kCoopPrepInvocations},
+                 {INFER_MATMUL_COOP_SPEC_LO, uint32_t(tuning.coop_lo) - 1}};
+    INFER_TRY(k.coop_prep, Pipeline::create(ctx, prep));
   }
 
   if (dot) {
@@ -264,6 +274,34 @@ bool dot_path(const MatvecKernels& k, int64_t rows, int64_t cols, uint32_t n_tok
   const int64_t groups = (cols + 255) / 256;
   return n_tokens == 1 ? k.dot_one_token != nullptr && groups <= k.dot_groups_one
                        : k.dot_many_tokens != nullptr && groups <= k.dot_groups_many;
+}
+
+// Records coop_x_prep over x ([n_tokens, cols] f32) into the kernels' coop_x (grown if need
+// be) and returns the binding of the prepared activations for matmul_coop.comp.
+Result<Binding> record_coop_x_prep(Recorder& rec, const MatvecKernels& k, Binding x, int64_t cols,
+                                   uint32_t n_tokens) {
+  // f16 pairs: 16 bytes a quad; int8: 4 bytes a quad and a 4-byte scale a block of 8 quads.
+  const VkDeviceSize n = VkDeviceSize(n_tokens) * VkDeviceSize(cols);
+  const VkDeviceSize bytes = k.coop_int8 ? n + n / 8 : 4 * n;
+  auto& buffers = k.coop_x;
+  if (buffers.empty() || buffers.back()->size() < bytes) {
+    INFER_TRY(Buffer b, Buffer::create(rec.context(), bytes, BufferKind::kDevice, "coop x"));
+    buffers.push_back(std::make_unique<Buffer>(std::move(b)));
+  }
+  const Binding out{buffers.back().get()};
+  shader::MatvecPush push{};
+  push.cols = uint32_t(cols);
+  push.n_tokens = n_tokens;
+  push.x_stride = uint32_t(cols);
+  const uint64_t invocations = uint64_t(n_tokens) * uint64_t(cols / 32);
+  const uint32_t groups = uint32_t((invocations + kCoopPrepInvocations - 1) / kCoopPrepInvocations);
+  Groups g;
+  g.x = std::min(groups, k.max_workgroups_x);
+  g.y = (groups + g.x - 1) / g.x;
+  const Binding bindings[] = {x, out};
+  INFER_TRY_VOID(rec.dispatch(*k.coop_prep, std::span<const Binding>(bindings, 2), &push,
+                              uint32_t(sizeof(push)), g));
+  return out;
 }
 
 }  // namespace
@@ -372,6 +410,10 @@ Result<void> record_matvec_kernels(Recorder& rec, const MatvecKernels& k, const 
     const char* v = std::getenv("INFER_MV_TWICE");
     return v != nullptr && v[0] == '1';
   }();
+  if (coop) {
+    INFER_TRY(const Binding prepared, record_coop_x_prep(rec, k, x, w.cols, n_tokens));
+    x = prepared;
+  }
   const Binding bindings[] = {Binding{&w.buffer}, x, y,
                               up != nullptr ? Binding{&up->buffer} : mul};
   const size_t n_bindings = up != nullptr || gelu_mul ? 4 : 3;

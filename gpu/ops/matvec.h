@@ -161,6 +161,11 @@ struct MatvecKernels {
   // matmul_reference_q8_x's contract, exact integer block sums on the f16 fragments) rather than
   // splitting them into f16 hi + lo.
   bool coop_int8 = false;
+  // shaders/coop_x_prep.comp (its X_Q8 variant where coop_int8): x prepared once a product into
+  // coop_x, which grows to the largest product recorded; buffers it outgrows stay alive with the
+  // kernels, since recordings already made may still bind them.
+  std::unique_ptr<Pipeline> coop_prep;
+  mutable std::vector<std::unique_ptr<Buffer>> coop_x;
   // Integer-dot-product kernels (null when off) for T = 1 and small T, and the 256-column groups
   // of x their shared memory holds per token: wider rows take the f32 kernels.
   std::unique_ptr<Pipeline> dot_one_token;
