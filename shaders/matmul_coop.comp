@@ -298,11 +298,19 @@ void main() {
         g11[e] += c11[e] * (s1[e] * x1[e]);
       }
 #else
+      // Only LO 2 reads d..: elsewhere c + 0 · unscale would still be an add the driver may not
+      // fold (IEEE: c + 0 is not c for c = -0), keeping the unused d.. in registers.
+      for (int e = 0; kLoUsed == 2u && e < g00.length(); ++e) {
+        c00[e] += d00[e] * unscale;
+        c01[e] += d01[e] * unscale;
+        c10[e] += d10[e] * unscale;
+        c11[e] += d11[e] * unscale;
+      }
       for (int e = 0; e < g00.length(); ++e) {
-        g00[e] += (c00[e] + d00[e] * unscale) * s0[e];
-        g01[e] += (c01[e] + d01[e] * unscale) * s1[e];
-        g10[e] += (c10[e] + d10[e] * unscale) * s0[e];
-        g11[e] += (c11[e] + d11[e] * unscale) * s1[e];
+        g00[e] += c00[e] * s0[e];
+        g01[e] += c01[e] * s1[e];
+        g10[e] += c10[e] * s0[e];
+        g11[e] += c11[e] * s1[e];
       }
 #endif
     }
