@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "base/clock.h"
 #include "cli/backend.h"
 #include "cli/bench_output.h"
 #include "cli/bench_quiescence.h"
@@ -35,10 +36,7 @@
 namespace infer::cli {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
+using Clock = SteadyClock;
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());

@@ -16,6 +16,7 @@
 #include <optional>
 #include <vector>
 
+#include "base/clock.h"
 #include "cli/backend.h"
 #include "cli/bench_output.h"
 #include "cli/model_choice.h"
@@ -27,10 +28,7 @@
 namespace infer::cli {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
+using Clock = SteadyClock;
 
 // Anonymous resident memory (statm resident - shared): the caches and buffers, not the mapped
 // weights, whose pages come in as they are first read.

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/clock.h"
 #include "cli/backend.h"
 #include "cli/model_choice.h"
 #include "model/config.h"
@@ -29,10 +30,7 @@
 namespace infer::cli {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
+using Clock = SteadyClock;
 
 Result<Tokenizer> load_tokenizer(const std::filesystem::path& dir, const char* why) {
   const auto path = dir / "tokenizer.json";

@@ -21,11 +21,6 @@
 #include "model/quiescence.h"
 
 namespace infer::gpu {
-namespace {
-
-Binding whole(const Buffer& b) { return Binding{&b}; }
-
-}  // namespace
 
 Result<void> GpuForward::set_quiescence(const QuiescenceConfig* cfg) {
   Impl& m = *impl_;

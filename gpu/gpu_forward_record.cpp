@@ -18,8 +18,6 @@
 namespace infer::gpu {
 namespace {
 
-Binding whole(const Buffer& b) { return Binding{&b}; }
-
 struct ChunkRecorder {
   const ModelConfig& cfg;
   const GpuWeights& w;

@@ -29,6 +29,9 @@ struct Binding {
   VkDeviceSize range = VK_WHOLE_SIZE;
 };
 
+// The whole of buffer b as a binding.
+inline Binding whole(const Buffer& b) { return Binding{&b}; }
+
 struct Groups {
   uint32_t x = 1;
   uint32_t y = 1;

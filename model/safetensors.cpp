@@ -18,7 +18,6 @@ namespace {
 using nlohmann::json;
 
 constexpr uint64_t kMaxHeaderBytes = 100ull << 20;  // real headers are < 1 MB; 100 MB is absurd
-constexpr uint64_t kMaxTensorBytes = 1ull << 50;
 
 Error header_error(ErrorCode code, std::string_view where, const std::string& msg) {
   return make_error(code, std::string(where) + ": " + msg);
@@ -73,7 +72,7 @@ Result<TensorEntry> parse_entry(const std::string& name, const json& v, uint64_t
   uint64_t numel = 1;
   for (const json& d : *shape) {
     INFER_TRY(uint64_t dim, parse_u64(d, where, tensor_label(name) + ": shape dimension"));
-    if (dim > kMaxTensorBytes || (numel != 0 && dim > kMaxTensorBytes / numel)) {
+    if (dim > kMaxTensorElements || (numel != 0 && dim > kMaxTensorElements / numel)) {
       return header_error(ErrorCode::kParse, where, tensor_label(name) + ": shape " +
                                                         shape_text(*shape) + " has too many elements");
     }

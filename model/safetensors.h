@@ -19,6 +19,10 @@
 namespace infer {
 
 enum class DType { kBF16, kF16, kF32 };
+
+// The most elements a tensor may have (a bound that keeps numel · dtype size far from overflow;
+// real checkpoints hold < 2^40 bytes): the reader refuses headers past it, the writer shapes.
+inline constexpr uint64_t kMaxTensorElements = 1ull << 50;
 size_t dtype_size(DType t);
 const char* dtype_name(DType t);
 

@@ -12,8 +12,6 @@ namespace infer {
 
 namespace {
 
-constexpr uint64_t kMaxTensorBytes = 1ull << 50;
-
 Error io_error(const std::filesystem::path& p, const std::string& what) {
   return make_error(ErrorCode::kIo, p.string() + ": " + what);
 }
@@ -57,7 +55,7 @@ Result<SafetensorsWriter> SafetensorsWriter::create(const std::filesystem::path&
     }
     uint64_t numel = 1;
     for (int64_t d : t.shape) {
-      if (d < 0 || (d > 0 && numel > kMaxTensorBytes / uint64_t(d))) {
+      if (d < 0 || (d > 0 && numel > kMaxTensorElements / uint64_t(d))) {
         return make_error(ErrorCode::kInvalidArgument, at + ": bad shape dimension " + std::to_string(d));
       }
       numel *= uint64_t(d);

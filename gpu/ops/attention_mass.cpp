@@ -7,6 +7,7 @@
 
 #include "base/check.h"
 #include "gpu/context.h"
+#include "gpu/ops/op_common.h"
 #include "shaders/attention.h"
 #include "shaders/step.h"
 
@@ -14,8 +15,6 @@ namespace infer::gpu {
 namespace {
 
 static_assert(sizeof(shader::MassPush) == 7 * sizeof(uint32_t), "MassPush: 32-bit scalars");
-
-uint32_t div_up(uint32_t a, uint32_t b) { return (a + b - 1) / b; }
 
 }  // namespace
 

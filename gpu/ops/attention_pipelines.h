@@ -15,14 +15,13 @@
 #include "base/result.h"
 #include "gpu/buffer.h"
 #include "gpu/ops/attention.h"
+#include "gpu/ops/op_common.h"
 #include "gpu/pipeline.h"
 #include "shaders/attention.h"
 
 namespace infer::gpu {
 
 constexpr uint32_t kMaxSplits = INFER_ATTN_MAX_SPLITS;
-
-inline uint32_t div_up(uint32_t a, uint32_t b) { return (a + b - 1) / b; }
 
 // The two-pass decode's tunables (attention_decode.cpp reads them from the environment once, at
 // create, so one build can be swept on a GPU; attention_decode.cpp documents each).

@@ -10,6 +10,7 @@
 
 #include "base/check.h"
 #include "gpu/context.h"
+#include "gpu/ops/op_common.h"
 #include "shaders/moe.h"
 
 namespace infer::gpu {
@@ -20,8 +21,6 @@ static_assert(sizeof(shader::MoePush) == 7 * sizeof(uint32_t),
 
 constexpr uint32_t kRowsPerGroup = 2;    // output rows a reducing workgroup owns
 constexpr uint32_t kTokensPerTopk = 64;  // tokens (one invocation each) a top-k workgroup owns
-
-uint32_t div_up(uint64_t a, uint32_t b) { return uint32_t((a + b - 1) / b); }
 
 // Checks that binding b holds at least `bytes` bytes past its offset.
 void check_holds(const Binding& b, uint64_t bytes, const char* what) {

@@ -28,6 +28,9 @@ inline WorkgroupSize workgroup_size(const DeviceInfo& info, uint32_t target) {
   return s;
 }
 
+// ceil(a / b): workgroups for a items, b a workgroup (and the like).
+constexpr uint32_t div_up(uint64_t a, uint64_t b) { return uint32_t((a + b - 1) / b); }
+
 // The fewest workgroups along x every Vulkan device takes (maxComputeWorkGroupCount[0] >= 65535).
 // wrapped_groups() never goes past it, even where the device allows more, so the wrap it tests
 // on one device is the one every device runs.
