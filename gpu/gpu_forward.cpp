@@ -290,7 +290,10 @@ Result<std::vector<CommandTime>> GpuForward::profile(std::span<const int32_t> id
 
 size_t GpuForward::device_bytes() const {
   const Impl& m = *impl_;
-  return m.weights->bytes + m.kv->bytes() + m.a.bytes + size_t(m.a.all_logits.size());
+  size_t scratch = 0;  // prefill's prepared activations, once a prefill has been recorded
+  for (const auto& op : m.ops.matvec) scratch += op != nullptr ? op->scratch_bytes() : 0;
+  for (const auto& op : m.ops.gate_up) scratch += op != nullptr ? op->scratch_bytes() : 0;
+  return m.weights->bytes + m.kv->bytes() + m.a.bytes + size_t(m.a.all_logits.size()) + scratch;
 }
 
 }  // namespace infer::gpu

@@ -85,7 +85,7 @@ class GpuForward final : public Forward, public KvRingAccess {
 
   // Of the last decode step or prefill chunk.
   const StepTiming& last_step_timing() const;
-  size_t device_bytes() const;  // weights, caches and activations on the device
+  size_t device_bytes() const;  // weights, caches, activations and prefill scratch on the device
   // The decode recording decode_greedy replays, as recorded at create.
   RecordingCounts decode_counts() const;
   // Feeds ids (one chunk: at most max_chunk) through a recording made now with a GPU timestamp

@@ -306,6 +306,12 @@ Result<Binding> record_coop_x_prep(Recorder& rec, const MatvecKernels& k, Bindin
 
 }  // namespace
 
+size_t scratch_bytes(const MatvecKernels& k) {
+  size_t bytes = 0;
+  for (const std::unique_ptr<Buffer>& b : k.coop_x) bytes += size_t(b->size());
+  return bytes;
+}
+
 bool products_in_f16(const MatvecKernels& k, int64_t rows, int64_t cols, uint32_t n_tokens) {
   return !k.coop_int8 && coop_path(k, rows, cols, n_tokens);
 }

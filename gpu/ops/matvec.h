@@ -206,6 +206,10 @@ struct OneTokenShape {
 };
 OneTokenShape matvec_one_token_shape(const MatvecKernels& k, int64_t rows, int64_t cols);
 
+// Bytes of the device scratch the kernels hold (coop_x: prepared activations), grown by the
+// prefill recordings made so far.
+size_t scratch_bytes(const MatvecKernels& k);
+
 Result<MatvecKernels> create_matvec_kernels(const VulkanContext& ctx, WeightFormat format,
                                             bool gate_up, MatvecTuning tuning);
 
@@ -235,6 +239,7 @@ class MatvecOp {
   }
 
   WeightFormat format() const { return k_.format; }
+  size_t scratch_bytes() const { return gpu::scratch_bytes(k_); }
   const MatvecTuning& tuning() const { return k_.tuning; }  // as resolved for the device
   bool products_in_f16(int64_t rows, int64_t cols, uint32_t n_tokens) const {
     return gpu::products_in_f16(k_, rows, cols, n_tokens);

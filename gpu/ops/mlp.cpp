@@ -30,4 +30,6 @@ bool GateUpOp::products_in_f16(int64_t I, int64_t H, uint32_t T) const {
   return gpu::products_in_f16(p_->k, I, H, T);
 }
 
+size_t GateUpOp::scratch_bytes() const { return gpu::scratch_bytes(p_->k); }
+
 }  // namespace infer::gpu
