@@ -13,6 +13,7 @@
 
 #include "base/check.h"
 #include "gpu/context.h"
+#include "gpu/ops/matmul_coop.h"
 #include "gpu/ops/matmul_tuning.h"
 #include "gpu/ops/matvec_shape.h"
 #include "shaders/matvec.h"
@@ -37,9 +38,6 @@ constexpr uint32_t kDefaultDotSubgroups = 4;
 constexpr uint32_t kDotMaxGroupsOne = 64;
 constexpr uint32_t kDotMaxGroupsMany = 24;
 constexpr uint32_t kDotSharedBudget = 32 * 1024;
-
-// coop_x_prep.comp's workgroup: one invocation a block of 32 activations.
-constexpr uint32_t kCoopPrepInvocations = 64;
 
 // shaders/meson.build names the variants family + "_" + the format's name ("matmul_q4_0").
 std::string variant_name(const char* family, WeightFormat f) {
@@ -178,34 +176,8 @@ Result<MatvecKernels> create_matvec_kernels(const VulkanContext& ctx, WeightForm
   VkPhysicalDeviceProperties props;
   vkGetPhysicalDeviceProperties(ctx.physical_device(), &props);
   INFER_TRY(const bool dot, want_int_dot(info, format, tuning.int_dot));
-  INFER_TRY(const bool coop_fits, resolve_coop_tuning(ctx, format, gate_up, tuning));
-  k.tuning = tuning;
-  if (coop_fits) {
-    // With integer dots on, prefill quantizes activations too (the _x8 variants): every product
-    // of the family keeps matmul_reference_q8_x's contract, as the CPU's integer kernels do.
-    k.coop_int8 = dot;
-    PipelineDesc coop;
-    coop.variant = variant_name(
-        gate_up ? (dot ? "gate_up_matmul_coop_x8" : "gate_up_matmul_coop")
-                : (dot ? "matmul_coop_x8" : "matmul_coop"),
-        format);
-    coop.bindings = desc.bindings;
-    coop.push_bytes = sizeof(shader::MatvecPush);
-    coop.spec = {
-        {INFER_MATMUL_SPEC_LOCAL_SIZE, coop_subgroups(tuning, gate_up) * subgroup},
-        {INFER_MATMUL_COOP_SPEC_LO, uint32_t(tuning.coop_lo) - 1},
-        {INFER_MATMUL_COOP_SPEC_ROWS, tuning.coop_rows},
-        {INFER_MATMUL_COOP_SPEC_TOKENS, tuning.coop_tokens}};
-    coop.required_subgroup_size = subgroup;  // fragments span whole subgroups
-    INFER_TRY(k.coop, Pipeline::create(ctx, coop));
-    PipelineDesc prep;
-    prep.variant = dot ? "coop_x_prep_x8" : "coop_x_prep";
-    prep.bindings = {Access::kRead, Access::kWrite};
-    prep.push_bytes = sizeof(shader::MatvecPush);
-    prep.spec = {{INFER_COOP_PREP_SPEC_LOCAL_SIZE, kCoopPrepInvocations},
-                 {INFER_MATMUL_COOP_SPEC_LO, uint32_t(tuning.coop_lo) - 1}};
-    INFER_TRY(k.coop_prep, Pipeline::create(ctx, prep));
-  }
+  INFER_TRY_VOID(create_coop_kernels(ctx, format, gate_up, dot, k));
+  tuning = k.tuning;  // with the coop tile resolved
 
   if (dot) {
     if (tuning.dot_subgroups_per_group == 0) tuning.dot_subgroups_per_group = kDefaultDotSubgroups;
@@ -274,34 +246,6 @@ bool dot_path(const MatvecKernels& k, int64_t rows, int64_t cols, uint32_t n_tok
   const int64_t groups = (cols + 255) / 256;
   return n_tokens == 1 ? k.dot_one_token != nullptr && groups <= k.dot_groups_one
                        : k.dot_many_tokens != nullptr && groups <= k.dot_groups_many;
-}
-
-// Records coop_x_prep over x ([n_tokens, cols] f32) into the kernels' coop_x (grown if need
-// be) and returns the binding of the prepared activations for matmul_coop.comp.
-Result<Binding> record_coop_x_prep(Recorder& rec, const MatvecKernels& k, Binding x, int64_t cols,
-                                   uint32_t n_tokens) {
-  // f16 pairs: 16 bytes a quad; int8: 4 bytes a quad and a 4-byte scale a block of 8 quads.
-  const VkDeviceSize n = VkDeviceSize(n_tokens) * VkDeviceSize(cols);
-  const VkDeviceSize bytes = k.coop_int8 ? n + n / 8 : 4 * n;
-  auto& buffers = k.coop_x;
-  if (buffers.empty() || buffers.back()->size() < bytes) {
-    INFER_TRY(Buffer b, Buffer::create(rec.context(), bytes, BufferKind::kDevice, "coop x"));
-    buffers.push_back(std::make_unique<Buffer>(std::move(b)));
-  }
-  const Binding out{buffers.back().get()};
-  shader::MatvecPush push{};
-  push.cols = uint32_t(cols);
-  push.n_tokens = n_tokens;
-  push.x_stride = uint32_t(cols);
-  const uint64_t invocations = uint64_t(n_tokens) * uint64_t(cols / 32);
-  const uint32_t groups = uint32_t((invocations + kCoopPrepInvocations - 1) / kCoopPrepInvocations);
-  Groups g;
-  g.x = std::min(groups, k.max_workgroups_x);
-  g.y = (groups + g.x - 1) / g.x;
-  const Binding bindings[] = {x, out};
-  INFER_TRY_VOID(rec.dispatch(*k.coop_prep, std::span<const Binding>(bindings, 2), &push,
-                              uint32_t(sizeof(push)), g));
-  return out;
 }
 
 }  // namespace

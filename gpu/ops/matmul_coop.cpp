@@ -1,0 +1,78 @@
+// The cooperative-matrix prefill products: their pipelines, and the pass that prepares their
+// activations once a product into a scratch the kernels own.
+#include "gpu/ops/matmul_coop.h"
+
+#include <algorithm>
+#include <memory>
+#include <span>
+#include <string>
+#include <utility>
+
+#include "gpu/ops/matmul_tuning.h"
+#include "shaders/matvec.h"
+
+namespace infer::gpu {
+namespace {
+
+// coop_x_prep.comp's workgroup: one invocation a block of 32 activations.
+constexpr uint32_t kCoopPrepInvocations = 64;
+
+}  // namespace
+
+Result<void> create_coop_kernels(const VulkanContext& ctx, WeightFormat format, bool gate_up,
+                                 bool int8, MatvecKernels& k) {
+  INFER_TRY(const bool fits, resolve_coop_tuning(ctx, format, gate_up, k.tuning));
+  if (!fits) return Ok{};
+  const MatvecTuning& t = k.tuning;
+  const uint32_t subgroup = ctx.info().subgroup_size;
+  // With integer dots on, prefill quantizes activations too (the _x8 variants): every product
+  // of the family keeps matmul_reference_q8_x's contract, as the CPU's integer kernels do.
+  k.coop_int8 = int8;
+  PipelineDesc coop;
+  coop.variant = std::string(gate_up ? "gate_up_matmul_coop" : "matmul_coop") +
+                 (int8 ? "_x8_" : "_") + weight_format_name(format);
+  coop.bindings = {Access::kRead, Access::kRead, Access::kWrite, Access::kRead};
+  coop.bindings.resize(gate_up ? 4 : 3);
+  coop.push_bytes = sizeof(shader::MatvecPush);
+  coop.spec = {{INFER_MATMUL_SPEC_LOCAL_SIZE, coop_subgroups(t, gate_up) * subgroup},
+               {INFER_MATMUL_COOP_SPEC_LO, uint32_t(t.coop_lo) - 1},
+               {INFER_MATMUL_COOP_SPEC_ROWS, t.coop_rows},
+               {INFER_MATMUL_COOP_SPEC_TOKENS, t.coop_tokens}};
+  coop.required_subgroup_size = subgroup;  // fragments span whole subgroups
+  INFER_TRY(k.coop, Pipeline::create(ctx, coop));
+  PipelineDesc prep;
+  prep.variant = int8 ? "coop_x_prep_x8" : "coop_x_prep";
+  prep.bindings = {Access::kRead, Access::kWrite};
+  prep.push_bytes = sizeof(shader::MatvecPush);
+  prep.spec = {{INFER_COOP_PREP_SPEC_LOCAL_SIZE, kCoopPrepInvocations},
+               {INFER_MATMUL_COOP_SPEC_LO, uint32_t(t.coop_lo) - 1}};
+  INFER_TRY(k.coop_prep, Pipeline::create(ctx, prep));
+  return Ok{};
+}
+
+Result<Binding> record_coop_x_prep(Recorder& rec, const MatvecKernels& k, Binding x, int64_t cols,
+                                   uint32_t n_tokens) {
+  // f16 pairs: 16 bytes a quad; int8: 4 bytes a quad and a 4-byte scale a block of 8 quads.
+  const VkDeviceSize n = VkDeviceSize(n_tokens) * VkDeviceSize(cols);
+  const VkDeviceSize bytes = k.coop_int8 ? n + n / 8 : 4 * n;
+  if (k.coop_x.empty() || k.coop_x.back()->size() < bytes) {
+    INFER_TRY(Buffer b, Buffer::create(rec.context(), bytes, BufferKind::kDevice, "coop x"));
+    k.coop_x.push_back(std::make_unique<Buffer>(std::move(b)));
+  }
+  const Binding out{k.coop_x.back().get()};
+  shader::MatvecPush push{};
+  push.cols = uint32_t(cols);
+  push.n_tokens = n_tokens;
+  push.x_stride = uint32_t(cols);
+  const uint64_t invocations = uint64_t(n_tokens) * uint64_t(cols / 32);
+  const uint32_t groups = uint32_t((invocations + kCoopPrepInvocations - 1) / kCoopPrepInvocations);
+  Groups g;
+  g.x = std::min(groups, k.max_workgroups_x);
+  g.y = (groups + g.x - 1) / g.x;
+  const Binding bindings[] = {x, out};
+  INFER_TRY_VOID(rec.dispatch(*k.coop_prep, std::span<const Binding>(bindings, 2), &push,
+                              uint32_t(sizeof(push)), g));
+  return out;
+}
+
+}  // namespace infer::gpu
