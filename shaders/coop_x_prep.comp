@@ -49,7 +49,7 @@ void main() {
     // may fold), lo = x - hi (exact in f32) as f16.
     const vec4 hi32 = uintBitsToFloat(floatBitsToUint(v) & 0xffffe000u);
     const f16vec4 hi = f16vec4(hi32);
-    const f16vec4 lo = f16vec4((v - hi32) * (kLo == 2u ? 2048.0 : 1.0));
+    const f16vec4 lo = f16vec4((v - hi32) * (kLo == 2u ? INFER_MATMUL_COOP_LO_SCALE : 1.0));
     pairs[dst + k] = uvec4(packFloat2x16(hi.xy), packFloat2x16(hi.zw), packFloat2x16(lo.xy),
                            packFloat2x16(lo.zw));
   }

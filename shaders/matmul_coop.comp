@@ -149,7 +149,7 @@ void load_step(uint row0, uint t0, uint c0) {
   }
 }
 
-const float kLoScale = 2048.0;  // LO 2's lo parts (coop_x_prep.comp)
+const float kLoScale = INFER_MATMUL_COOP_LO_SCALE;  // LO 2's lo parts (coop_x_prep.comp)
 
 // Decodes the registers of step c0 into the shared tiles (as f16; quantized: the integers, and
 // each block's scale from the invocation that stages the block's first quad).

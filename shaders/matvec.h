@@ -55,6 +55,7 @@ INFER_PUSH_END(MatvecPush)
 #define INFER_MATMUL_COOP_COLS 64
 #define INFER_MATMUL_COOP_PAD 8
 #define INFER_MATMUL_COOP_SPEC_LO 1
+#define INFER_MATMUL_COOP_LO_SCALE 2048.0  // LO 2: lo parts scaled by 2^11
 // coop_x_prep.comp: the activations prepared once per product (f16 hi + lo pairs, or X_Q8 int8
 // blocks) for matmul_coop.comp, which binds them at 1 instead of f32 x; LOCAL_SIZE its workgroup.
 #define INFER_COOP_PREP_SPEC_LOCAL_SIZE 0
