@@ -2,13 +2,13 @@
 // activations once a product into a scratch the kernels own.
 #include "gpu/ops/matmul_coop.h"
 
-#include <algorithm>
 #include <memory>
 #include <span>
 #include <string>
 #include <utility>
 
 #include "gpu/ops/matmul_tuning.h"
+#include "gpu/ops/op_common.h"
 #include "shaders/matvec.h"
 
 namespace infer::gpu {
@@ -64,11 +64,8 @@ Result<Binding> record_coop_x_prep(Recorder& rec, const MatvecKernels& k, Bindin
   push.cols = uint32_t(cols);
   push.n_tokens = n_tokens;
   push.x_stride = uint32_t(cols);
-  const uint64_t invocations = uint64_t(n_tokens) * uint64_t(cols / 32);
-  const uint32_t groups = uint32_t((invocations + kCoopPrepInvocations - 1) / kCoopPrepInvocations);
-  Groups g;
-  g.x = std::min(groups, k.max_workgroups_x);
-  g.y = (groups + g.x - 1) / g.x;
+  const Groups g = wrapped_groups(
+      rec.context().info(), div_up(uint64_t(n_tokens) * uint64_t(cols / 32), kCoopPrepInvocations));
   const Binding bindings[] = {x, out};
   INFER_TRY_VOID(rec.dispatch(*k.coop_prep, std::span<const Binding>(bindings, 2), &push,
                               uint32_t(sizeof(push)), g));

@@ -157,9 +157,9 @@ struct MatvecKernels {
   // Where the device has cooperative matrices (DeviceInfo::coop_matrix_nv): the tiled product
   // on them (shaders/matmul_coop.comp), used instead of `tiled`.
   std::unique_ptr<Pipeline> coop;
-  // Whether `coop` quantizes activations to Q8_0 blocks as it stages them (integer dots on:
+  // Whether `coop` takes activations quantized to Q8_0 blocks by coop_prep (integer dots on:
   // matmul_reference_q8_x's contract, exact integer block sums on the f16 fragments) rather than
-  // splitting them into f16 hi + lo.
+  // split into f16 hi + lo.
   bool coop_int8 = false;
   // shaders/coop_x_prep.comp (its X_Q8 variant where coop_int8): x prepared once a product into
   // coop_x, which grows to the largest product recorded; buffers it outgrows stay alive with the

@@ -18,6 +18,18 @@ namespace {
 
 using GpuMatvecDot = GpuTest;
 
+// x [T, cols] as the int8 kernels quantize it, each row through Q8_0 blocks and back (q · d,
+// exact in f32).
+std::vector<float> through_q8_0(const std::vector<float>& x, int64_t T, int64_t cols) {
+  std::vector<float> out(x.size());
+  std::vector<BlockQ8_0> xq(size_t(cols / kQK));
+  for (int64_t t = 0; t < T; ++t) {
+    quantize_row_q8_0(&x[size_t(t * cols)], xq.data(), cols);
+    dequantize_row_q8_0(xq.data(), &out[size_t(t * cols)], cols);
+  }
+  return out;
+}
+
 class GpuMatvecDotShapes
     : public GpuTest,
       public ::testing::WithParamInterface<std::tuple<WeightFormat, Shape>> {};
@@ -134,13 +146,7 @@ TEST_F(GpuMatvecDot, GateUpMatchesInt8Reference) {
       ASSERT_TRUE(k.ok()) << k.error().message;
       ASSERT_TRUE(activations_in_int8(*k, s.I, s.H, uint32_t(s.T)));
       const std::vector<float> act = run_gate_up(*ctx_, *k, gate.m, up.m, x, s.T);
-      std::vector<float> x_ref(x.size());  // x as the kernel quantizes it
-      std::vector<BlockQ8_0> xq(size_t(s.H / kQK));
-      for (int64_t t = 0; t < s.T; ++t) {
-        quantize_row_q8_0(&x[size_t(t * s.H)], xq.data(), s.H);
-        dequantize_row_q8_0(xq.data(), &x_ref[size_t(t * s.H)], s.H);
-      }
-      expect_gate_up_matches(gate.m, up.m, x_ref, s.T, act);
+      expect_gate_up_matches(gate.m, up.m, through_q8_0(x, s.T, s.H), s.T, act);
     }
   }
 }
@@ -175,15 +181,8 @@ TEST_F(GpuMatvecDot, PrefillKeepsTheInt8ContractOnCooperativeMatrices) {
       const bool int8 = activations_in_int8(*k, s.rows, s.cols, uint32_t(s.T));
       EXPECT_EQ(int8, coop);
       const std::vector<float> act = run_gate_up(*ctx_, *k, gate.m, up.m, x, s.T);
-      std::vector<float> x_ref = x;  // x as the kernel sees it
-      if (int8) {
-        std::vector<BlockQ8_0> xq(size_t(s.cols / kQK));
-        for (int64_t t = 0; t < s.T; ++t) {
-          quantize_row_q8_0(&x[size_t(t * s.cols)], xq.data(), s.cols);
-          dequantize_row_q8_0(xq.data(), &x_ref[size_t(t * s.cols)], s.cols);
-        }
-      }
-      expect_gate_up_matches(gate.m, up.m, x_ref, s.T, act);
+      // x as the kernel sees it
+      expect_gate_up_matches(gate.m, up.m, int8 ? through_q8_0(x, s.T, s.cols) : x, s.T, act);
     }
   }
 }
