@@ -41,6 +41,7 @@
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_NV_cooperative_matrix : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#extension GL_EXT_shared_memory_block : require
 
 #include "matvec.h"
 
@@ -66,7 +67,13 @@ const uint kMats = 2;
 #else
 const uint kMats = 1;
 #endif
+#ifndef COOP_F32_DECODE
+#define WEIGHTS_F16_QUADS
+#endif
 #include "common/weights.glsl"
+#ifdef COOP_F32_DECODE  // the A/B baseline: quants through f32, converted one by one
+f16vec4 quad_q16_from_raw(uvec4 raw, uint c) { return f16vec4(quad_q_from_raw(raw, c)); }
+#endif
 #ifdef W_F32
 #error "f32 weights take matmul.comp: their 24 bits do not fit one f16"
 #endif
@@ -88,21 +95,38 @@ const uint kQuads = kCols / 4;
 const uint kStride = kCols + INFER_MATMUL_COOP_PAD;  // halves a shared row
 const uint kEdgeStride = 16;  // floats, one 16 x 16 fragment of a subgroup at a tile's edge
 
-shared float16_t x_sh[kTokens * kStride];        // [token][col], hi parts (X_Q8: the integers)
+// Shared memory is one region seen three ways (GL_EXT_shared_memory_block: shared blocks alias
+// from offset 0): halves for the fragment loads, quads (f16vec4) for the staging's stores, each
+// quad one 8-byte store where four f16 stores took four (the staging, not the tensor cores,
+// bounds these kernels), and floats for the block scales and the edge fragments. Offsets below
+// in halves (the quads' and floats' divided by 4 and 2). COOP_SCALAR_TILES: the f16 stores (the
+// A/B baseline).
+const uint kXHalves = kTokens * kStride;
+const uint kXOff = 0;  // [token][col], hi parts (X_Q8: the integers)
 #ifdef X_Q8
-shared float xd_sh[kBlocks * kTokens];  // [block of the step][token]: activations' block scales
-const uint kLoUsed = 0;                 // integers need no lo parts
-#define X_LO_TILE x_sh                  // so MULTIPLY's lo branch (dead) compiles
+const uint kLoUsed = 0;  // integers need no lo parts
+const uint kXLoOff = kXOff;  // so MULTIPLY's lo branch (dead) compiles
+const uint kWOff = kXOff + kXHalves;
+const uint kXdFloats = kBlocks * kTokens;  // [block of the step][token]: activations' scales
 #else
-shared float16_t x_lo_sh[kTokens * kStride];     // lo parts (LO 2: scaled by 2^11)
 const uint kLoUsed = kLo;
-#define X_LO_TILE x_lo_sh
+const uint kXLoOff = kXOff + kXHalves;  // lo parts (LO 2: scaled by 2^11)
+const uint kWOff = kXLoOff + kXHalves;
+const uint kXdFloats = 0;
 #endif
-shared float16_t w_sh[kMats * kRows * kStride];  // [matrix][row][col]: bf16, or block integers
+const uint kWHalves = kMats * kRows * kStride;  // [matrix][row][col]: bf16, or block integers
+const uint kDOff = (kWOff + kWHalves) / 2;      // floats: [matrix][block of the step][row] scales
 #ifdef W_SCALED
-shared float d_sh[kMats * kBlocks * kRows];  // [matrix][block of the step][row]: block scales
+const uint kDFloats = kMats * kBlocks * kRows;
+#else
+const uint kDFloats = 0;
 #endif
-shared float edge_sh[kSubgroups * 16 * kEdgeStride];
+const uint kXdOff = kDOff + kDFloats;
+const uint kEdgeOff = kXdOff + kXdFloats;  // floats: one 16 x 16 fragment a subgroup
+const uint kSharedFloats = kEdgeOff + kSubgroups * 16 * kEdgeStride;
+shared SharedHalves { float16_t sh_h[2 * kSharedFloats]; };
+shared SharedQuads { f16vec4 sh_q[kSharedFloats / 2]; };
+shared SharedFloats { float sh_f[kSharedFloats]; };
 
 // Quads each invocation stages per step, loaded one step ahead into registers (raw, undecoded),
 // so a step's loads are in flight while the previous step multiplies.
@@ -151,6 +175,14 @@ void load_step(uint row0, uint t0, uint c0) {
 
 const float kLoScale = INFER_MATMUL_COOP_LO_SCALE;  // LO 2's lo parts (coop_x_prep.comp)
 
+// Stores quad q at half o (a multiple of 4) of the shared region.
+#ifdef COOP_SCALAR_TILES
+#define tile_store(o, q) \
+  for (uint e_ = 0; e_ < 4; ++e_) sh_h[(o) + e_] = (q)[e_]
+#else
+#define tile_store(o, q) sh_q[(o) / 4] = (q)
+#endif
+
 // Decodes the registers of step c0 into the shared tiles (as f16; quantized: the integers, and
 // each block's scale from the invocation that stages the block's first quad).
 void store_step(uint c0) {
@@ -159,12 +191,12 @@ void store_step(uint c0) {
     const uint r = i / kQuads, c = c0 + 4 * (i % kQuads);
     for (uint m = 0; m < kMats; ++m) {
       const uvec4 raw = w_raw[m * kWPer + k];
-      const f16vec4 q = f16vec4(c < pc.cols ? quad_q_from_raw(raw, c) : vec4(0.0));
-      const uint o = (m * kRows + r) * kStride + c - c0;
-      for (uint e = 0; e < 4; ++e) w_sh[o + e] = q[e];
+      const f16vec4 q = c < pc.cols ? quad_q16_from_raw(raw, c) : f16vec4(0.0);
+      const uint o = kWOff + (m * kRows + r) * kStride + c - c0;
+      tile_store(o, q);
 #ifdef W_SCALED
       if (c % 32 == 0) {
-        d_sh[(m * kBlocks + (c - c0) / 32) * kRows + r] =
+        sh_f[kDOff + (m * kBlocks + (c - c0) / 32) * kRows + r] =
             c < pc.cols ? quad_d_from_raw(raw, c) : 0.0;
       }
 #endif
@@ -174,20 +206,16 @@ void store_step(uint c0) {
     const uint i = gl_LocalInvocationID.x + k * gl_WorkGroupSize.x;
     const uint o = (i / kQuads) * kStride + 4 * (i % kQuads);
 #ifdef X_Q8
-    const uint w = x_raw[k];
-    for (uint e = 0; e < 4; ++e) x_sh[o + e] = float16_t(bitfieldExtract(int(w), int(8 * e), 8));
-    if (i % 8 == 0) xd_sh[(i % kQuads) / 8 * kTokens + i / kQuads] = xd_raw[k];
+    // int8 -> f16 by the exponent trick (quad_q16_from_raw's): byte b + 128 under 1024's exponent
+    const uint w = x_raw[k] ^ 0x80808080u;
+    const uint lo = (w & 0xffu) | ((w & 0xff00u) << 8), hi = ((w >> 16) & 0xffu) | (w & 0xff000000u) >> 8;
+    const f16vec2 bias = f16vec2(float16_t(1152.0));
+    tile_store(kXOff + o, f16vec4(unpackFloat2x16(lo | 0x64006400u) - bias,
+                                unpackFloat2x16(hi | 0x64006400u) - bias));
+    if (i % 8 == 0) sh_f[kXdOff + (i % kQuads) / 8 * kTokens + i / kQuads] = xd_raw[k];
 #else
-    const f16vec2 h0 = unpackFloat2x16(x_raw[k].x), h1 = unpackFloat2x16(x_raw[k].y);
-    const f16vec2 l0 = unpackFloat2x16(x_raw[k].z), l1 = unpackFloat2x16(x_raw[k].w);
-    x_sh[o] = h0.x;
-    x_sh[o + 1] = h0.y;
-    x_sh[o + 2] = h1.x;
-    x_sh[o + 3] = h1.y;
-    x_lo_sh[o] = l0.x;
-    x_lo_sh[o + 1] = l0.y;
-    x_lo_sh[o + 2] = l1.x;
-    x_lo_sh[o + 3] = l1.y;
+    tile_store(kXOff + o, f16vec4(unpackFloat2x16(x_raw[k].x), unpackFloat2x16(x_raw[k].y)));
+    tile_store(kXLoOff + o, f16vec4(unpackFloat2x16(x_raw[k].z), unpackFloat2x16(x_raw[k].w)));
 #endif
   }
 }
@@ -199,14 +227,14 @@ void store_frag(FRAG_ACC f, uint tok0, uint row0) {
     coopMatStoreNV(f, y, tok0 * pc.y_stride + row0, pc.y_stride, false);
     return;
   }
-  const uint base = gl_SubgroupID * 16 * kEdgeStride;
-  coopMatStoreNV(f, edge_sh, base, kEdgeStride, false);
+  const uint base = kEdgeOff + gl_SubgroupID * 16 * kEdgeStride;
+  coopMatStoreNV(f, sh_f, base, kEdgeStride, false);
   subgroupMemoryBarrierShared();
   subgroupBarrier();
   for (uint i = gl_SubgroupInvocationID; i < 256; i += gl_SubgroupSize) {
     const uint t = i / 16, r = i % 16;
     if (tok0 + t < pc.n_tokens && row0 + r < pc.rows) {
-      y[(tok0 + t) * pc.y_stride + row0 + r] = edge_sh[base + t * kEdgeStride + r];
+      y[(tok0 + t) * pc.y_stride + row0 + r] = sh_f[base + t * kEdgeStride + r];
     }
   }
   subgroupBarrier();  // the buffer is reused by the next fragment
@@ -219,18 +247,18 @@ void store_frag(FRAG_ACC f, uint tok0, uint row0) {
 #define MULTIPLY(w0, w1, k0, n, c00, c01, c10, c11, d00, d01, d10, d11)                  \
   for (uint k = (k0); k < (k0) + (n); k += 16) {                                          \
     FRAG_A a0, a1, b0, b1;                                                                \
-    coopMatLoadNV(a0, x_sh, st * kStride + k, kStride, false);                             \
-    coopMatLoadNV(a1, x_sh, (st + 16) * kStride + k, kStride, false);                      \
-    coopMatLoadNV(b0, w_sh, (w0) * kStride + k, kStride, true);                            \
-    coopMatLoadNV(b1, w_sh, (w1) * kStride + k, kStride, true);                            \
+    coopMatLoadNV(a0, sh_h, kXOff + st * kStride + k, kStride, false);                             \
+    coopMatLoadNV(a1, sh_h, kXOff + (st + 16) * kStride + k, kStride, false);                      \
+    coopMatLoadNV(b0, sh_h, kWOff + (w0) * kStride + k, kStride, true);                            \
+    coopMatLoadNV(b1, sh_h, kWOff + (w1) * kStride + k, kStride, true);                            \
     c00 = coopMatMulAddNV(a0, b0, c00);                                                   \
     c01 = coopMatMulAddNV(a0, b1, c01);                                                   \
     c10 = coopMatMulAddNV(a1, b0, c10);                                                   \
     c11 = coopMatMulAddNV(a1, b1, c11);                                                   \
     if (kLoUsed != 0u) {                                                                  \
       FRAG_A l0, l1;                                                                      \
-      coopMatLoadNV(l0, X_LO_TILE, st * kStride + k, kStride, false);                      \
-      coopMatLoadNV(l1, X_LO_TILE, (st + 16) * kStride + k, kStride, false);               \
+      coopMatLoadNV(l0, sh_h, kXLoOff + st * kStride + k, kStride, false);                      \
+      coopMatLoadNV(l1, sh_h, kXLoOff + (st + 16) * kStride + k, kStride, false);               \
       if (kLoUsed == 1u) {                                                                \
         c00 = coopMatMulAddNV(l0, b0, c00);                                               \
         c01 = coopMatMulAddNV(l0, b1, c01);                                               \
@@ -283,14 +311,14 @@ void main() {
       FRAG_ACC d00 = FRAG_ACC(0.0), d01 = FRAG_ACC(0.0), d10 = FRAG_ACC(0.0), d11 = FRAG_ACC(0.0);
       MULTIPLY(w0, w1, 32 * b, 32, c00, c01, c10, c11, d00, d01, d10, d11)
       FRAG_ACC s0, s1;
-      coopMatLoadNV(s0, d_sh, (w0 / kRows * kBlocks + b) * kRows + w0 % kRows, 0, false);
-      coopMatLoadNV(s1, d_sh, (w1 / kRows * kBlocks + b) * kRows + w1 % kRows, 0, false);
+      coopMatLoadNV(s0, sh_f, kDOff + (w0 / kRows * kBlocks + b) * kRows + w0 % kRows, 0, false);
+      coopMatLoadNV(s1, sh_f, kDOff + (w1 / kRows * kBlocks + b) * kRows + w1 % kRows, 0, false);
 #ifdef X_Q8
       // The tokens' scales along each fragment row (stride 0, column-major): the block's sum
       // is an exact integer, scaled once by d_w · d_x.
       FRAG_ACC x0, x1;
-      coopMatLoadNV(x0, xd_sh, b * kTokens + st, 0, true);
-      coopMatLoadNV(x1, xd_sh, b * kTokens + st + 16, 0, true);
+      coopMatLoadNV(x0, sh_f, kXdOff + b * kTokens + st, 0, true);
+      coopMatLoadNV(x1, sh_f, kXdOff + b * kTokens + st + 16, 0, true);
       for (int e = 0; e < g00.length(); ++e) {
         g00[e] += c00[e] * (s0[e] * x0[e]);
         g01[e] += c01[e] * (s1[e] * x0[e]);

@@ -2,6 +2,7 @@
 // activations once a product into a scratch the kernels own.
 #include "gpu/ops/matmul_coop.h"
 
+#include <cstdlib>
 #include <memory>
 #include <span>
 #include <string>
@@ -31,6 +32,11 @@ Result<void> create_coop_kernels(const VulkanContext& ctx, WeightFormat format, 
   PipelineDesc coop;
   coop.variant = std::string(gate_up ? "gate_up_matmul_coop" : "matmul_coop") +
                  (int8 ? "_x8_" : "_") + weight_format_name(format);
+  // TEMPORARY A/B (session 11): INFER_COOP_AB=ab0 (old staging) or ab1 (f32 decode), Q4_0 only.
+  if (const char* ab = std::getenv("INFER_COOP_AB");
+      ab != nullptr && ab[0] != '\0' && !int8 && format == WeightFormat::kQ4_0) {
+    coop.variant += std::string("_") + ab;
+  }
   coop.bindings = {Access::kRead, Access::kRead, Access::kWrite, Access::kRead};
   coop.bindings.resize(gate_up ? 4 : 3);
   coop.push_bytes = sizeof(shader::MatvecPush);

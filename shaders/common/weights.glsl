@@ -217,6 +217,29 @@ vec4 quad_q_from_raw(uvec4 raw, uint c) {
 #endif
 }
 
+#ifdef WEIGHTS_F16_QUADS
+// quad_q_from_raw as f16 (the includer enables float16 arithmetic). Q8_0/Q4_0: each integer
+// under the exponent of 1024 (0x6400 | n is 1024 + n, exact below 2048) minus 1024 + bias as
+// packed f16 subtracts: two word operations and one subtract a pair, where converting f32
+// results costs a conversion a weight. bf16 through f32 (its 8 bits fit f16's 11).
+f16vec4 quad_q16_from_raw(uvec4 raw, uint c) {
+#if defined(W_Q8_0) || defined(W_Q4_0)
+#ifdef W_Q8_0
+  const uint v = raw.x ^ 0x80808080u, m = 0xffu;  // uint8 = q + 128
+  const f16vec2 bias = f16vec2(float16_t(1152.0));
+#else
+  const uint v = raw.x >> (4 * (quad_place(c).y % 2)), m = 0xfu;  // q + 8 at bits 8e
+  const f16vec2 bias = f16vec2(float16_t(1032.0));
+#endif
+  const uint e01 = (v & m) | ((v << 8) & (m << 16)), e23 = ((v >> 16) & m) | ((v >> 8) & (m << 16));
+  return f16vec4(unpackFloat2x16(e01 | 0x64006400u) - bias,
+                 unpackFloat2x16(e23 | 0x64006400u) - bias);
+#else
+  return f16vec4(quad_q_from_raw(raw, c));
+#endif
+}
+#endif
+
 // The scale of the quad's block (1 for f32 and bf16).
 float quad_d_from_raw(uvec4 raw, uint c) {
 #if defined(W_Q8_0)
