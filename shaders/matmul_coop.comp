@@ -115,20 +115,41 @@ const uint kWOff = kXLoOff + kXHalves;
 const uint kXdFloats = 0;
 #endif
 const uint kWHalves = kMats * kRows * kStride;  // [matrix][row][col]: bf16, or block integers
+#if defined(COOP_PLAIN_U2) || defined(COOP_PLAIN_F16)
+#define COOP_PLAIN  // A/B: plain arrays, the tiles as uvec2 or f16 (floats apart, edge apart)
+#endif
+#ifdef COOP_PLAIN
+const uint kDOff = 0;
+#else
 const uint kDOff = (kWOff + kWHalves) / 2;      // floats: [matrix][block of the step][row] scales
+#endif
 #ifdef W_SCALED
 const uint kDFloats = kMats * kBlocks * kRows;
 #else
 const uint kDFloats = 0;
 #endif
 const uint kXdOff = kDOff + kDFloats;
+const uint kTileFloats = kXdOff + kXdFloats, kEdgeFloats = kSubgroups * 16 * kEdgeStride;
+#if defined(COOP_PLAIN_U2)
+const uint kEdgeOff = kTileFloats;
+shared uvec2 sh_t[(kWOff + kWHalves) / 4];
+shared float sh_f[kTileFloats + kEdgeFloats];
+#define TILE_LOAD(f, o, cm) coopMatLoadNV(f, sh_t, (o) / 4, kStride / 4, cm)
+#elif defined(COOP_PLAIN_F16)
+const uint kEdgeOff = kTileFloats;
+shared float16_t sh_h[kWOff + kWHalves];
+shared float sh_f[kTileFloats + kEdgeFloats];
+#define TILE_LOAD(f, o, cm) coopMatLoadNV(f, sh_h, o, kStride, cm)
+#define COOP_SCALAR_TILES
+#else
 // Floats: one 16 x 16 fragment a subgroup, over the tiles (the epilogue's, after the last step).
 const uint kEdgeOff = 0;
-const uint kTileFloats = kXdOff + kXdFloats, kEdgeFloats = kSubgroups * 16 * kEdgeStride;
 const uint kSharedFloats = kTileFloats > kEdgeFloats ? kTileFloats : kEdgeFloats;
 shared SharedHalves { float16_t sh_h[2 * kSharedFloats]; };
 shared SharedQuads { f16vec4 sh_q[kSharedFloats / 2]; };
 shared SharedFloats { float sh_f[kSharedFloats]; };
+#define TILE_LOAD(f, o, cm) coopMatLoadNV(f, sh_h, o, kStride, cm)
+#endif
 
 // Quads each invocation stages per step, loaded one step ahead into registers (raw, undecoded),
 // so a step's loads are in flight while the previous step multiplies.
@@ -182,7 +203,9 @@ void load_step(uint row0, uint t0, uint c0) {
 const float kLoScale = INFER_MATMUL_COOP_LO_SCALE;  // LO 2's lo parts (coop_x_prep.comp)
 
 // Stores quad q at half o (a multiple of 4) of the shared region.
-#ifdef COOP_SCALAR_TILES
+#if defined(COOP_PLAIN_U2)
+#define tile_store(o, q) sh_t[(o) / 4] = uvec2(packFloat2x16((q).xy), packFloat2x16((q).zw))
+#elif defined(COOP_SCALAR_TILES)
 #define tile_store(o, q) \
   for (uint e_ = 0; e_ < 4; ++e_) sh_h[(o) + e_] = (q)[e_]
 #else
@@ -255,18 +278,18 @@ void store_frag(FRAG_ACC f, uint tok0, uint row0) {
 #define MULTIPLY(w0, w1, k0, n, c00, c01, c10, c11, d00, d01, d10, d11)                  \
   for (uint k = (k0); k < (k0) + (n); k += 16) {                                          \
     FRAG_A a0, a1, b0, b1;                                                                \
-    coopMatLoadNV(a0, sh_h, kXOff + st * kStride + k, kStride, false);                             \
-    coopMatLoadNV(a1, sh_h, kXOff + (st + 16) * kStride + k, kStride, false);                      \
-    coopMatLoadNV(b0, sh_h, kWOff + (w0) * kStride + k, kStride, true);                            \
-    coopMatLoadNV(b1, sh_h, kWOff + (w1) * kStride + k, kStride, true);                            \
+    TILE_LOAD(a0, kXOff + st * kStride + k, false);                             \
+    TILE_LOAD(a1, kXOff + (st + 16) * kStride + k, false);                      \
+    TILE_LOAD(b0, kWOff + (w0) * kStride + k, true);                            \
+    TILE_LOAD(b1, kWOff + (w1) * kStride + k, true);                            \
     c00 = coopMatMulAddNV(a0, b0, c00);                                                   \
     c01 = coopMatMulAddNV(a0, b1, c01);                                                   \
     c10 = coopMatMulAddNV(a1, b0, c10);                                                   \
     c11 = coopMatMulAddNV(a1, b1, c11);                                                   \
     if (kLoUsed != 0u) {                                                                  \
       FRAG_A l0, l1;                                                                      \
-      coopMatLoadNV(l0, sh_h, kXLoOff + st * kStride + k, kStride, false);                      \
-      coopMatLoadNV(l1, sh_h, kXLoOff + (st + 16) * kStride + k, kStride, false);               \
+      TILE_LOAD(l0, kXLoOff + st * kStride + k, false);                      \
+      TILE_LOAD(l1, kXLoOff + (st + 16) * kStride + k, false);               \
       if (kLoUsed == 1u) {                                                                \
         c00 = coopMatMulAddNV(l0, b0, c00);                                               \
         c01 = coopMatMulAddNV(l0, b1, c01);                                               \

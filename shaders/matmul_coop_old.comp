@@ -1,0 +1,344 @@
+// Tiled matrix-matrix product on cooperative matrices (VK_NV_cooperative_matrix: tensor cores),
+// for prefill: y[t, r] = sum_c W[r, c] x[t, c], as matmul.comp computes it, with each step's
+// tiles staged in shared memory as f16 and multiplied as 16x16x16 fragments, f32 accumulation.
+//   W: binding 0, [rows, cols] in the device layout of W_BF16, W_Q8_0 or W_Q4_0
+//      (common/weights.glsl; f32 weights take matmul.comp)
+//   x: binding 1, the activations [n_tokens, cols] as coop_x_prep.comp prepares them (the same
+//      LO and X_Q8)                                  y: binding 2, [n_tokens, y_stride] f32
+//   GATE_UP only: binding 3, the up matrix, like W (which is then the gate); y = gelu(g) · u
+//   push: MatvecPush (matvec.h). spec: ROWS x TOKENS, the workgroup's tile (multiples of 32);
+//   LOCAL_SIZE, its subgroups (below) of the pinned size 32; LO (below).
+// Workgroup (x + z * num_x) owns rows [ROWS g, ...), workgroup y tokens [TOKENS y, ...); each
+// subgroup 32 tokens of that tile x 32 rows, or with GATE_UP 16 rows of both matrices: 2 x 2
+// fragments either way (gate and up of the same rows side by side, so the epilogue pairs them
+// element by element and no subgroup holds more accumulators than a plain product's). Steps of
+// 64 columns (two GGML blocks), each step's global loads issued while the step before multiplies.
+// f16's range bounds activations to |x| < 65504.
+//
+// Precision: f16 keeps 11 bits, too few for the forward pass's 2e-3 bound on logits. Each
+// activation goes in as hi + lo (split once a product by coop_x_prep.comp: every row tile reads
+// all of x, and splitting in each cost more than its products): hi its f32 bits cut to 11
+// significant ones (exact in f16: a bit mask, which no compiler folds away as it may an f32 ->
+// f16 -> f32 round trip; the H200's driver did, and every lo part was 0 until session 9), lo =
+// x - hi (exact in f32) as f16:
+// ~22 bits. LO 1: the lo products go into the hi accumulators (they sit ~2^-11 below the hi
+// products; the f32 accumulation keeps ~13 of their bits; where |lo| < 2^-14 they are f16
+// subnormals, 2^-24 apart). LO 2: lo scaled by 2^11 into accumulators of their own (more
+// registers). LO 0: f16 activations alone. Weights go in exactly: bf16 is exact in f16, and a
+// Q8_0/Q4_0 block's integers are, so a block's products are summed unscaled and its f32 scale
+// applied by the ALU (a fragment of the rows' scales, the same scale down each column), where
+// d · q in f16 would round every weight.
+//
+// X_Q8 (Q8_0/Q4_0 weights): activations come quantized to GGML Q8_0 blocks of 32 (by
+// coop_x_prep.comp, bit for bit as the CPU's quantize_row_q8_0), the contract of
+// matmul_reference_q8_x (and of matvec_dot.comp, which takes the same products at small T). The
+// integers are exact in f16 and a block's 32 products sum exactly in f32 (< 2^24), so one f16
+// product a fragment replaces the hi + lo pair (LO is ignored), and each block's sum meets both
+// scales in f32: the weights' (down each column) and the activations' (along each row).
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_memory_scope_semantics : require
+#extension GL_NV_cooperative_matrix : require
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+
+#include "matvec.h"
+
+layout(constant_id = INFER_MATMUL_COOP_SPEC_LO) const uint kLo = 1;
+layout(constant_id = INFER_MATMUL_COOP_SPEC_ROWS) const uint kRows = 64;  // tile rows
+layout(constant_id = INFER_MATMUL_COOP_SPEC_TOKENS) const uint kTokens = 64;  // tile tokens
+
+// x as coop_x_prep.comp prepared it: per quad a uvec4 of f16 hi and lo pairs, or (X_Q8) an int8
+// word, then the blocks' scales.
+#ifdef X_Q8
+layout(binding = 1, std430) readonly buffer XQ { uint xq_words[]; };
+layout(binding = 1, std430) readonly buffer XD { float xq_scales[]; };
+#else
+layout(binding = 1, std430) readonly buffer XP { uvec4 x_pairs[]; };
+#endif
+layout(binding = 2, std430) writeonly buffer Y { float y[]; };
+
+#ifdef GATE_UP
+#define W_PAIR
+#define W_PAIR_BINDING INFER_MATVEC_BINDING_UP
+const uint kMats = 2;
+#include "common/gelu.glsl"
+#else
+const uint kMats = 1;
+#endif
+#include "common/weights.glsl"
+#ifdef W_F32
+#error "f32 weights take matmul.comp: their 24 bits do not fit one f16"
+#endif
+#if defined(X_Q8) && !defined(W_SCALED)
+#error "X_Q8 takes Q8_0 or Q4_0 weights"
+#endif
+
+#ifdef GATE_UP
+const uint kSubgroupRows = 16;  // of each matrix
+#else
+const uint kSubgroupRows = 32;
+#endif
+const uint kSubgroups = kTokens / 32 * (kRows / kSubgroupRows);
+// Subgroup s: tokens 32 (s % this) .., rows kSubgroupRows (s / this) ..
+const uint kTokenSubgroups = kTokens / 32;
+const uint kCols = INFER_MATMUL_COOP_COLS;  // columns per step: whole GGML blocks
+const uint kBlocks = kCols / 32;
+const uint kQuads = kCols / 4;
+const uint kStride = kCols + INFER_MATMUL_COOP_PAD;  // halves a shared row
+const uint kEdgeStride = 16;  // floats, one 16 x 16 fragment of a subgroup at a tile's edge
+
+shared float16_t x_sh[kTokens * kStride];        // [token][col], hi parts (X_Q8: the integers)
+#ifdef X_Q8
+shared float xd_sh[kBlocks * kTokens];  // [block of the step][token]: activations' block scales
+const uint kLoUsed = 0;                 // integers need no lo parts
+#define X_LO_TILE x_sh                  // so MULTIPLY's lo branch (dead) compiles
+#else
+shared float16_t x_lo_sh[kTokens * kStride];     // lo parts (LO 2: scaled by 2^11)
+const uint kLoUsed = kLo;
+#define X_LO_TILE x_lo_sh
+#endif
+shared float16_t w_sh[kMats * kRows * kStride];  // [matrix][row][col]: bf16, or block integers
+#ifdef W_SCALED
+shared float d_sh[kMats * kBlocks * kRows];  // [matrix][block of the step][row]: block scales
+#endif
+shared float edge_sh[kSubgroups * 16 * kEdgeStride];
+
+// Quads each invocation stages per step, loaded one step ahead into registers (raw, undecoded),
+// so a step's loads are in flight while the previous step multiplies.
+layout(local_size_x_id = INFER_MATMUL_SPEC_LOCAL_SIZE) in;
+const uint kWPer = kRows * kQuads / gl_WorkGroupSize.x;
+const uint kXPer = kTokens * kQuads / gl_WorkGroupSize.x;
+
+// Fragments are named variables, not arrays: an array of cooperative matrices indexed in loops
+// may be placed in local memory.
+#define FRAG_A fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>
+#define FRAG_ACC fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>
+
+uvec4 w_raw[kMats * kWPer];
+#ifdef X_Q8
+uint x_raw[kXPer];
+float xd_raw[kXPer];  // the block's scale, where the quad is its first
+#else
+uvec4 x_raw[kXPer];
+#endif
+
+// Issues the loads of step c0: weights of rows past the end repeat the last row and columns past
+// cols are zeroed when stored; activations past the end are 0.
+void load_step(uint row0, uint t0, uint c0) {
+  for (uint k = 0; k < kWPer; ++k) {
+    const uint i = gl_LocalInvocationID.x + k * gl_WorkGroupSize.x;
+    const uint row = min(row0 + i / kQuads, pc.rows - 1), c = c0 + 4 * (i % kQuads);
+    const uint cc = min(c, (pc.cols - 1) & ~3u);  // a quad past cols reads a valid one
+    w_raw[k] = quad_raw_of(0u, row, cc);
+#ifdef GATE_UP
+    w_raw[kWPer + k] = quad_raw_of(1u, row, cc);
+#endif
+  }
+  for (uint k = 0; k < kXPer; ++k) {
+    const uint i = gl_LocalInvocationID.x + k * gl_WorkGroupSize.x;
+    const uint t = i / kQuads, col = c0 + 4 * (i % kQuads), tok = t0 + t;
+    const bool live = tok < pc.n_tokens;  // cols is a multiple of kCols (coop_path)
+    const uint q = tok * (pc.cols / 4) + col / 4;
+#ifdef X_Q8
+    x_raw[k] = live ? xq_words[q] : 0u;
+    xd_raw[k] = live && col % 32 == 0 ? xq_scales[pc.n_tokens * (pc.cols / 4) + q / 8] : 0.0;
+#else
+    x_raw[k] = live ? x_pairs[q] : uvec4(0);  // f16 zeros
+#endif
+  }
+}
+
+const float kLoScale = INFER_MATMUL_COOP_LO_SCALE;  // LO 2's lo parts (coop_x_prep.comp)
+
+// Decodes the registers of step c0 into the shared tiles (as f16; quantized: the integers, and
+// each block's scale from the invocation that stages the block's first quad).
+void store_step(uint c0) {
+  for (uint k = 0; k < kWPer; ++k) {
+    const uint i = gl_LocalInvocationID.x + k * gl_WorkGroupSize.x;
+    const uint r = i / kQuads, c = c0 + 4 * (i % kQuads);
+    for (uint m = 0; m < kMats; ++m) {
+      const uvec4 raw = w_raw[m * kWPer + k];
+      const f16vec4 q = f16vec4(c < pc.cols ? quad_q_from_raw(raw, c) : vec4(0.0));
+      const uint o = (m * kRows + r) * kStride + c - c0;
+      for (uint e = 0; e < 4; ++e) w_sh[o + e] = q[e];
+#ifdef W_SCALED
+      if (c % 32 == 0) {
+        d_sh[(m * kBlocks + (c - c0) / 32) * kRows + r] =
+            c < pc.cols ? quad_d_from_raw(raw, c) : 0.0;
+      }
+#endif
+    }
+  }
+  for (uint k = 0; k < kXPer; ++k) {
+    const uint i = gl_LocalInvocationID.x + k * gl_WorkGroupSize.x;
+    const uint o = (i / kQuads) * kStride + 4 * (i % kQuads);
+#ifdef X_Q8
+    const uint w = x_raw[k];
+    for (uint e = 0; e < 4; ++e) x_sh[o + e] = float16_t(bitfieldExtract(int(w), int(8 * e), 8));
+    if (i % 8 == 0) xd_sh[(i % kQuads) / 8 * kTokens + i / kQuads] = xd_raw[k];
+#else
+    const f16vec2 h0 = unpackFloat2x16(x_raw[k].x), h1 = unpackFloat2x16(x_raw[k].y);
+    const f16vec2 l0 = unpackFloat2x16(x_raw[k].z), l1 = unpackFloat2x16(x_raw[k].w);
+    x_sh[o] = h0.x;
+    x_sh[o + 1] = h0.y;
+    x_sh[o + 2] = h1.x;
+    x_sh[o + 3] = h1.y;
+    x_lo_sh[o] = l0.x;
+    x_lo_sh[o + 1] = l0.y;
+    x_lo_sh[o + 2] = l1.x;
+    x_lo_sh[o + 3] = l1.y;
+#endif
+  }
+}
+
+// Writes fragment f (tokens tok0.., rows row0..): straight to y when whole and 16-byte aligned,
+// else through the subgroup's edge buffer with bounds.
+void store_frag(FRAG_ACC f, uint tok0, uint row0) {
+  if (tok0 + 16 <= pc.n_tokens && row0 + 16 <= pc.rows && (pc.y_stride & 3u) == 0u) {
+    coopMatStoreNV(f, y, tok0 * pc.y_stride + row0, pc.y_stride, false);
+    return;
+  }
+  const uint base = gl_SubgroupID * 16 * kEdgeStride;
+  coopMatStoreNV(f, edge_sh, base, kEdgeStride, false);
+  subgroupMemoryBarrierShared();
+  subgroupBarrier();
+  for (uint i = gl_SubgroupInvocationID; i < 256; i += gl_SubgroupSize) {
+    const uint t = i / 16, r = i % 16;
+    if (tok0 + t < pc.n_tokens && row0 + r < pc.rows) {
+      y[(tok0 + t) * pc.y_stride + row0 + r] = edge_sh[base + t * kEdgeStride + r];
+    }
+  }
+  subgroupBarrier();  // the buffer is reused by the next fragment
+}
+
+// Products over columns [k0, k0 + n) of the step, of x's hi parts (into c..) and lo parts (LO 1:
+// into c.., LO 2: into d..) with the staged W rows w0.. (c.0) and w1.. (c.1), 16 each
+// (B[k][n] = W[row n][col k]: the [row][col] tile read column-major). Fragments are loaded into
+// variables of their own, each written once.
+#define MULTIPLY(w0, w1, k0, n, c00, c01, c10, c11, d00, d01, d10, d11)                  \
+  for (uint k = (k0); k < (k0) + (n); k += 16) {                                          \
+    FRAG_A a0, a1, b0, b1;                                                                \
+    coopMatLoadNV(a0, x_sh, st * kStride + k, kStride, false);                             \
+    coopMatLoadNV(a1, x_sh, (st + 16) * kStride + k, kStride, false);                      \
+    coopMatLoadNV(b0, w_sh, (w0) * kStride + k, kStride, true);                            \
+    coopMatLoadNV(b1, w_sh, (w1) * kStride + k, kStride, true);                            \
+    c00 = coopMatMulAddNV(a0, b0, c00);                                                   \
+    c01 = coopMatMulAddNV(a0, b1, c01);                                                   \
+    c10 = coopMatMulAddNV(a1, b0, c10);                                                   \
+    c11 = coopMatMulAddNV(a1, b1, c11);                                                   \
+    if (kLoUsed != 0u) {                                                                  \
+      FRAG_A l0, l1;                                                                      \
+      coopMatLoadNV(l0, X_LO_TILE, st * kStride + k, kStride, false);                      \
+      coopMatLoadNV(l1, X_LO_TILE, (st + 16) * kStride + k, kStride, false);               \
+      if (kLoUsed == 1u) {                                                                \
+        c00 = coopMatMulAddNV(l0, b0, c00);                                               \
+        c01 = coopMatMulAddNV(l0, b1, c01);                                               \
+        c10 = coopMatMulAddNV(l1, b0, c10);                                               \
+        c11 = coopMatMulAddNV(l1, b1, c11);                                               \
+      } else {                                                                            \
+        d00 = coopMatMulAddNV(l0, b0, d00);                                               \
+        d01 = coopMatMulAddNV(l0, b1, d01);                                               \
+        d10 = coopMatMulAddNV(l1, b0, d10);                                               \
+        d11 = coopMatMulAddNV(l1, b1, d11);                                               \
+      }                                                                                   \
+    }                                                                                     \
+  }
+
+void main() {
+  const uint row0 = (gl_WorkGroupID.z * gl_NumWorkGroups.x + gl_WorkGroupID.x) * kRows;
+  const uint t0 = gl_WorkGroupID.y * kTokens;
+  if (row0 >= pc.rows) return;  // whole workgroup: the grid is rounded up in z
+  const uint sg = gl_SubgroupID;
+  const uint st = 32 * (sg % kTokenSubgroups), sr = kSubgroupRows * (sg / kTokenSubgroups);
+  const float unscale = 1.0 / kLoScale;
+  // The staged rows of the subgroup's fragment columns 0 and 1: rows sr and sr + 16, or with
+  // GATE_UP rows sr of the gate and of the up matrix.
+#ifdef GATE_UP
+  const uint w0 = sr, w1 = kRows + sr;
+#else
+  const uint w0 = sr, w1 = sr + 16;
+#endif
+
+  // g<token half><fragment column>: the sums (f16 lo parts in them but with LO 2).
+  FRAG_ACC g00 = FRAG_ACC(0.0), g01 = FRAG_ACC(0.0), g10 = FRAG_ACC(0.0), g11 = FRAG_ACC(0.0);
+#ifndef W_SCALED
+  // LO 2: the lo products over the whole row (unscaled weights need no per-block step).
+  FRAG_ACC h00 = FRAG_ACC(0.0), h01 = FRAG_ACC(0.0), h10 = FRAG_ACC(0.0), h11 = FRAG_ACC(0.0);
+#endif
+
+  load_step(row0, t0, 0);
+  for (uint c0 = 0; c0 < pc.cols; c0 += kCols) {
+    store_step(c0);
+    barrier();
+    if (c0 + kCols < pc.cols) load_step(row0, t0, c0 + kCols);  // in flight while multiplying
+
+#ifdef W_SCALED
+    for (uint b = 0; b < kBlocks; ++b) {
+      // One block's unscaled sums (hi and LO 1 lo c.., LO 2 lo d..), then scaled into g.. by the
+      // block scales of rows w0.. (s0) and w1.. (s1), the same scale down each fragment column
+      // (a stride-0 load), element by element (glslc -O, spirv-opt, crashes on whole-fragment
+      // arithmetic); the same fragment type, so element e of each is the same output.
+      FRAG_ACC c00 = FRAG_ACC(0.0), c01 = FRAG_ACC(0.0), c10 = FRAG_ACC(0.0), c11 = FRAG_ACC(0.0);
+      FRAG_ACC d00 = FRAG_ACC(0.0), d01 = FRAG_ACC(0.0), d10 = FRAG_ACC(0.0), d11 = FRAG_ACC(0.0);
+      MULTIPLY(w0, w1, 32 * b, 32, c00, c01, c10, c11, d00, d01, d10, d11)
+      FRAG_ACC s0, s1;
+      coopMatLoadNV(s0, d_sh, (w0 / kRows * kBlocks + b) * kRows + w0 % kRows, 0, false);
+      coopMatLoadNV(s1, d_sh, (w1 / kRows * kBlocks + b) * kRows + w1 % kRows, 0, false);
+#ifdef X_Q8
+      // The tokens' scales along each fragment row (stride 0, column-major): the block's sum
+      // is an exact integer, scaled once by d_w · d_x.
+      FRAG_ACC x0, x1;
+      coopMatLoadNV(x0, xd_sh, b * kTokens + st, 0, true);
+      coopMatLoadNV(x1, xd_sh, b * kTokens + st + 16, 0, true);
+      for (int e = 0; e < g00.length(); ++e) {
+        g00[e] += c00[e] * (s0[e] * x0[e]);
+        g01[e] += c01[e] * (s1[e] * x0[e]);
+        g10[e] += c10[e] * (s0[e] * x1[e]);
+        g11[e] += c11[e] * (s1[e] * x1[e]);
+      }
+#else
+      // Only LO 2 reads d..: elsewhere c + 0 · unscale would still be an add the driver may not
+      // fold (IEEE: c + 0 is not c for c = -0), keeping the unused d.. in registers.
+      for (int e = 0; kLoUsed == 2u && e < g00.length(); ++e) {
+        c00[e] += d00[e] * unscale;
+        c01[e] += d01[e] * unscale;
+        c10[e] += d10[e] * unscale;
+        c11[e] += d11[e] * unscale;
+      }
+      for (int e = 0; e < g00.length(); ++e) {
+        g00[e] += c00[e] * s0[e];
+        g01[e] += c01[e] * s1[e];
+        g10[e] += c10[e] * s0[e];
+        g11[e] += c11[e] * s1[e];
+      }
+#endif
+    }
+#else
+    MULTIPLY(w0, w1, 0, kCols, g00, g01, g10, g11, h00, h01, h10, h11)
+#endif
+    barrier();  // the next step overwrites the tiles
+  }
+
+#ifndef W_SCALED
+  for (int e = 0; kLo == 2u && e < g00.length(); ++e) {
+    g00[e] += h00[e] * unscale;
+    g01[e] += h01[e] * unscale;
+    g10[e] += h10[e] * unscale;
+    g11[e] += h11[e] * unscale;
+  }
+#endif
+#ifdef GATE_UP
+  for (int e = 0; e < g00.length(); ++e) {
+    g00[e] = gelu_tanh(g00[e]) * g01[e];
+    g10[e] = gelu_tanh(g10[e]) * g11[e];
+  }
+  store_frag(g00, t0 + st, row0 + sr);
+  store_frag(g10, t0 + st + 16, row0 + sr);
+#else
+  store_frag(g00, t0 + st, row0 + sr);
+  store_frag(g01, t0 + st, row0 + sr + 16);
+  store_frag(g10, t0 + st + 16, row0 + sr);
+  store_frag(g11, t0 + st + 16, row0 + sr + 16);
+#endif
+}
