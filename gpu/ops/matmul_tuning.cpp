@@ -189,8 +189,11 @@ Result<bool> resolve_coop_tuning(const VulkanContext& ctx, WeightFormat format, 
   if (t.coop_tokens == 0) t.coop_tokens = kDefaultCoopTokens;
   const bool scaled = format == WeightFormat::kQ8_0 || format == WeightFormat::kQ4_0;
   const uint32_t invocations = coop_subgroups(t, gate_up) * info.subgroup_size;
+  // Each invocation stages whole rounds of the tiles' quads (16 a row of a step).
+  const uint32_t quads = INFER_MATMUL_COOP_COLS / 4;
   const bool fits =
       info.subgroup_size == 32 && t.coop_rows % 32 == 0 && t.coop_tokens % 32 == 0 &&
+      t.coop_rows * quads % invocations == 0 && t.coop_tokens * quads % invocations == 0 &&
       invocations <=
           std::min(info.max_workgroup_invocations, props.limits.maxComputeWorkGroupSize[0]) &&
       coop_shared_bytes(t, gate_up, scaled) <= props.limits.maxComputeSharedMemorySize;
@@ -198,7 +201,8 @@ Result<bool> resolve_coop_tuning(const VulkanContext& ctx, WeightFormat format, 
     return make_error(ErrorCode::kUnsupported,
                       "cooperative-matrix tile " + std::to_string(t.coop_rows) + "x" +
                           std::to_string(t.coop_tokens) +
-                          " (multiples of 32, subgroups of 32) does not fit the device");
+                          " (multiples of 32, subgroups of 32, whose quads divide among the "
+                          "invocations) does not fit the device");
   }
   return fits;
 }
