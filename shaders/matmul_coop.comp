@@ -322,11 +322,18 @@ void main() {
   FRAG_ACC h00 = FRAG_ACC(0.0), h01 = FRAG_ACC(0.0), h10 = FRAG_ACC(0.0), h11 = FRAG_ACC(0.0);
 #endif
 
+#ifdef COOP_NO_PREFETCH  // A/B: loads, stores, products in turn (fewer registers live)
+  for (uint c0 = 0; c0 < pc.cols; c0 += kCols) {
+    load_step(row0, t0, c0);
+    store_step(c0);
+    barrier();
+#else
   load_step(row0, t0, 0);
   for (uint c0 = 0; c0 < pc.cols; c0 += kCols) {
     store_step(c0);
     barrier();
     if (c0 + kCols < pc.cols) load_step(row0, t0, c0 + kCols);  // in flight while multiplying
+#endif
 
 #ifdef W_SCALED
     for (uint b = 0; b < kBlocks; ++b) {
