@@ -240,17 +240,8 @@ Result<void> VulkanContext::create_device() {
   VkPhysicalDeviceCooperativeMatrixFeaturesNV has_coop{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
   query_features(physical_, coop_extension, has_coop);
-  // matmul_coop.comp views its shared memory as halves, quads and floats (aliased blocks).
-  const bool layout_extension =
-      coop_extension &&
-      has_device_extension(physical_, VK_KHR_WORKGROUP_MEMORY_EXPLICIT_LAYOUT_EXTENSION_NAME);
-  VkPhysicalDeviceWorkgroupMemoryExplicitLayoutFeaturesKHR has_layout{
-      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_WORKGROUP_MEMORY_EXPLICIT_LAYOUT_FEATURES_KHR};
-  query_features(physical_, layout_extension, has_layout);
   const bool coop = coop_extension && has_coop.cooperativeMatrix && has12.shaderFloat16 &&
                     has13.subgroupSizeControl && has13.computeFullSubgroups &&
-                    layout_extension && has_layout.workgroupMemoryExplicitLayout &&
-                    has_layout.workgroupMemoryExplicitLayout16BitAccess &&
                     offers_f16_coop_16x16x16(physical_);
   // INFER_PIPELINE_STATS=1: the driver's statistics of each pipeline (register count, spills),
   // for tuning the kernels on a device without a profiler at hand.
@@ -270,22 +261,16 @@ Result<void> VulkanContext::create_device() {
   if (!has13.maintenance4) return vulkan_error(info_.name + " lacks maintenance4");
 
   // Enable what the shaders use; optional features only when present.
-  // Each optional feature struct goes at the head of the chain under f13.
-  void* optional = nullptr;
-  VkPhysicalDeviceWorkgroupMemoryExplicitLayoutFeaturesKHR f_layout{
-      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_WORKGROUP_MEMORY_EXPLICIT_LAYOUT_FEATURES_KHR};
-  f_layout.workgroupMemoryExplicitLayout = VK_TRUE;
-  f_layout.workgroupMemoryExplicitLayout16BitAccess = VK_TRUE;
   VkPhysicalDeviceCooperativeMatrixFeaturesNV f_coop{
-      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV, &f_layout};
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
   f_coop.cooperativeMatrix = VK_TRUE;
-  if (coop) optional = &f_coop;
   VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR f_stats{
-      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR, optional};
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR,
+      coop ? &f_coop : nullptr};
   f_stats.pipelineExecutableInfo = VK_TRUE;
-  if (stats) optional = &f_stats;
   VkPhysicalDeviceVulkan13Features f13{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES,
-                                       optional};
+                                       stats ? static_cast<void*>(&f_stats)
+                                             : coop ? static_cast<void*>(&f_coop) : nullptr};
   f13.synchronization2 = VK_TRUE;
   f13.maintenance4 = VK_TRUE;
   f13.subgroupSizeControl = has13.subgroupSizeControl;
@@ -312,10 +297,7 @@ Result<void> VulkanContext::create_device() {
   info.queueCreateInfoCount = 1;
   info.pQueueCreateInfos = &queue;
   std::vector<const char*> extensions;
-  if (coop) {
-    extensions.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
-    extensions.push_back(VK_KHR_WORKGROUP_MEMORY_EXPLICIT_LAYOUT_EXTENSION_NAME);
-  }
+  if (coop) extensions.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
   if (stats) extensions.push_back(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
   info.enabledExtensionCount = uint32_t(extensions.size());
   info.ppEnabledExtensionNames = extensions.data();

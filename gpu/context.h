@@ -43,8 +43,8 @@ struct DeviceInfo {
   bool shader_float16 = false;  // enabled when present; the kernels do not need them yet
   bool shader_int8 = false;
   // VK_NV_cooperative_matrix enabled, offering subgroup-scope 16x16x16 f16 x f16 + f32 -> f32
-  // (tensor cores), with VK_KHR_workgroup_memory_explicit_layout (16-bit): prefill's matrix
-  // products use it (shaders/matmul_coop.comp), unless INFER_COOPMAT=0 is in the environment.
+  // (tensor cores): prefill's matrix products use it (shaders/matmul_coop.comp), unless
+  // INFER_COOPMAT=0 is in the environment.
   bool coop_matrix_nv = false;
   // shaderIntegerDotProduct (core in Vulkan 1.3) enabled: Q8_0/Q4_0 matvecs quantize activations
   // to int8 and use 4 x int8 dot products (shaders/matvec_dot.comp) when INFER_INTDOT=1 asks.

@@ -41,7 +41,6 @@
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_NV_cooperative_matrix : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
-#extension GL_EXT_shared_memory_block : require
 
 #include "matvec.h"
 
@@ -67,13 +66,8 @@ const uint kMats = 2;
 #else
 const uint kMats = 1;
 #endif
-#ifndef COOP_F32_DECODE
-#define WEIGHTS_F16_QUADS
-#endif
+#define WEIGHTS_F16_QUADS  // quad_q16_from_raw
 #include "common/weights.glsl"
-#ifdef COOP_F32_DECODE  // the A/B baseline: quants through f32, converted one by one
-f16vec4 quad_q16_from_raw(uvec4 raw, uint c) { return f16vec4(quad_q_from_raw(raw, c)); }
-#endif
 #ifdef W_F32
 #error "f32 weights take matmul.comp: their 24 bits do not fit one f16"
 #endif
@@ -95,12 +89,11 @@ const uint kQuads = kCols / 4;
 const uint kStride = kCols + INFER_MATMUL_COOP_PAD;  // halves a shared row
 const uint kEdgeStride = 16;  // floats, one 16 x 16 fragment of a subgroup at a tile's edge
 
-// Shared memory is one region seen three ways (GL_EXT_shared_memory_block: shared blocks alias
-// from offset 0): halves for the fragment loads, quads (f16vec4) for the staging's stores, each
-// quad one 8-byte store where four f16 stores took four (the staging, not the tensor cores,
-// bounds these kernels), and floats for the block scales and the edge fragments. Offsets below
-// in halves (the quads' and floats' divided by 4 and 2). COOP_SCALAR_TILES: the f16 stores (the
-// A/B baseline).
+// The tiles hold quads (4 columns as f16) as uvec2: the staging stores each quad with one 8-byte
+// store where four f16 stores took four, and the fragment loads read the uvec2 array as f16,
+// offsets and strides in quads (H200, session 11: 12B Q4_0 prefill 2,593 vs 2,521 t/s with f16
+// tiles, bf16 3,590 vs 3,535 with the same stores through aliased f16vec4 / f16 blocks). Offsets
+// below in halves; the floats (block scales, edge fragments) in an array of their own.
 const uint kXHalves = kTokens * kStride;
 const uint kXOff = 0;  // [token][col], hi parts (X_Q8: the integers)
 #ifdef X_Q8
@@ -115,14 +108,7 @@ const uint kWOff = kXLoOff + kXHalves;
 const uint kXdFloats = 0;
 #endif
 const uint kWHalves = kMats * kRows * kStride;  // [matrix][row][col]: bf16, or block integers
-#if defined(COOP_PLAIN_U2) || defined(COOP_PLAIN_F16)
-#define COOP_PLAIN  // A/B: plain arrays, the tiles as uvec2 or f16 (floats apart, edge apart)
-#endif
-#ifdef COOP_PLAIN
-const uint kDOff = 0;
-#else
-const uint kDOff = (kWOff + kWHalves) / 2;      // floats: [matrix][block of the step][row] scales
-#endif
+const uint kDOff = 0;  // floats: [matrix][block of the step][row], the block scales
 #ifdef W_SCALED
 const uint kDFloats = kMats * kBlocks * kRows;
 #else
@@ -130,26 +116,10 @@ const uint kDFloats = 0;
 #endif
 const uint kXdOff = kDOff + kDFloats;
 const uint kTileFloats = kXdOff + kXdFloats, kEdgeFloats = kSubgroups * 16 * kEdgeStride;
-#if defined(COOP_PLAIN_U2)
-const uint kEdgeOff = kTileFloats;
+const uint kEdgeOff = kTileFloats;  // floats: one 16 x 16 fragment a subgroup
 shared uvec2 sh_t[(kWOff + kWHalves) / 4];
 shared float sh_f[kTileFloats + kEdgeFloats];
 #define TILE_LOAD(f, o, cm) coopMatLoadNV(f, sh_t, (o) / 4, kStride / 4, cm)
-#elif defined(COOP_PLAIN_F16)
-const uint kEdgeOff = kTileFloats;
-shared float16_t sh_h[kWOff + kWHalves];
-shared float sh_f[kTileFloats + kEdgeFloats];
-#define TILE_LOAD(f, o, cm) coopMatLoadNV(f, sh_h, o, kStride, cm)
-#define COOP_SCALAR_TILES
-#else
-// Floats: one 16 x 16 fragment a subgroup, over the tiles (the epilogue's, after the last step).
-const uint kEdgeOff = 0;
-const uint kSharedFloats = kTileFloats > kEdgeFloats ? kTileFloats : kEdgeFloats;
-shared SharedHalves { float16_t sh_h[2 * kSharedFloats]; };
-shared SharedQuads { f16vec4 sh_q[kSharedFloats / 2]; };
-shared SharedFloats { float sh_f[kSharedFloats]; };
-#define TILE_LOAD(f, o, cm) coopMatLoadNV(f, sh_h, o, kStride, cm)
-#endif
 
 // Quads each invocation stages per step, loaded one step ahead into registers (raw, undecoded),
 // so a step's loads are in flight while the previous step multiplies.
@@ -201,14 +171,7 @@ void load_step(uint row0, uint t0, uint c0) {
 const float kLoScale = INFER_MATMUL_COOP_LO_SCALE;  // LO 2's lo parts (coop_x_prep.comp)
 
 // Stores quad q at half o (a multiple of 4) of the shared region.
-#if defined(COOP_PLAIN_U2)
 #define tile_store(o, q) sh_t[(o) / 4] = uvec2(packFloat2x16((q).xy), packFloat2x16((q).zw))
-#elif defined(COOP_SCALAR_TILES)
-#define tile_store(o, q) \
-  for (uint e_ = 0; e_ < 4; ++e_) sh_h[(o) + e_] = (q)[e_]
-#else
-#define tile_store(o, q) sh_q[(o) / 4] = (q)
-#endif
 
 // Decodes the registers of step c0 into the shared tiles (as f16; quantized: the integers, and
 // each block's scale from the invocation that stages the block's first quad).
@@ -235,7 +198,8 @@ void store_step(uint c0) {
 #ifdef X_Q8
     // int8 -> f16 by the exponent trick (quad_q16_from_raw's): byte b + 128 under 1024's exponent
     const uint w = x_raw[k] ^ 0x80808080u;
-    const uint lo = (w & 0xffu) | ((w & 0xff00u) << 8), hi = ((w >> 16) & 0xffu) | (w & 0xff000000u) >> 8;
+    const uint lo = (w & 0xffu) | ((w & 0xff00u) << 8);
+    const uint hi = ((w >> 16) & 0xffu) | (w & 0xff000000u) >> 8;
     const f16vec2 bias = f16vec2(float16_t(1152.0));
     tile_store(kXOff + o, f16vec4(unpackFloat2x16(lo | 0x64006400u) - bias,
                                 unpackFloat2x16(hi | 0x64006400u) - bias));
@@ -274,18 +238,18 @@ void store_frag(FRAG_ACC f, uint tok0, uint row0) {
 #define MULTIPLY(w0, w1, k0, n, c00, c01, c10, c11, d00, d01, d10, d11)                  \
   for (uint k = (k0); k < (k0) + (n); k += 16) {                                          \
     FRAG_A a0, a1, b0, b1;                                                                \
-    TILE_LOAD(a0, kXOff + st * kStride + k, false);                             \
-    TILE_LOAD(a1, kXOff + (st + 16) * kStride + k, false);                      \
-    TILE_LOAD(b0, kWOff + (w0) * kStride + k, true);                            \
-    TILE_LOAD(b1, kWOff + (w1) * kStride + k, true);                            \
+    TILE_LOAD(a0, kXOff + st * kStride + k, false);                                       \
+    TILE_LOAD(a1, kXOff + (st + 16) * kStride + k, false);                                \
+    TILE_LOAD(b0, kWOff + (w0) * kStride + k, true);                                      \
+    TILE_LOAD(b1, kWOff + (w1) * kStride + k, true);                                      \
     c00 = coopMatMulAddNV(a0, b0, c00);                                                   \
     c01 = coopMatMulAddNV(a0, b1, c01);                                                   \
     c10 = coopMatMulAddNV(a1, b0, c10);                                                   \
     c11 = coopMatMulAddNV(a1, b1, c11);                                                   \
     if (kLoUsed != 0u) {                                                                  \
       FRAG_A l0, l1;                                                                      \
-      TILE_LOAD(l0, kXLoOff + st * kStride + k, false);                      \
-      TILE_LOAD(l1, kXLoOff + (st + 16) * kStride + k, false);               \
+      TILE_LOAD(l0, kXLoOff + st * kStride + k, false);                                   \
+      TILE_LOAD(l1, kXLoOff + (st + 16) * kStride + k, false);                            \
       if (kLoUsed == 1u) {                                                                \
         c00 = coopMatMulAddNV(l0, b0, c00);                                               \
         c01 = coopMatMulAddNV(l0, b1, c01);                                               \
@@ -322,18 +286,13 @@ void main() {
   FRAG_ACC h00 = FRAG_ACC(0.0), h01 = FRAG_ACC(0.0), h10 = FRAG_ACC(0.0), h11 = FRAG_ACC(0.0);
 #endif
 
-#ifdef COOP_NO_PREFETCH  // A/B: loads, stores, products in turn (fewer registers live)
-  for (uint c0 = 0; c0 < pc.cols; c0 += kCols) {
-    load_step(row0, t0, c0);
-    store_step(c0);
-    barrier();
-#else
+  // (Loading each step after the last one's products, no registers held across them, was
+  // slower: 12B Q4_0 2,309 vs 2,515 t/s, session 11.)
   load_step(row0, t0, 0);
   for (uint c0 = 0; c0 < pc.cols; c0 += kCols) {
     store_step(c0);
     barrier();
     if (c0 + kCols < pc.cols) load_step(row0, t0, c0 + kCols);  // in flight while multiplying
-#endif
 
 #ifdef W_SCALED
     for (uint b = 0; b < kBlocks; ++b) {

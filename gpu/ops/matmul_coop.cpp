@@ -2,7 +2,6 @@
 // activations once a product into a scratch the kernels own.
 #include "gpu/ops/matmul_coop.h"
 
-#include <cstdlib>
 #include <memory>
 #include <span>
 #include <string>
@@ -32,11 +31,6 @@ Result<void> create_coop_kernels(const VulkanContext& ctx, WeightFormat format, 
   PipelineDesc coop;
   coop.variant = std::string(gate_up ? "gate_up_matmul_coop" : "matmul_coop") +
                  (int8 ? "_x8_" : "_") + weight_format_name(format);
-  // TEMPORARY A/B (session 11): INFER_COOP_AB=old|ab2 (every format) or ab0|ab3|ab4 (Q4_0).
-  if (const char* ab = std::getenv("INFER_COOP_AB"); ab != nullptr && ab[0] != '\0' && !int8 &&
-      (format == WeightFormat::kQ4_0 || ab == std::string("old") || ab == std::string("ab2"))) {
-    coop.variant += std::string("_") + ab;
-  }
   coop.bindings = {Access::kRead, Access::kRead, Access::kWrite, Access::kRead};
   coop.bindings.resize(gate_up ? 4 : 3);
   coop.push_bytes = sizeof(shader::MatvecPush);

@@ -1,7 +1,6 @@
 // The tiled prefill kernel's shape: defaults, INFER_MM_* knobs, device limits (matmul_tuning.h).
 #include "gpu/ops/matmul_tuning.h"
 
-#include <algorithm>
 #include <cstdlib>
 #include <string>
 
@@ -147,14 +146,13 @@ uint32_t coop_subgroups(const MatvecTuning& t, bool gate_up) {
 namespace {
 
 // matmul_coop.comp's shared memory: x hi and lo and W as padded f16 rows of a step, the block
-// scales of a step (quantized); the epilogue's 16 x 16 f32 edge fragment a subgroup over them.
+// scales of a step (quantized), one 16 x 16 f32 edge fragment a subgroup.
 uint32_t coop_shared_bytes(const MatvecTuning& t, bool gate_up, bool scaled) {
   const uint32_t mats = gate_up ? 2 : 1;
   const uint32_t stride = INFER_MATMUL_COOP_COLS + INFER_MATMUL_COOP_PAD;
   const uint32_t blocks = INFER_MATMUL_COOP_COLS / 32;
-  const uint32_t tiles = 2 * 2 * t.coop_tokens * stride + 2 * mats * t.coop_rows * stride +
-                         (scaled ? 4 * mats * blocks * t.coop_rows : 0);
-  return std::max(tiles, coop_subgroups(t, gate_up) * 16 * 16 * 4);
+  return 2 * 2 * t.coop_tokens * stride + 2 * mats * t.coop_rows * stride +
+         (scaled ? 4 * mats * blocks * t.coop_rows : 0) + coop_subgroups(t, gate_up) * 16 * 16 * 4;
 }
 
 // INFER_COOP_LO's value; kAuto for one it does not name.

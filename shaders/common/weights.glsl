@@ -231,7 +231,8 @@ f16vec4 quad_q16_from_raw(uvec4 raw, uint c) {
   const uint v = raw.x >> (4 * (quad_place(c).y % 2)), m = 0xfu;  // q + 8 at bits 8e
   const f16vec2 bias = f16vec2(float16_t(1032.0));
 #endif
-  const uint e01 = (v & m) | ((v << 8) & (m << 16)), e23 = ((v >> 16) & m) | ((v >> 8) & (m << 16));
+  const uint e01 = (v & m) | ((v << 8) & (m << 16));
+  const uint e23 = ((v >> 16) & m) | ((v >> 8) & (m << 16));
   return f16vec4(unpackFloat2x16(e01 | 0x64006400u) - bias,
                  unpackFloat2x16(e23 | 0x64006400u) - bias);
 #else
