@@ -264,6 +264,44 @@ void store_frag(FRAG_ACC f, uint tok0, uint row0) {
     }                                                                                     \
   }
 
+// COOP_ONEACC: token half t (tokens t..t+15 of the tile) of block b, both fragment columns:
+// hi (and lo) fragments of the two k-steps, then each column's sum c (LO 2: lo sums d) scaled
+// by the rows' block scales (X_Q8: and the tokens') into g0 / g1.
+#ifdef X_Q8
+#define BLOCK_XD(t) FRAG_ACC xs; coopMatLoadNV(xs, sh_f, kXdOff + b * kTokens + (t), 0, true);
+#define BLOCK_SCALE(s, e) (s[e] * xs[e])
+#else
+#define BLOCK_XD(t)
+#define BLOCK_SCALE(s, e) s[e]
+#endif
+#define BLOCK_COL(g, bk0, bk1, w)                                                          \
+  {                                                                                         \
+    FRAG_ACC c = FRAG_ACC(0.0), d = FRAG_ACC(0.0), s;                                      \
+    c = coopMatMulAddNV(a0, bk0, c);                                                        \
+    if (kLoUsed == 1u) c = coopMatMulAddNV(l0, bk0, c);                                     \
+    if (kLoUsed == 2u) d = coopMatMulAddNV(l0, bk0, d);                                     \
+    c = coopMatMulAddNV(a1, bk1, c);                                                        \
+    if (kLoUsed == 1u) c = coopMatMulAddNV(l1, bk1, c);                                     \
+    if (kLoUsed == 2u) d = coopMatMulAddNV(l1, bk1, d);                                     \
+    for (int e = 0; kLoUsed == 2u && e < c.length(); ++e) c[e] += d[e] * unscale;          \
+    coopMatLoadNV(s, sh_f, kDOff + ((w) / kRows * kBlocks + b) * kRows + (w) % kRows, 0,   \
+                  false);                                                                   \
+    for (int e = 0; e < c.length(); ++e) g[e] += c[e] * BLOCK_SCALE(s, e);                 \
+  }
+#define BLOCK_HALF(t, g0, g1)                                                              \
+  {                                                                                         \
+    FRAG_A a0, a1, l0, l1;                                                                  \
+    TILE_LOAD(a0, kXOff + (t) * kStride + k0, false);                                       \
+    TILE_LOAD(a1, kXOff + (t) * kStride + k0 + 16, false);                                  \
+    if (kLoUsed != 0u) {                                                                    \
+      TILE_LOAD(l0, kXLoOff + (t) * kStride + k0, false);                                   \
+      TILE_LOAD(l1, kXLoOff + (t) * kStride + k0 + 16, false);                              \
+    }                                                                                       \
+    BLOCK_XD(t)                                                                             \
+    BLOCK_COL(g0, b00, b01, w0)                                                             \
+    BLOCK_COL(g1, b10, b11, w1)                                                             \
+  }
+
 void main() {
   const uint row0 = (gl_WorkGroupID.z * gl_NumWorkGroups.x + gl_WorkGroupID.x) * kRows;
   const uint t0 = gl_WorkGroupID.y * kTokens;
@@ -281,20 +319,40 @@ void main() {
 
   // g<token half><fragment column>: the sums (f16 lo parts in them but with LO 2).
   FRAG_ACC g00 = FRAG_ACC(0.0), g01 = FRAG_ACC(0.0), g10 = FRAG_ACC(0.0), g11 = FRAG_ACC(0.0);
-#ifndef W_SCALED
+#if !defined(W_SCALED) || defined(COOP_NOSCALE)
   // LO 2: the lo products over the whole row (unscaled weights need no per-block step).
   FRAG_ACC h00 = FRAG_ACC(0.0), h01 = FRAG_ACC(0.0), h10 = FRAG_ACC(0.0), h11 = FRAG_ACC(0.0);
 #endif
 
   // (Loading each step after the last one's products, no registers held across them, was
   // slower: 12B Q4_0 2,309 vs 2,515 t/s, session 11.)
+#ifndef COOP_NOPREFETCH
   load_step(row0, t0, 0);
+#endif
   for (uint c0 = 0; c0 < pc.cols; c0 += kCols) {
+#ifdef COOP_NOPREFETCH
+    load_step(row0, t0, c0);
+#endif
     store_step(c0);
     barrier();
+#ifndef COOP_NOPREFETCH
     if (c0 + kCols < pc.cols) load_step(row0, t0, c0 + kCols);  // in flight while multiplying
+#endif
 
-#ifdef W_SCALED
+#if defined(W_SCALED) && defined(COOP_ONEACC)
+    for (uint b = 0; b < kBlocks; ++b) {
+      // One output fragment at a time: its block sum in one temporary accumulator (c, and LO 2's
+      // lo sums in d), scaled into g.. at once, so only one temporary is live (A/B).
+      const uint k0 = 32 * b;
+      FRAG_A b00, b01, b10, b11;  // b<fragment column><k-step>
+      TILE_LOAD(b00, kWOff + w0 * kStride + k0, true);
+      TILE_LOAD(b01, kWOff + w0 * kStride + k0 + 16, true);
+      TILE_LOAD(b10, kWOff + w1 * kStride + k0, true);
+      TILE_LOAD(b11, kWOff + w1 * kStride + k0 + 16, true);
+      BLOCK_HALF(st, g00, g01)
+      BLOCK_HALF(st + 16, g10, g11)
+    }
+#elif defined(W_SCALED) && !defined(COOP_NOSCALE)
     for (uint b = 0; b < kBlocks; ++b) {
       // One block's unscaled sums (hi and LO 1 lo c.., LO 2 lo d..), then scaled into g.. by the
       // block scales of rows w0.. (s0) and w1.. (s1), the same scale down each fragment column
@@ -341,7 +399,7 @@ void main() {
     barrier();  // the next step overwrites the tiles
   }
 
-#ifndef W_SCALED
+#if !defined(W_SCALED) || defined(COOP_NOSCALE)
   for (int e = 0; kLo == 2u && e < g00.length(); ++e) {
     g00[e] += h00[e] * unscale;
     g01[e] += h01[e] * unscale;
