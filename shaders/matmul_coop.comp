@@ -68,6 +68,16 @@ const uint kMats = 1;
 #endif
 #define WEIGHTS_F16_QUADS  // quad_q16_from_raw
 #include "common/weights.glsl"
+#ifdef W_PREDEC
+// TEMPORARY A/B: W (and up) as coop_w_predecode.comp wrote them: quads of f16 integers, then
+// the blocks' f32 scales.
+layout(binding = 0, std430) readonly buffer PQ0 { uvec2 pq0[]; };
+layout(binding = 0, std430) readonly buffer PD0 { float pd0[]; };
+#ifdef GATE_UP
+layout(binding = 3, std430) readonly buffer PQ1 { uvec2 pq1[]; };
+layout(binding = 3, std430) readonly buffer PD1 { float pd1[]; };
+#endif
+#endif
 #ifdef W_F32
 #error "f32 weights take matmul.comp: their 24 bits do not fit one f16"
 #endif
@@ -149,9 +159,18 @@ void load_step(uint row0, uint t0, uint c0) {
     const uint i = gl_LocalInvocationID.x + k * gl_WorkGroupSize.x;
     const uint row = min(row0 + i / kQuads, pc.rows - 1), c = c0 + 4 * (i % kQuads);
     const uint cc = min(c, (pc.cols - 1) & ~3u);  // a quad past cols reads a valid one
+#ifdef W_PREDEC
+    const uint pq = row * (pc.cols / 4) + cc / 4, pd = pc.rows * (pc.cols / 2) + pq / 8;
+    const bool first = c % 32 == 0;
+    w_raw[k] = uvec4(pq0[pq], first ? floatBitsToUint(pd0[pd]) : 0u, 0u);
+#ifdef GATE_UP
+    w_raw[kWPer + k] = uvec4(pq1[pq], first ? floatBitsToUint(pd1[pd]) : 0u, 0u);
+#endif
+#else
     w_raw[k] = quad_raw_of(0u, row, cc);
 #ifdef GATE_UP
     w_raw[kWPer + k] = quad_raw_of(1u, row, cc);
+#endif
 #endif
   }
   for (uint k = 0; k < kXPer; ++k) {
@@ -181,14 +200,19 @@ void store_step(uint c0) {
     const uint r = i / kQuads, c = c0 + 4 * (i % kQuads);
     for (uint m = 0; m < kMats; ++m) {
       const uvec4 raw = w_raw[m * kWPer + k];
-      const f16vec4 q = c < pc.cols ? quad_q16_from_raw(raw, c) : f16vec4(0.0);
       const uint o = kWOff + (m * kRows + r) * kStride + c - c0;
+#ifdef W_PREDEC
+      sh_t[o / 4] = raw.xy;  // cols is a multiple of kCols (coop_path)
+      if (c % 32 == 0) sh_f[kDOff + (m * kBlocks + (c - c0) / 32) * kRows + r] = uintBitsToFloat(raw.z);
+#else
+      const f16vec4 q = c < pc.cols ? quad_q16_from_raw(raw, c) : f16vec4(0.0);
       tile_store(o, q);
 #ifdef W_SCALED
       if (c % 32 == 0) {
         sh_f[kDOff + (m * kBlocks + (c - c0) / 32) * kRows + r] =
             c < pc.cols ? quad_d_from_raw(raw, c) : 0.0;
       }
+#endif
 #endif
     }
   }
