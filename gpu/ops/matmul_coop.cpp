@@ -47,7 +47,8 @@ Result<void> create_coop_kernels(const VulkanContext& ctx, WeightFormat format, 
                {INFER_MATMUL_COOP_SPEC_TOKENS, t.coop_tokens}};
   coop.required_subgroup_size = subgroup;  // fragments span whole subgroups
   INFER_TRY(k.coop, Pipeline::create(ctx, coop));
-  if (coop.variant.ends_with("_ab4") || coop.variant.ends_with("_ab5")) {
+  if (coop.variant.ends_with("_ab4") || coop.variant.ends_with("_ab5") ||
+      coop.variant.ends_with("_ab7")) {
     PipelineDesc pre;
     pre.variant = std::string("coop_w_predecode_") + weight_format_name(format);
     pre.bindings = {Access::kRead, Access::kWrite};

@@ -197,6 +197,31 @@ uvec4 quad_raw_of(uint m, uint row, uint c) {
 #endif
 }
 
+#ifdef W_SCALED
+// Q8_0/Q4_0: the quant word of quad c (quad_raw_of's first word) alone, and the scale of the block
+// holding column c, for a reader that loads a block's scale once rather than with every quad.
+uint quad_word_of(uint m, uint row, uint c) {
+  const uvec2 jq = quad_place(c);
+  const uint v = (row * w_stride() + jq.x) * 4;
+#if defined(W_Q8_0)
+  return word_of(m, v + jq.y);
+#else
+  return word_of(m, v + jq.y / 2);
+#endif
+}
+float block_scale_of(uint m, uint row, uint c) {
+  const uvec2 jq = quad_place(c);
+  const uint s = (row * w_stride() + w_vecs() + jq.x / GROUP_VECS) * 4;
+#if defined(W_Q8_0)
+  const vec2 d = unpackHalf2x16(word_of(m, s + jq.y));
+  return (jq.x % 16) < 8 ? d.x : d.y;
+#else
+  const vec2 d = unpackHalf2x16(word_of(m, s + jq.y / 2));
+  return (jq.y % 2) == 0 ? d.x : d.y;
+#endif
+}
+#endif
+
 // The quants of a quad from its raw words (quad_raw_of): Q8_0/Q4_0 the integers q - bias, exact
 // in f16 (matmul_coop.comp multiplies them so and applies the block scale per block); f32 and
 // bf16 the weights themselves.
