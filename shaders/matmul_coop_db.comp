@@ -115,6 +115,8 @@ uvec2 w_quad_raw(uint m, uint row, uint c) {
 #else
   return pq0[q];
 #endif
+#elif defined(W_SCALED) && defined(COOP_DB_QUADSCALE)
+  return quad_raw_of(m, row, c).xy;  // quant word, scale word
 #elif defined(W_SCALED)
   return uvec2(quad_word_of(m, row, c), 0u);
 #else
@@ -145,7 +147,7 @@ void load_step(uint row0, uint t0, uint c0) {
     const uint row = min(row0 + i / kQuads, pc.rows - 1), c = c0 + 4 * (i % kQuads);
     for (uint m = 0; m < kMats; ++m) w_raw[m * kWPer + k] = w_quad_raw(m, row, c);
   }
-#ifdef W_SCALED
+#if defined(W_SCALED) && !defined(COOP_DB_QUADSCALE)
   for (uint j = 0; j < kDPer; ++j) {
     const uint i = gl_LocalInvocationID.x + j * gl_WorkGroupSize.x;
     if (kDPer * gl_WorkGroupSize.x == kMats * kRows || i < kMats * kRows) {
@@ -185,9 +187,12 @@ void store_step(uint c0, uint stage) {
 #else
       tile_store(o, quad_q16_from_raw(uvec4(raw, 0u, 0u), c));
 #endif
+#ifdef COOP_DB_QUADSCALE
+      if (i % kQuads == 0) sh_f[fb + m * kRows + r] = quad_d_from_raw(uvec4(raw, 0u, 0u), c);
+#endif
     }
   }
-#ifdef W_SCALED
+#if defined(W_SCALED) && !defined(COOP_DB_QUADSCALE)
   for (uint j = 0; j < kDPer; ++j) {
     const uint i = gl_LocalInvocationID.x + j * gl_WorkGroupSize.x;
     if (kDPer * gl_WorkGroupSize.x == kMats * kRows || i < kMats * kRows) {
@@ -298,10 +303,12 @@ void main() {
     MULTIPLY(g00, g01, g10, g11, h00, h01, h10, h11)
 #endif
     // The next step into the other stage while these products run.
+#ifndef COOP_DB_EPI_FIRST
     if (c0 + kCols < pc.cols) {
       store_step(c0 + kCols, stage ^ 1u);
       if (c0 + 2 * kCols < pc.cols) load_step(row0, t0, c0 + 2 * kCols);
     }
+#endif
 #ifdef W_SCALED
     FRAG_ACC s0, s1;
     coopMatLoadNV(s0, sh_f, fb + (w0 / kRows) * kRows + w0 % kRows, 0, false);
@@ -330,6 +337,12 @@ void main() {
       g11[e] += c11[e] * s1[e];
     }
 #endif
+#endif
+#ifdef COOP_DB_EPI_FIRST
+    if (c0 + kCols < pc.cols) {
+      store_step(c0 + kCols, stage ^ 1u);
+      if (c0 + 2 * kCols < pc.cols) load_step(row0, t0, c0 + 2 * kCols);
+    }
 #endif
     barrier();  // stage ^ 1 complete; this stage free for the step after next
     stage ^= 1u;
