@@ -145,6 +145,11 @@ const uint kXPer = kTokens * kQuads / gl_WorkGroupSize.x;
 #define FRAG_ACC fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>
 
 uvec4 w_raw[kMats * kWPer];
+#if defined(COOP_BLOCKSCALE) && defined(W_SCALED)
+// TEMPORARY A/B (ab10): each block's scale loaded once, by one invocation, not with every quad.
+const uint kDPer = (kMats * kBlocks * kRows + gl_WorkGroupSize.x - 1) / gl_WorkGroupSize.x;
+float d_raw[kDPer];
+#endif
 #ifdef X_Q8
 uint x_raw[kXPer];
 float xd_raw[kXPer];  // the block's scale, where the quad is its first
@@ -166,6 +171,11 @@ void load_step(uint row0, uint t0, uint c0) {
 #ifdef GATE_UP
     w_raw[kWPer + k] = uvec4(pq1[pq], first ? floatBitsToUint(pd1[pd]) : 0u, 0u);
 #endif
+#elif defined(COOP_BLOCKSCALE) && defined(W_SCALED)
+    w_raw[k] = uvec4(quad_word_of(0u, row, cc), 0u, 0u, 0u);
+#ifdef GATE_UP
+    w_raw[kWPer + k] = uvec4(quad_word_of(1u, row, cc), 0u, 0u, 0u);
+#endif
 #else
     w_raw[k] = quad_raw_of(0u, row, cc);
 #ifdef GATE_UP
@@ -173,6 +183,15 @@ void load_step(uint row0, uint t0, uint c0) {
 #endif
 #endif
   }
+#if defined(COOP_BLOCKSCALE) && defined(W_SCALED)
+  for (uint j = 0; j < kDPer; ++j) {  // [matrix][block][row], as sh_f holds them
+    const uint i = gl_LocalInvocationID.x + j * gl_WorkGroupSize.x;
+    if (kDPer * gl_WorkGroupSize.x == kMats * kBlocks * kRows || i < kMats * kBlocks * kRows) {
+      const uint m = i / (kBlocks * kRows), b = (i / kRows) % kBlocks;
+      d_raw[j] = block_scale_of(m, min(row0 + i % kRows, pc.rows - 1), c0 + 32 * b);
+    }
+  }
+#endif
   for (uint k = 0; k < kXPer; ++k) {
     const uint i = gl_LocalInvocationID.x + k * gl_WorkGroupSize.x;
     const uint t = i / kQuads, col = c0 + 4 * (i % kQuads), tok = t0 + t;
@@ -207,7 +226,7 @@ void store_step(uint c0) {
 #else
       const f16vec4 q = c < pc.cols ? quad_q16_from_raw(raw, c) : f16vec4(0.0);
       tile_store(o, q);
-#ifdef W_SCALED
+#if defined(W_SCALED) && !defined(COOP_BLOCKSCALE)
       if (c % 32 == 0) {
         sh_f[kDOff + (m * kBlocks + (c - c0) / 32) * kRows + r] =
             c < pc.cols ? quad_d_from_raw(raw, c) : 0.0;
@@ -216,6 +235,14 @@ void store_step(uint c0) {
 #endif
     }
   }
+#if defined(COOP_BLOCKSCALE) && defined(W_SCALED)
+  for (uint j = 0; j < kDPer; ++j) {
+    const uint i = gl_LocalInvocationID.x + j * gl_WorkGroupSize.x;
+    if (kDPer * gl_WorkGroupSize.x == kMats * kBlocks * kRows || i < kMats * kBlocks * kRows) {
+      sh_f[kDOff + i] = d_raw[j];
+    }
+  }
+#endif
   for (uint k = 0; k < kXPer; ++k) {
     const uint i = gl_LocalInvocationID.x + k * gl_WorkGroupSize.x;
     const uint o = (i / kQuads) * kStride + 4 * (i % kQuads);

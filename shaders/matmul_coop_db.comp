@@ -270,6 +270,66 @@ void store_frag(FRAG_ACC f, uint tok0, uint row0) {
     }                                                                                     \
   }
 
+// Step c0 on stage `stage` (a literal at each call, so that every shared-memory offset below is
+// a constant after inlining: with the stage a loop variable the block scales' stride-0 loads
+// read wrong values on the H200, call 2).
+void db_step(uint row0, uint t0, uint c0, const uint stage, uint st, uint w0, uint w1,
+             inout FRAG_ACC g00, inout FRAG_ACC g01, inout FRAG_ACC g10, inout FRAG_ACC g11,
+             inout FRAG_ACC h00, inout FRAG_ACC h01, inout FRAG_ACC h10, inout FRAG_ACC h11) {
+  const uint tb = stage * kStageHalves, fb = stage * kStageFloats;
+  const float unscale = 1.0 / kLoScale;
+#ifdef W_SCALED
+  FRAG_ACC c00 = FRAG_ACC(0.0), c01 = FRAG_ACC(0.0), c10 = FRAG_ACC(0.0), c11 = FRAG_ACC(0.0);
+  FRAG_ACC d00 = FRAG_ACC(0.0), d01 = FRAG_ACC(0.0), d10 = FRAG_ACC(0.0), d11 = FRAG_ACC(0.0);
+  MULTIPLY(c00, c01, c10, c11, d00, d01, d10, d11)
+#else
+  MULTIPLY(g00, g01, g10, g11, h00, h01, h10, h11)
+#endif
+  // The next step into the other stage while these products run.
+#ifndef COOP_DB_EPI_FIRST
+  if (c0 + kCols < pc.cols) {
+    store_step(c0 + kCols, stage ^ 1u);
+    if (c0 + 2 * kCols < pc.cols) load_step(row0, t0, c0 + 2 * kCols);
+  }
+#endif
+#ifdef W_SCALED
+  FRAG_ACC s0, s1;
+  coopMatLoadNV(s0, sh_f, fb + (w0 / kRows) * kRows + w0 % kRows, 0, false);
+  coopMatLoadNV(s1, sh_f, fb + (w1 / kRows) * kRows + w1 % kRows, 0, false);
+#ifdef X_Q8
+  FRAG_ACC x0, x1;
+  coopMatLoadNV(x0, sh_f, fb + kXdOff + st, 0, true);
+  coopMatLoadNV(x1, sh_f, fb + kXdOff + st + 16, 0, true);
+  for (int e = 0; e < g00.length(); ++e) {
+    g00[e] += c00[e] * (s0[e] * x0[e]);
+    g01[e] += c01[e] * (s1[e] * x0[e]);
+    g10[e] += c10[e] * (s0[e] * x1[e]);
+    g11[e] += c11[e] * (s1[e] * x1[e]);
+  }
+#else
+  for (int e = 0; kLoUsed == 2u && e < g00.length(); ++e) {
+    c00[e] += d00[e] * unscale;
+    c01[e] += d01[e] * unscale;
+    c10[e] += d10[e] * unscale;
+    c11[e] += d11[e] * unscale;
+  }
+  for (int e = 0; e < g00.length(); ++e) {
+    g00[e] += c00[e] * s0[e];
+    g01[e] += c01[e] * s1[e];
+    g10[e] += c10[e] * s0[e];
+    g11[e] += c11[e] * s1[e];
+  }
+#endif
+#endif
+#ifdef COOP_DB_EPI_FIRST
+  if (c0 + kCols < pc.cols) {
+    store_step(c0 + kCols, stage ^ 1u);
+    if (c0 + 2 * kCols < pc.cols) load_step(row0, t0, c0 + 2 * kCols);
+  }
+#endif
+  barrier();  // stage ^ 1 complete; this stage free for the step after next
+}
+
 void main() {
   const uint row0 = (gl_WorkGroupID.z * gl_NumWorkGroups.x + gl_WorkGroupID.x) * kRows;
   const uint t0 = gl_WorkGroupID.y * kTokens;
@@ -284,68 +344,15 @@ void main() {
 #endif
 
   FRAG_ACC g00 = FRAG_ACC(0.0), g01 = FRAG_ACC(0.0), g10 = FRAG_ACC(0.0), g11 = FRAG_ACC(0.0);
-#ifndef W_SCALED
   FRAG_ACC h00 = FRAG_ACC(0.0), h01 = FRAG_ACC(0.0), h10 = FRAG_ACC(0.0), h11 = FRAG_ACC(0.0);
-#endif
 
   load_step(row0, t0, 0);
   store_step(0, 0);
   load_step(row0, t0, kCols);  // cols >= 64
   barrier();
-  uint stage = 0;
-  for (uint c0 = 0; c0 < pc.cols; c0 += kCols) {
-    const uint tb = stage * kStageHalves, fb = stage * kStageFloats;
-#ifdef W_SCALED
-    FRAG_ACC c00 = FRAG_ACC(0.0), c01 = FRAG_ACC(0.0), c10 = FRAG_ACC(0.0), c11 = FRAG_ACC(0.0);
-    FRAG_ACC d00 = FRAG_ACC(0.0), d01 = FRAG_ACC(0.0), d10 = FRAG_ACC(0.0), d11 = FRAG_ACC(0.0);
-    MULTIPLY(c00, c01, c10, c11, d00, d01, d10, d11)
-#else
-    MULTIPLY(g00, g01, g10, g11, h00, h01, h10, h11)
-#endif
-    // The next step into the other stage while these products run.
-#ifndef COOP_DB_EPI_FIRST
-    if (c0 + kCols < pc.cols) {
-      store_step(c0 + kCols, stage ^ 1u);
-      if (c0 + 2 * kCols < pc.cols) load_step(row0, t0, c0 + 2 * kCols);
-    }
-#endif
-#ifdef W_SCALED
-    FRAG_ACC s0, s1;
-    coopMatLoadNV(s0, sh_f, fb + (w0 / kRows) * kRows + w0 % kRows, 0, false);
-    coopMatLoadNV(s1, sh_f, fb + (w1 / kRows) * kRows + w1 % kRows, 0, false);
-#ifdef X_Q8
-    FRAG_ACC x0, x1;
-    coopMatLoadNV(x0, sh_f, fb + kXdOff + st, 0, true);
-    coopMatLoadNV(x1, sh_f, fb + kXdOff + st + 16, 0, true);
-    for (int e = 0; e < g00.length(); ++e) {
-      g00[e] += c00[e] * (s0[e] * x0[e]);
-      g01[e] += c01[e] * (s1[e] * x0[e]);
-      g10[e] += c10[e] * (s0[e] * x1[e]);
-      g11[e] += c11[e] * (s1[e] * x1[e]);
-    }
-#else
-    for (int e = 0; kLoUsed == 2u && e < g00.length(); ++e) {
-      c00[e] += d00[e] * unscale;
-      c01[e] += d01[e] * unscale;
-      c10[e] += d10[e] * unscale;
-      c11[e] += d11[e] * unscale;
-    }
-    for (int e = 0; e < g00.length(); ++e) {
-      g00[e] += c00[e] * s0[e];
-      g01[e] += c01[e] * s1[e];
-      g10[e] += c10[e] * s0[e];
-      g11[e] += c11[e] * s1[e];
-    }
-#endif
-#endif
-#ifdef COOP_DB_EPI_FIRST
-    if (c0 + kCols < pc.cols) {
-      store_step(c0 + kCols, stage ^ 1u);
-      if (c0 + 2 * kCols < pc.cols) load_step(row0, t0, c0 + 2 * kCols);
-    }
-#endif
-    barrier();  // stage ^ 1 complete; this stage free for the step after next
-    stage ^= 1u;
+  for (uint c0 = 0; c0 < pc.cols; c0 += 2 * kCols) {  // an even number of steps (coop_path)
+    db_step(row0, t0, c0, 0u, st, w0, w1, g00, g01, g10, g11, h00, h01, h10, h11);
+    db_step(row0, t0, c0 + kCols, 1u, st, w0, w1, g00, g01, g10, g11, h00, h01, h10, h11);
   }
 
 #ifndef W_SCALED
