@@ -255,6 +255,9 @@ void store_step(uint c0) {
     tile_store(kXOff + o, f16vec4(unpackFloat2x16(lo | 0x64006400u) - bias,
                                 unpackFloat2x16(hi | 0x64006400u) - bias));
     if (i % 8 == 0) sh_f[kXdOff + (i % kQuads) / 8 * kTokens + i / kQuads] = xd_raw[k];
+#elif defined(COOP_XDIRECT)
+    sh_t[(kXOff + o) / 4] = x_raw[k].xy;  // f16 pairs as prepared
+    sh_t[(kXLoOff + o) / 4] = x_raw[k].zw;
 #else
     tile_store(kXOff + o, f16vec4(unpackFloat2x16(x_raw[k].x), unpackFloat2x16(x_raw[k].y)));
     tile_store(kXLoOff + o, f16vec4(unpackFloat2x16(x_raw[k].z), unpackFloat2x16(x_raw[k].w)));
