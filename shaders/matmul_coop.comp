@@ -68,16 +68,6 @@ const uint kMats = 1;
 #endif
 #define WEIGHTS_F16_QUADS  // quad_q16_from_raw
 #include "common/weights.glsl"
-#ifdef W_PREDEC
-// TEMPORARY A/B: W (and up) as coop_w_predecode.comp wrote them: quads of f16 integers, then
-// the blocks' f32 scales.
-layout(binding = 0, std430) readonly buffer PQ0 { uvec2 pq0[]; };
-layout(binding = 0, std430) readonly buffer PD0 { float pd0[]; };
-#ifdef GATE_UP
-layout(binding = 3, std430) readonly buffer PQ1 { uvec2 pq1[]; };
-layout(binding = 3, std430) readonly buffer PD1 { float pd1[]; };
-#endif
-#endif
 #ifdef W_F32
 #error "f32 weights take matmul.comp: their 24 bits do not fit one f16"
 #endif
@@ -144,9 +134,11 @@ const uint kXPer = kTokens * kQuads / gl_WorkGroupSize.x;
 #define FRAG_A fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>
 #define FRAG_ACC fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>
 
-uvec4 w_raw[kMats * kWPer];
-#if defined(COOP_BLOCKSCALE) && defined(W_SCALED)
-// TEMPORARY A/B (ab10): each block's scale loaded once, by one invocation, not with every quad.
+uvec4 w_raw[kMats * kWPer];  // Q8_0/Q4_0: the quant word alone (.x)
+#ifdef W_SCALED
+// Each block's scale is loaded once, by one invocation (kDPer blocks each), not with each of its
+// 8 quads (H200, session 12: 12B Q4_0 prefill 2,868 / 2,883 vs 2,600 / 2,611 t/s, Q8_0 2,888 vs
+// 2,583, E2B Q4_0 10,802 vs 9,881; 164 registers where 171).
 const uint kDPer = (kMats * kBlocks * kRows + gl_WorkGroupSize.x - 1) / gl_WorkGroupSize.x;
 float d_raw[kDPer];
 #endif
@@ -164,14 +156,7 @@ void load_step(uint row0, uint t0, uint c0) {
     const uint i = gl_LocalInvocationID.x + k * gl_WorkGroupSize.x;
     const uint row = min(row0 + i / kQuads, pc.rows - 1), c = c0 + 4 * (i % kQuads);
     const uint cc = min(c, (pc.cols - 1) & ~3u);  // a quad past cols reads a valid one
-#ifdef W_PREDEC
-    const uint pq = row * (pc.cols / 4) + cc / 4, pd = pc.rows * (pc.cols / 2) + pq / 8;
-    const bool first = c % 32 == 0;
-    w_raw[k] = uvec4(pq0[pq], first ? floatBitsToUint(pd0[pd]) : 0u, 0u);
-#ifdef GATE_UP
-    w_raw[kWPer + k] = uvec4(pq1[pq], first ? floatBitsToUint(pd1[pd]) : 0u, 0u);
-#endif
-#elif defined(COOP_BLOCKSCALE) && defined(W_SCALED)
+#ifdef W_SCALED
     w_raw[k] = uvec4(quad_word_of(0u, row, cc), 0u, 0u, 0u);
 #ifdef GATE_UP
     w_raw[kWPer + k] = uvec4(quad_word_of(1u, row, cc), 0u, 0u, 0u);
@@ -183,7 +168,7 @@ void load_step(uint row0, uint t0, uint c0) {
 #endif
 #endif
   }
-#if defined(COOP_BLOCKSCALE) && defined(W_SCALED)
+#ifdef W_SCALED
   for (uint j = 0; j < kDPer; ++j) {  // [matrix][block][row], as sh_f holds them
     const uint i = gl_LocalInvocationID.x + j * gl_WorkGroupSize.x;
     if (kDPer * gl_WorkGroupSize.x == kMats * kBlocks * kRows || i < kMats * kBlocks * kRows) {
@@ -212,7 +197,7 @@ const float kLoScale = INFER_MATMUL_COOP_LO_SCALE;  // LO 2's lo parts (coop_x_p
 #define tile_store(o, q) sh_t[(o) / 4] = uvec2(packFloat2x16((q).xy), packFloat2x16((q).zw))
 
 // Decodes the registers of step c0 into the shared tiles (as f16; quantized: the integers, and
-// each block's scale from the invocation that stages the block's first quad).
+// the blocks' scales).
 void store_step(uint c0) {
   for (uint k = 0; k < kWPer; ++k) {
     const uint i = gl_LocalInvocationID.x + k * gl_WorkGroupSize.x;
@@ -220,22 +205,11 @@ void store_step(uint c0) {
     for (uint m = 0; m < kMats; ++m) {
       const uvec4 raw = w_raw[m * kWPer + k];
       const uint o = kWOff + (m * kRows + r) * kStride + c - c0;
-#ifdef W_PREDEC
-      sh_t[o / 4] = raw.xy;  // cols is a multiple of kCols (coop_path)
-      if (c % 32 == 0) sh_f[kDOff + (m * kBlocks + (c - c0) / 32) * kRows + r] = uintBitsToFloat(raw.z);
-#else
       const f16vec4 q = c < pc.cols ? quad_q16_from_raw(raw, c) : f16vec4(0.0);
       tile_store(o, q);
-#if defined(W_SCALED) && !defined(COOP_BLOCKSCALE)
-      if (c % 32 == 0) {
-        sh_f[kDOff + (m * kBlocks + (c - c0) / 32) * kRows + r] =
-            c < pc.cols ? quad_d_from_raw(raw, c) : 0.0;
-      }
-#endif
-#endif
     }
   }
-#if defined(COOP_BLOCKSCALE) && defined(W_SCALED)
+#ifdef W_SCALED
   for (uint j = 0; j < kDPer; ++j) {
     const uint i = gl_LocalInvocationID.x + j * gl_WorkGroupSize.x;
     if (kDPer * gl_WorkGroupSize.x == kMats * kBlocks * kRows || i < kMats * kBlocks * kRows) {
@@ -373,25 +347,18 @@ void main() {
 
   // g<token half><fragment column>: the sums (f16 lo parts in them but with LO 2).
   FRAG_ACC g00 = FRAG_ACC(0.0), g01 = FRAG_ACC(0.0), g10 = FRAG_ACC(0.0), g11 = FRAG_ACC(0.0);
-#if !defined(W_SCALED) || defined(COOP_NOSCALE)
+#ifndef W_SCALED
   // LO 2: the lo products over the whole row (unscaled weights need no per-block step).
   FRAG_ACC h00 = FRAG_ACC(0.0), h01 = FRAG_ACC(0.0), h10 = FRAG_ACC(0.0), h11 = FRAG_ACC(0.0);
 #endif
 
   // (Loading each step after the last one's products, no registers held across them, was
   // slower: 12B Q4_0 2,309 vs 2,515 t/s, session 11.)
-#ifndef COOP_NOPREFETCH
   load_step(row0, t0, 0);
-#endif
   for (uint c0 = 0; c0 < pc.cols; c0 += kCols) {
-#ifdef COOP_NOPREFETCH
-    load_step(row0, t0, c0);
-#endif
     store_step(c0);
     barrier();
-#ifndef COOP_NOPREFETCH
     if (c0 + kCols < pc.cols) load_step(row0, t0, c0 + kCols);  // in flight while multiplying
-#endif
 
 #if defined(W_SCALED) && defined(COOP_ONEACC)
     for (uint b = 0; b < kBlocks; ++b) {
@@ -406,7 +373,7 @@ void main() {
       BLOCK_HALF(st, g00, g01)
       BLOCK_HALF(st + 16, g10, g11)
     }
-#elif defined(W_SCALED) && !defined(COOP_NOSCALE)
+#elif defined(W_SCALED)
     for (uint b = 0; b < kBlocks; ++b) {
       // One block's unscaled sums (hi and LO 1 lo c.., LO 2 lo d..), then scaled into g.. by the
       // block scales of rows w0.. (s0) and w1.. (s1), the same scale down each fragment column
@@ -453,7 +420,7 @@ void main() {
     barrier();  // the next step overwrites the tiles
   }
 
-#if !defined(W_SCALED) || defined(COOP_NOSCALE)
+#ifndef W_SCALED
   for (int e = 0; kLo == 2u && e < g00.length(); ++e) {
     g00[e] += h00[e] * unscale;
     g01[e] += h01[e] * unscale;

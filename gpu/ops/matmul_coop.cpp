@@ -47,15 +47,6 @@ Result<void> create_coop_kernels(const VulkanContext& ctx, WeightFormat format, 
                {INFER_MATMUL_COOP_SPEC_TOKENS, t.coop_tokens}};
   coop.required_subgroup_size = subgroup;  // fragments span whole subgroups
   INFER_TRY(k.coop, Pipeline::create(ctx, coop));
-  if (coop.variant.ends_with("_ab4") || coop.variant.ends_with("_ab5") ||
-      coop.variant.ends_with("_ab7")) {
-    PipelineDesc pre;
-    pre.variant = std::string("coop_w_predecode_") + weight_format_name(format);
-    pre.bindings = {Access::kRead, Access::kWrite};
-    pre.push_bytes = sizeof(shader::MatvecPush);
-    pre.spec = {{INFER_COOP_PREP_SPEC_LOCAL_SIZE, kCoopPrepInvocations}};
-    INFER_TRY(k.coop_predecode, Pipeline::create(ctx, pre));
-  }
   PipelineDesc prep;
   prep.variant = int8 ? "coop_x_prep_x8" : "coop_x_prep";
   prep.bindings = {Access::kRead, Access::kWrite};
@@ -84,28 +75,6 @@ Result<Binding> record_coop_x_prep(Recorder& rec, const MatvecKernels& k, Bindin
       rec.context().info(), div_up(uint64_t(n_tokens) * uint64_t(cols / 32), kCoopPrepInvocations));
   const Binding bindings[] = {x, out};
   INFER_TRY_VOID(rec.dispatch(*k.coop_prep, std::span<const Binding>(bindings, 2), &push,
-                              uint32_t(sizeof(push)), g));
-  return out;
-}
-
-Result<Binding> record_coop_w_predecode(Recorder& rec, const MatvecKernels& k, Binding w,
-                                        int64_t rows, int64_t cols, int which) {
-  const VkDeviceSize bytes = VkDeviceSize(rows) * VkDeviceSize(cols) * 2 +
-                             VkDeviceSize(rows) * VkDeviceSize(cols / 32) * 4;
-  if (k.coop_w.size() < 2 || k.coop_w.back()->size() < bytes) {
-    for (int i = 0; i < 2; ++i) {
-      INFER_TRY(Buffer b, Buffer::create(rec.context(), bytes, BufferKind::kDevice, "coop w"));
-      k.coop_w.push_back(std::make_unique<Buffer>(std::move(b)));
-    }
-  }
-  const Binding out{k.coop_w[k.coop_w.size() - 2 + size_t(which)].get()};
-  shader::MatvecPush push{};
-  push.rows = uint32_t(rows);
-  push.cols = uint32_t(cols);
-  const Groups g = wrapped_groups(
-      rec.context().info(), div_up(uint64_t(rows) * uint64_t(cols / 32), kCoopPrepInvocations));
-  const Binding bindings[] = {w, out};
-  INFER_TRY_VOID(rec.dispatch(*k.coop_predecode, std::span<const Binding>(bindings, 2), &push,
                               uint32_t(sizeof(push)), g));
   return out;
 }

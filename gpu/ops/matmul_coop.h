@@ -23,8 +23,4 @@ Result<void> create_coop_kernels(const VulkanContext& ctx, WeightFormat format, 
 Result<Binding> record_coop_x_prep(Recorder& rec, const MatvecKernels& k, Binding x, int64_t cols,
                                    uint32_t n_tokens);
 
-// TEMPORARY A/B: records coop_w_predecode.comp over W into coop_w's buffer `which` (0 or 1).
-Result<Binding> record_coop_w_predecode(Recorder& rec, const MatvecKernels& k, Binding w,
-                                        int64_t rows, int64_t cols, int which);
-
 }  // namespace infer::gpu

@@ -364,14 +364,8 @@ Result<void> record_matvec_kernels(Recorder& rec, const MatvecKernels& k, const 
     INFER_TRY(const Binding prepared, record_coop_x_prep(rec, k, x, w.cols, n_tokens));
     x = prepared;
   }
-  Binding w_bind{&w.buffer}, up_bind = up != nullptr ? Binding{&up->buffer} : mul;
-  if (coop && k.coop_predecode != nullptr) {
-    INFER_TRY(w_bind, record_coop_w_predecode(rec, k, w_bind, w.rows, w.cols, 0));
-    if (up != nullptr) {
-      INFER_TRY(up_bind, record_coop_w_predecode(rec, k, up_bind, w.rows, w.cols, 1));
-    }
-  }
-  const Binding bindings[] = {w_bind, x, y, up_bind};
+  const Binding bindings[] = {Binding{&w.buffer}, x, y,
+                              up != nullptr ? Binding{&up->buffer} : mul};
   const size_t n_bindings = up != nullptr || gelu_mul ? 4 : 3;
   for (int pass = twice ? 2 : 1; pass > 0; --pass) {
     INFER_TRY_VOID(rec.dispatch(p, std::span<const Binding>(bindings, n_bindings), &push,

@@ -166,10 +166,6 @@ struct MatvecKernels {
   // kernels, since recordings already made may still bind them.
   std::unique_ptr<Pipeline> coop_prep;
   mutable std::vector<std::unique_ptr<Buffer>> coop_x;
-  // TEMPORARY A/B (INFER_COOP_AB=ab4/ab5): W (and up) decoded once a product into coop_w's last
-  // two buffers by coop_w_predecode.comp, which the W_PREDEC coop variants stage as is.
-  std::unique_ptr<Pipeline> coop_predecode;
-  mutable std::vector<std::unique_ptr<Buffer>> coop_w;
   // Integer-dot-product kernels (null when off) for T = 1 and small T, and the 256-column groups
   // of x their shared memory holds per token: wider rows take the f32 kernels.
   std::unique_ptr<Pipeline> dot_one_token;
