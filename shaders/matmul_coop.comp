@@ -229,7 +229,7 @@ void store_step(uint c0) {
     tile_store(kXOff + o, f16vec4(unpackFloat2x16(lo | 0x64006400u) - bias,
                                 unpackFloat2x16(hi | 0x64006400u) - bias));
     if (i % 8 == 0) sh_f[kXdOff + (i % kQuads) / 8 * kTokens + i / kQuads] = xd_raw[k];
-#elif defined(COOP_XDIRECT)
+#elif defined(COOP_XDIRECT)  // TEMPORARY A/B (ab11, ab12; not yet run on a device)
     sh_t[(kXOff + o) / 4] = x_raw[k].xy;  // f16 pairs as prepared
     sh_t[(kXLoOff + o) / 4] = x_raw[k].zw;
 #else
@@ -292,7 +292,7 @@ void store_frag(FRAG_ACC f, uint tok0, uint row0) {
     }                                                                                     \
   }
 
-// COOP_ONEACC: token half t (tokens t..t+15 of the tile) of block b, both fragment columns:
+// TEMPORARY A/B (ab12; not yet run on a device) COOP_ONEACC: token half t (tokens t..t+15 of the tile) of block b, both fragment columns:
 // hi (and lo) fragments of the two k-steps, then each column's sum c (LO 2: lo sums d) scaled
 // by the rows' block scales (X_Q8: and the tokens') into g0 / g1.
 #ifdef X_Q8
