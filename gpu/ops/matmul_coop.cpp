@@ -10,8 +10,8 @@
 
 #include "gpu/ops/matmul_tuning.h"
 #include "gpu/ops/op_common.h"
-#include "shaders/spirv.h"
 #include "shaders/matvec.h"
+#include "shaders/spirv.h"
 
 namespace infer::gpu {
 namespace {

@@ -177,6 +177,20 @@ uvec2 quad_place(uint c) {
 
 uint word_of(uint m, uint i) { return W_PICK(m, w_u32[i], w1_u32[i]); }
 
+#ifdef W_SCALED
+// Q8_0/Q4_0: the quant word of quad c (quad_raw_of's first) alone, for a reader that loads each
+// block's scale once (block_scale_of) rather than with every quad.
+uint quad_word_of(uint m, uint row, uint c) {
+  const uvec2 jq = quad_place(c);
+  const uint v = (row * w_stride() + jq.x) * 4;
+#if defined(W_Q8_0)
+  return word_of(m, v + jq.y);
+#else
+  return word_of(m, v + jq.y / 2);
+#endif
+}
+#endif
+
 // The words the quad of matrix m, row `row`, columns c..c+3 decodes from, loaded but not decoded:
 // f32 its 4 floats, bf16 its 2 words, Q8_0/Q4_0 its quant word and its scale word. A caller can
 // issue many such loads before decoding any (quad_from_raw), so their latencies overlap.
@@ -190,25 +204,16 @@ uvec4 quad_raw_of(uint m, uint row, uint c) {
 #else
   const uint s = (row * w_stride() + w_vecs() + jq.x / GROUP_VECS) * 4;
 #if defined(W_Q8_0)
-  return uvec4(word_of(m, v + jq.y), word_of(m, s + jq.y), 0, 0);
+  return uvec4(quad_word_of(m, row, c), word_of(m, s + jq.y), 0, 0);
 #else
-  return uvec4(word_of(m, v + jq.y / 2), word_of(m, s + jq.y / 2), 0, 0);
+  return uvec4(quad_word_of(m, row, c), word_of(m, s + jq.y / 2), 0, 0);
 #endif
 #endif
 }
 
 #ifdef W_SCALED
-// Q8_0/Q4_0: the quant word of quad c (quad_raw_of's first word) alone, and the scale of the block
-// holding column c, for a reader that loads a block's scale once rather than with every quad.
-uint quad_word_of(uint m, uint row, uint c) {
-  const uvec2 jq = quad_place(c);
-  const uint v = (row * w_stride() + jq.x) * 4;
-#if defined(W_Q8_0)
-  return word_of(m, v + jq.y);
-#else
-  return word_of(m, v + jq.y / 2);
-#endif
-}
+// Q8_0/Q4_0: the scale of the block holding column c (quad_raw_of's second word, decoded as
+// quad_d_from_raw does).
 float block_scale_of(uint m, uint row, uint c) {
   const uvec2 jq = quad_place(c);
   const uint s = (row * w_stride() + w_vecs() + jq.x / GROUP_VECS) * 4;
