@@ -229,12 +229,10 @@ void store_step(uint c0) {
     tile_store(kXOff + o, f16vec4(unpackFloat2x16(lo | 0x64006400u) - bias,
                                 unpackFloat2x16(hi | 0x64006400u) - bias));
     if (i % 8 == 0) sh_f[kXdOff + (i % kQuads) / 8 * kTokens + i / kQuads] = xd_raw[k];
-#elif defined(COOP_XDIRECT)  // TEMPORARY A/B (ab11, ab12; not yet run on a device)
-    sh_t[(kXOff + o) / 4] = x_raw[k].xy;  // f16 pairs as prepared
-    sh_t[(kXLoOff + o) / 4] = x_raw[k].zw;
 #else
-    tile_store(kXOff + o, f16vec4(unpackFloat2x16(x_raw[k].x), unpackFloat2x16(x_raw[k].y)));
-    tile_store(kXLoOff + o, f16vec4(unpackFloat2x16(x_raw[k].z), unpackFloat2x16(x_raw[k].w)));
+    // The f16 pairs as coop_x_prep.comp prepared them (hi, then lo), stored as they come.
+    sh_t[(kXOff + o) / 4] = x_raw[k].xy;
+    sh_t[(kXLoOff + o) / 4] = x_raw[k].zw;
 #endif
   }
 }
@@ -292,9 +290,13 @@ void store_frag(FRAG_ACC f, uint tok0, uint row0) {
     }                                                                                     \
   }
 
-// TEMPORARY A/B (ab12; not yet run on a device) COOP_ONEACC: token half t (tokens t..t+15 of the tile) of block b, both fragment columns:
+// Quantized weights, token half t (tokens t..t+15 of the tile) of block b, both fragment columns:
 // hi (and lo) fragments of the two k-steps, then each column's sum c (LO 2: lo sums d) scaled
-// by the rows' block scales (X_Q8: and the tokens') into g0 / g1.
+// by the rows' block scales (X_Q8: and the tokens'; the block's integer sum is exact) into g0 / g1,
+// the same scale down each fragment column (a stride-0 load), element by element (glslc -O,
+// spirv-opt, crashes on whole-fragment arithmetic); the same fragment type, so element e of each
+// is the same output. Only LO 2 reads d: elsewhere c + 0 · unscale would still be an add the
+// driver may not fold (IEEE: c + 0 is not c for c = -0).
 #ifdef X_Q8
 #define BLOCK_XD(t) FRAG_ACC xs; coopMatLoadNV(xs, sh_f, kXdOff + b * kTokens + (t), 0, true);
 #define BLOCK_SCALE(s, e) (s[e] * xs[e])
@@ -360,10 +362,11 @@ void main() {
     barrier();
     if (c0 + kCols < pc.cols) load_step(row0, t0, c0 + kCols);  // in flight while multiplying
 
-#if defined(W_SCALED) && defined(COOP_ONEACC)
+#ifdef W_SCALED
     for (uint b = 0; b < kBlocks; ++b) {
       // One output fragment at a time: its block sum in one temporary accumulator (c, and LO 2's
-      // lo sums in d), scaled into g.. at once, so only one temporary is live (A/B).
+      // lo sums in d), scaled into g.. at once, so only one temporary is live (H200, session 13:
+      // 12B Q4_0 prefill 2,934 / 2,932 t/s vs 2,881 / 2,879 with four, one a fragment).
       const uint k0 = 32 * b;
       FRAG_A b00, b01, b10, b11;  // b<fragment column><k-step>
       TILE_LOAD(b00, kWOff + w0 * kStride + k0, true);
@@ -372,47 +375,6 @@ void main() {
       TILE_LOAD(b11, kWOff + w1 * kStride + k0 + 16, true);
       BLOCK_HALF(st, g00, g01)
       BLOCK_HALF(st + 16, g10, g11)
-    }
-#elif defined(W_SCALED)
-    for (uint b = 0; b < kBlocks; ++b) {
-      // One block's unscaled sums (hi and LO 1 lo c.., LO 2 lo d..), then scaled into g.. by the
-      // block scales of rows w0.. (s0) and w1.. (s1), the same scale down each fragment column
-      // (a stride-0 load), element by element (glslc -O, spirv-opt, crashes on whole-fragment
-      // arithmetic); the same fragment type, so element e of each is the same output.
-      FRAG_ACC c00 = FRAG_ACC(0.0), c01 = FRAG_ACC(0.0), c10 = FRAG_ACC(0.0), c11 = FRAG_ACC(0.0);
-      FRAG_ACC d00 = FRAG_ACC(0.0), d01 = FRAG_ACC(0.0), d10 = FRAG_ACC(0.0), d11 = FRAG_ACC(0.0);
-      MULTIPLY(w0, w1, 32 * b, 32, c00, c01, c10, c11, d00, d01, d10, d11)
-      FRAG_ACC s0, s1;
-      coopMatLoadNV(s0, sh_f, kDOff + (w0 / kRows * kBlocks + b) * kRows + w0 % kRows, 0, false);
-      coopMatLoadNV(s1, sh_f, kDOff + (w1 / kRows * kBlocks + b) * kRows + w1 % kRows, 0, false);
-#ifdef X_Q8
-      // The tokens' scales along each fragment row (stride 0, column-major): the block's sum
-      // is an exact integer, scaled once by d_w · d_x.
-      FRAG_ACC x0, x1;
-      coopMatLoadNV(x0, sh_f, kXdOff + b * kTokens + st, 0, true);
-      coopMatLoadNV(x1, sh_f, kXdOff + b * kTokens + st + 16, 0, true);
-      for (int e = 0; e < g00.length(); ++e) {
-        g00[e] += c00[e] * (s0[e] * x0[e]);
-        g01[e] += c01[e] * (s1[e] * x0[e]);
-        g10[e] += c10[e] * (s0[e] * x1[e]);
-        g11[e] += c11[e] * (s1[e] * x1[e]);
-      }
-#else
-      // Only LO 2 reads d..: elsewhere c + 0 · unscale would still be an add the driver may not
-      // fold (IEEE: c + 0 is not c for c = -0), keeping the unused d.. in registers.
-      for (int e = 0; kLoUsed == 2u && e < g00.length(); ++e) {
-        c00[e] += d00[e] * unscale;
-        c01[e] += d01[e] * unscale;
-        c10[e] += d10[e] * unscale;
-        c11[e] += d11[e] * unscale;
-      }
-      for (int e = 0; e < g00.length(); ++e) {
-        g00[e] += c00[e] * s0[e];
-        g01[e] += c01[e] * s1[e];
-        g10[e] += c10[e] * s0[e];
-        g11[e] += c11[e] * s1[e];
-      }
-#endif
     }
 #else
     MULTIPLY(w0, w1, 0, kCols, g00, g01, g10, g11, h00, h01, h10, h11)

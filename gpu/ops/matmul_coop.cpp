@@ -2,7 +2,6 @@
 // activations once a product into a scratch the kernels own.
 #include "gpu/ops/matmul_coop.h"
 
-#include <cstdlib>
 #include <memory>
 #include <span>
 #include <string>
@@ -11,7 +10,6 @@
 #include "gpu/ops/matmul_tuning.h"
 #include "gpu/ops/op_common.h"
 #include "shaders/matvec.h"
-#include "shaders/spirv.h"
 
 namespace infer::gpu {
 namespace {
@@ -33,11 +31,6 @@ Result<void> create_coop_kernels(const VulkanContext& ctx, WeightFormat format, 
   PipelineDesc coop;
   coop.variant = std::string(gate_up ? "gate_up_matmul_coop" : "matmul_coop") +
                  (int8 ? "_x8_" : "_") + weight_format_name(format);
-  // TEMPORARY A/B hook (session 12): INFER_COOP_AB=abN takes variant NAME_abN where one exists.
-  if (const char* ab = std::getenv("INFER_COOP_AB"); ab != nullptr && *ab != '\0') {
-    const std::string alt = coop.variant + "_" + ab;
-    if (shader::find_spirv(alt) != nullptr) coop.variant = alt;
-  }
   coop.bindings = {Access::kRead, Access::kRead, Access::kWrite, Access::kRead};
   coop.bindings.resize(gate_up ? 4 : 3);
   coop.push_bytes = sizeof(shader::MatvecPush);
