@@ -6,7 +6,8 @@
 //   MATVEC_Y: the output array, [n_tokens, y_stride] f32;
 // and optionally (matvec.comp does; by default VEC_UNROLL and 1)
 //   MATVEC_UNROLL: a constant, the vectors of each row a lane loads per round;
-//   MATVEC_SPLIT: a uniform uint dividing kSubgroups, the subgroups that share a row.
+//   MATVEC_SPLIT: a uniform uint dividing kSubgroups, the subgroups that share a row;
+//   MATVEC_IN_FLIGHT: a constant, 1 or 2, the rounds whose loads are in flight at once.
 // Workgroup g = x + z * num_x owns rows [slots * ROWS * g, ...), slots = SUBGROUPS / split; slot
 // s of them ROWS rows, summed by the split subgroups s * split .. s * split + split - 1: part p
 // reads the rows' chunks p, p + split, ... (a chunk = S consecutive 16-byte vectors, S the
@@ -20,11 +21,15 @@
 #ifndef MATVEC_UNROLL
 #define MATVEC_UNROLL VEC_UNROLL
 #endif
+#ifndef MATVEC_IN_FLIGHT
+#define MATVEC_IN_FLIGHT 1u
+#endif
 #ifndef MATVEC_SPLIT
 #define MATVEC_SPLIT 1u  // the split branches below fold away, with the shared memory
 #endif
 
-const uint kLoads = kMats * MATVEC_UNROLL * kRows;  // vectors in flight per lane
+const uint kLoads = kMats * MATVEC_UNROLL * kRows;  // vectors a lane loads per round
+const uint kInFlight = MATVEC_IN_FLIGHT;
 const uint kSums = kMats * kRows * kTokens;         // a subgroup's sums: [mats][rows][tokens]
 
 shared float mv_part_sums[kSubgroups * kSums];  // [subgroup][sum], split > 1 only
@@ -39,6 +44,27 @@ void matvec_store(uint row, uint t, float gate, float up) {
 #else
   MATVEC_Y[t * pc.y_stride + row] = gate;
 #endif
+}
+
+// Issues the loads of the round at chunk c0 (a part's chunks c0, c0 + split, ... up to UNROLL of
+// them) of each row and matrix; a vector past the row repeats the last (its sum is dropped).
+void matvec_load_round(uint c0, uint rows[kRows], inout uvec4 wv[kLoads], inout uvec4 sv[kLoads]) {
+  const uint lanes = gl_SubgroupSize, lane = gl_SubgroupInvocationID, n_vecs = w_vecs();
+  for (uint u = 0; u < MATVEC_UNROLL; ++u) {
+    const uint j = min((c0 + u * MATVEC_SPLIT) * lanes + lane, n_vecs - 1);
+    for (uint r = 0; r < kRows; ++r) {
+      wv[u * kRows + r] = load_vec_of(0u, rows[r], j);
+#ifdef W_SCALED
+      sv[u * kRows + r] = load_scales_of(0u, rows[r], j);
+#endif
+#ifdef GATE_UP
+      wv[(MATVEC_UNROLL + u) * kRows + r] = load_vec_of(1u, rows[r], j);
+#ifdef W_SCALED
+      sv[(MATVEC_UNROLL + u) * kRows + r] = load_scales_of(1u, rows[r], j);
+#endif
+#endif
+    }
+  }
 }
 
 void matvec_rows() {
@@ -60,27 +86,16 @@ void matvec_rows() {
     float acc[kSums];
     for (uint i = 0; i < kSums; ++i) acc[i] = 0.0;
 
-    for (uint c0 = part; c0 < n_chunks; c0 += split * MATVEC_UNROLL) {
-      // Issue every load of this round first; a vector past the row repeats the last (its sum is
-      // dropped below).
-      uvec4 wv[kLoads];
-#ifdef W_SCALED
-      uvec4 sv[kLoads];
-#endif
-      for (uint u = 0; u < MATVEC_UNROLL; ++u) {
-        const uint j = min((c0 + u * split) * lanes + lane, n_vecs - 1);
-        for (uint r = 0; r < kRows; ++r) {
-          wv[u * kRows + r] = load_vec_of(0u, rows[r], j);
-#ifdef W_SCALED
-          sv[u * kRows + r] = load_scales_of(0u, rows[r], j);
-#endif
-#ifdef GATE_UP
-          wv[(MATVEC_UNROLL + u) * kRows + r] = load_vec_of(1u, rows[r], j);
-#ifdef W_SCALED
-          sv[(MATVEC_UNROLL + u) * kRows + r] = load_scales_of(1u, rows[r], j);
-#endif
-#endif
-        }
+    // The round's loads: issued at its start (IN_FLIGHT 1), or (2) one round ahead, so that the
+    // next round's latency overlaps this round's products (the registers of both rounds held).
+    const uint step = split * MATVEC_UNROLL;
+    uvec4 wv[kLoads], sv[kLoads], wv_next[kLoads], sv_next[kLoads];
+    if (kInFlight > 1u && part < n_chunks) matvec_load_round(part, rows, wv, sv);
+    for (uint c0 = part; c0 < n_chunks; c0 += step) {
+      if (kInFlight <= 1u) {
+        matvec_load_round(c0, rows, wv, sv);
+      } else if (c0 + step < n_chunks) {
+        matvec_load_round(c0 + step, rows, wv_next, sv_next);
       }
       for (uint u = 0; u < MATVEC_UNROLL; ++u) {
         const uint j = (c0 + u * split) * lanes + lane;
@@ -101,6 +116,10 @@ void matvec_rows() {
             }
           }
         }
+      }
+      for (uint i = 0; kInFlight > 1u && i < kLoads; ++i) {
+        wv[i] = wv_next[i];
+        sv[i] = sv_next[i];
       }
     }
 
