@@ -67,6 +67,32 @@ void matvec_load_round(uint c0, uint rows[kRows], inout uvec4 wv[kLoads], inout 
   }
 }
 
+// Adds the products of the round at chunk c0 (its loads in wv, sv) to the sums.
+void matvec_round_products(uint c0, uint t0, uvec4 wv[kLoads], uvec4 sv[kLoads],
+                           inout float acc[kSums]) {
+  const uint lanes = gl_SubgroupSize, lane = gl_SubgroupInvocationID, n_vecs = w_vecs();
+  for (uint u = 0; u < MATVEC_UNROLL; ++u) {
+    const uint j = (c0 + u * MATVEC_SPLIT) * lanes + lane;
+    const float keep = j < n_vecs ? 1.0 : 0.0;
+    const uint jc = min(j, n_vecs - 1);
+    for (uint t = 0; t < kTokens; ++t) {
+      const uint tt = min(t0 + t, pc.n_tokens - 1);
+      vec4 xq[VEC_QUADS];
+      for (uint q = 0; q < VEC_QUADS; ++q) xq[q] = load_x_quad(tt, vec_quad_col(jc, q));
+      for (uint m = 0; m < kMats; ++m) {
+        for (uint r = 0; r < kRows; ++r) {
+          const uint i = (m * MATVEC_UNROLL + u) * kRows + r;
+#ifdef W_SCALED
+          acc[(m * kRows + r) * kTokens + t] += keep * vec_dot(wv[i], sv[i], jc, xq);
+#else
+          acc[(m * kRows + r) * kTokens + t] += keep * vec_dot(wv[i], uvec4(0), jc, xq);
+#endif
+        }
+      }
+    }
+  }
+}
+
 void matvec_rows() {
   const uint lanes = gl_SubgroupSize, lane = gl_SubgroupInvocationID;
   const uint group = gl_WorkGroupID.z * gl_NumWorkGroups.x + gl_WorkGroupID.x;
@@ -86,40 +112,27 @@ void matvec_rows() {
     float acc[kSums];
     for (uint i = 0; i < kSums; ++i) acc[i] = 0.0;
 
-    // The round's loads: issued at its start (IN_FLIGHT 1), or (2) one round ahead, so that the
-    // next round's latency overlaps this round's products (the registers of both rounds held).
     const uint step = split * MATVEC_UNROLL;
-    uvec4 wv[kLoads], sv[kLoads], wv_next[kLoads], sv_next[kLoads];
-    if (kInFlight > 1u && part < n_chunks) matvec_load_round(part, rows, wv, sv);
-    for (uint c0 = part; c0 < n_chunks; c0 += step) {
-      if (kInFlight <= 1u) {
+    uvec4 wv[kLoads], sv[kLoads];
+    if (kInFlight <= 1u) {
+      for (uint c0 = part; c0 < n_chunks; c0 += step) {
         matvec_load_round(c0, rows, wv, sv);
-      } else if (c0 + step < n_chunks) {
-        matvec_load_round(c0 + step, rows, wv_next, sv_next);
+        matvec_round_products(c0, t0, wv, sv, acc);
       }
-      for (uint u = 0; u < MATVEC_UNROLL; ++u) {
-        const uint j = (c0 + u * split) * lanes + lane;
-        const float keep = j < n_vecs ? 1.0 : 0.0;
-        const uint jc = min(j, n_vecs - 1);
-        for (uint t = 0; t < kTokens; ++t) {
-          const uint tt = min(t0 + t, pc.n_tokens - 1);
-          vec4 xq[VEC_QUADS];
-          for (uint q = 0; q < VEC_QUADS; ++q) xq[q] = load_x_quad(tt, vec_quad_col(jc, q));
-          for (uint m = 0; m < kMats; ++m) {
-            for (uint r = 0; r < kRows; ++r) {
-              const uint i = (m * MATVEC_UNROLL + u) * kRows + r;
-#ifdef W_SCALED
-              acc[(m * kRows + r) * kTokens + t] += keep * vec_dot(wv[i], sv[i], jc, xq);
-#else
-              acc[(m * kRows + r) * kTokens + t] += keep * vec_dot(wv[i], uvec4(0), jc, xq);
-#endif
-            }
-          }
-        }
-      }
-      for (uint i = 0; kInFlight > 1u && i < kLoads; ++i) {
-        wv[i] = wv_next[i];
-        sv[i] = sv_next[i];
+    } else {
+      // Two rounds a pass, ping-pong between two sets of registers: each round's loads are
+      // issued before the round before it multiplies. (Copying the next round's registers over
+      // this round's at the end of each round waits for its loads: 12B Q4_0 decode 166 vs 174
+      // t/s, H200 session 13.)
+      uvec4 wv2[kLoads], sv2[kLoads];
+      if (part < n_chunks) matvec_load_round(part, rows, wv, sv);
+      for (uint c0 = part; c0 < n_chunks; c0 += 2 * step) {
+        const bool second = c0 + step < n_chunks;
+        if (second) matvec_load_round(c0 + step, rows, wv2, sv2);
+        matvec_round_products(c0, t0, wv, sv, acc);
+        if (!second) break;
+        if (c0 + 2 * step < n_chunks) matvec_load_round(c0 + 2 * step, rows, wv, sv);
+        matvec_round_products(c0 + step, t0, wv2, sv2, acc);
       }
     }
 
