@@ -51,8 +51,6 @@ vec4 load_x_quad(uint t, uint c) {
 
 #define MATVEC_Y y
 #define MATVEC_UNROLL kUnroll
-layout(constant_id = INFER_MATVEC_SPEC_IN_FLIGHT) const uint kSpecInFlight = 1;
-#define MATVEC_IN_FLIGHT kSpecInFlight
 #define MATVEC_SPLIT pc.split
 #include "matvec_rows.glsl"
 

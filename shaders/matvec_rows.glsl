@@ -6,8 +6,7 @@
 //   MATVEC_Y: the output array, [n_tokens, y_stride] f32;
 // and optionally (matvec.comp does; by default VEC_UNROLL and 1)
 //   MATVEC_UNROLL: a constant, the vectors of each row a lane loads per round;
-//   MATVEC_SPLIT: a uniform uint dividing kSubgroups, the subgroups that share a row;
-//   MATVEC_IN_FLIGHT: a constant, 1 or 2, the rounds whose loads are in flight at once.
+//   MATVEC_SPLIT: a uniform uint dividing kSubgroups, the subgroups that share a row.
 // Workgroup g = x + z * num_x owns rows [slots * ROWS * g, ...), slots = SUBGROUPS / split; slot
 // s of them ROWS rows, summed by the split subgroups s * split .. s * split + split - 1: part p
 // reads the rows' chunks p, p + split, ... (a chunk = S consecutive 16-byte vectors, S the
@@ -21,15 +20,11 @@
 #ifndef MATVEC_UNROLL
 #define MATVEC_UNROLL VEC_UNROLL
 #endif
-#ifndef MATVEC_IN_FLIGHT
-#define MATVEC_IN_FLIGHT 1u
-#endif
 #ifndef MATVEC_SPLIT
 #define MATVEC_SPLIT 1u  // the split branches below fold away, with the shared memory
 #endif
 
-const uint kLoads = kMats * MATVEC_UNROLL * kRows;  // vectors a lane loads per round
-const uint kInFlight = MATVEC_IN_FLIGHT;
+const uint kLoads = kMats * MATVEC_UNROLL * kRows;  // vectors in flight per lane
 const uint kSums = kMats * kRows * kTokens;         // a subgroup's sums: [mats][rows][tokens]
 
 shared float mv_part_sums[kSubgroups * kSums];  // [subgroup][sum], split > 1 only
@@ -44,53 +39,6 @@ void matvec_store(uint row, uint t, float gate, float up) {
 #else
   MATVEC_Y[t * pc.y_stride + row] = gate;
 #endif
-}
-
-// Issues the loads of the round at chunk c0 (a part's chunks c0, c0 + split, ... up to UNROLL of
-// them) of each row and matrix; a vector past the row repeats the last (its sum is dropped).
-void matvec_load_round(uint c0, uint rows[kRows], inout uvec4 wv[kLoads], inout uvec4 sv[kLoads]) {
-  const uint lanes = gl_SubgroupSize, lane = gl_SubgroupInvocationID, n_vecs = w_vecs();
-  for (uint u = 0; u < MATVEC_UNROLL; ++u) {
-    const uint j = min((c0 + u * MATVEC_SPLIT) * lanes + lane, n_vecs - 1);
-    for (uint r = 0; r < kRows; ++r) {
-      wv[u * kRows + r] = load_vec_of(0u, rows[r], j);
-#ifdef W_SCALED
-      sv[u * kRows + r] = load_scales_of(0u, rows[r], j);
-#endif
-#ifdef GATE_UP
-      wv[(MATVEC_UNROLL + u) * kRows + r] = load_vec_of(1u, rows[r], j);
-#ifdef W_SCALED
-      sv[(MATVEC_UNROLL + u) * kRows + r] = load_scales_of(1u, rows[r], j);
-#endif
-#endif
-    }
-  }
-}
-
-// Adds the products of the round at chunk c0 (its loads in wv, sv) to the sums.
-void matvec_round_products(uint c0, uint t0, uvec4 wv[kLoads], uvec4 sv[kLoads],
-                           inout float acc[kSums]) {
-  const uint lanes = gl_SubgroupSize, lane = gl_SubgroupInvocationID, n_vecs = w_vecs();
-  for (uint u = 0; u < MATVEC_UNROLL; ++u) {
-    const uint j = (c0 + u * MATVEC_SPLIT) * lanes + lane;
-    const float keep = j < n_vecs ? 1.0 : 0.0;
-    const uint jc = min(j, n_vecs - 1);
-    for (uint t = 0; t < kTokens; ++t) {
-      const uint tt = min(t0 + t, pc.n_tokens - 1);
-      vec4 xq[VEC_QUADS];
-      for (uint q = 0; q < VEC_QUADS; ++q) xq[q] = load_x_quad(tt, vec_quad_col(jc, q));
-      for (uint m = 0; m < kMats; ++m) {
-        for (uint r = 0; r < kRows; ++r) {
-          const uint i = (m * MATVEC_UNROLL + u) * kRows + r;
-#ifdef W_SCALED
-          acc[(m * kRows + r) * kTokens + t] += keep * vec_dot(wv[i], sv[i], jc, xq);
-#else
-          acc[(m * kRows + r) * kTokens + t] += keep * vec_dot(wv[i], uvec4(0), jc, xq);
-#endif
-        }
-      }
-    }
-  }
 }
 
 void matvec_rows() {
@@ -112,27 +60,47 @@ void matvec_rows() {
     float acc[kSums];
     for (uint i = 0; i < kSums; ++i) acc[i] = 0.0;
 
-    const uint step = split * MATVEC_UNROLL;
-    uvec4 wv[kLoads], sv[kLoads];
-    if (kInFlight <= 1u) {
-      for (uint c0 = part; c0 < n_chunks; c0 += step) {
-        matvec_load_round(c0, rows, wv, sv);
-        matvec_round_products(c0, t0, wv, sv, acc);
+    for (uint c0 = part; c0 < n_chunks; c0 += split * MATVEC_UNROLL) {
+      // Issue every load of this round first; a vector past the row repeats the last (its sum is
+      // dropped below).
+      uvec4 wv[kLoads];
+#ifdef W_SCALED
+      uvec4 sv[kLoads];
+#endif
+      for (uint u = 0; u < MATVEC_UNROLL; ++u) {
+        const uint j = min((c0 + u * split) * lanes + lane, n_vecs - 1);
+        for (uint r = 0; r < kRows; ++r) {
+          wv[u * kRows + r] = load_vec_of(0u, rows[r], j);
+#ifdef W_SCALED
+          sv[u * kRows + r] = load_scales_of(0u, rows[r], j);
+#endif
+#ifdef GATE_UP
+          wv[(MATVEC_UNROLL + u) * kRows + r] = load_vec_of(1u, rows[r], j);
+#ifdef W_SCALED
+          sv[(MATVEC_UNROLL + u) * kRows + r] = load_scales_of(1u, rows[r], j);
+#endif
+#endif
+        }
       }
-    } else {
-      // Two rounds a pass, ping-pong between two sets of registers: each round's loads are
-      // issued before the round before it multiplies. (Copying the next round's registers over
-      // this round's at the end of each round waits for its loads: 12B Q4_0 decode 166 vs 174
-      // t/s, H200 session 13.)
-      uvec4 wv2[kLoads], sv2[kLoads];
-      if (part < n_chunks) matvec_load_round(part, rows, wv, sv);
-      for (uint c0 = part; c0 < n_chunks; c0 += 2 * step) {
-        const bool second = c0 + step < n_chunks;
-        if (second) matvec_load_round(c0 + step, rows, wv2, sv2);
-        matvec_round_products(c0, t0, wv, sv, acc);
-        if (!second) break;
-        if (c0 + 2 * step < n_chunks) matvec_load_round(c0 + 2 * step, rows, wv, sv);
-        matvec_round_products(c0 + step, t0, wv2, sv2, acc);
+      for (uint u = 0; u < MATVEC_UNROLL; ++u) {
+        const uint j = (c0 + u * split) * lanes + lane;
+        const float keep = j < n_vecs ? 1.0 : 0.0;
+        const uint jc = min(j, n_vecs - 1);
+        for (uint t = 0; t < kTokens; ++t) {
+          const uint tt = min(t0 + t, pc.n_tokens - 1);
+          vec4 xq[VEC_QUADS];
+          for (uint q = 0; q < VEC_QUADS; ++q) xq[q] = load_x_quad(tt, vec_quad_col(jc, q));
+          for (uint m = 0; m < kMats; ++m) {
+            for (uint r = 0; r < kRows; ++r) {
+              const uint i = (m * MATVEC_UNROLL + u) * kRows + r;
+#ifdef W_SCALED
+              acc[(m * kRows + r) * kTokens + t] += keep * vec_dot(wv[i], sv[i], jc, xq);
+#else
+              acc[(m * kRows + r) * kTokens + t] += keep * vec_dot(wv[i], uvec4(0), jc, xq);
+#endif
+            }
+          }
+        }
       }
     }
 

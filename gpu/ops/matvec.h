@@ -102,9 +102,6 @@ struct MatvecTuning {
   // A matrix of few rows also splits (while parts still get a chunk of vectors each) until its
   // grid has split_min_groups workgroups.
   uint32_t vec_unroll = 0;
-  // Rounds whose loads a lane has in flight: 1 (each round loads, then multiplies) or 2 (the
-  // next round's loads issued before this round's products).
-  uint32_t rounds_in_flight = 0;
   uint32_t max_split = 0;
   uint32_t split_rounds = 0;
   uint32_t split_min_groups = 0;

@@ -115,8 +115,6 @@ void resolve_matvec_shape(const DeviceInfo& info, WeightFormat format, bool gate
   fill(t.rows_per_subgroup, "ROWS", default_rows_per_subgroup(info, format, gate_up));
   fill(t.tokens_per_group, "TOKENS", kDefaultTokens);
   fill(t.vec_unroll, "UNROLL", default_vec_unroll(info, format));
-  fill(t.rounds_in_flight, "IN_FLIGHT", 1);
-  t.rounds_in_flight = std::min(t.rounds_in_flight, 2u);
   fill(t.max_split, "SPLIT", quantized ? 1 : t.subgroups_per_group);
   t.max_split = std::min(t.max_split, t.subgroups_per_group);
   fill(t.split_rounds, "ROUNDS", kDefaultSplitRounds);

@@ -68,20 +68,11 @@ MatvecTuning narrowed() {
 // one vector a round (splits of 1, 2, 3 or 6 subgroups, the odd ones ragged against every row);
 // 8 subgroups of 1 row, 2 tokens, 3 vectors a round, split while a part takes over 2 rounds;
 // rows narrowed per product.
-// The same with the next round's loads issued before this round's products: the default shape,
-// and 8 subgroups of 1 row, 3 vectors a round, split while a part takes over 2 rounds.
-MatvecTuning in_flight_2(MatvecTuning t) {
-  t.rounds_in_flight = 2;
-  return t;
-}
-
 const Setting kSettings[] = {{"Default", {}},
                              {"Unsplit", shape(2, 0, 0, 0, 1, 0)},
                              {"Split3Rows3", shape(6, 3, 3, 1, 6, 1)},
                              {"Split8Unroll3", shape(8, 1, 2, 3, 8, 2)},
-                             {"Narrowed", narrowed()},
-                             {"InFlight2", in_flight_2({})},
-                             {"Split8Unroll3InFlight2", in_flight_2(shape(8, 1, 2, 3, 8, 2))}};
+                             {"Narrowed", narrowed()}};
 
 class GpuMatvec
     : public GpuTest,
