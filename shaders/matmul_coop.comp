@@ -291,12 +291,10 @@ void store_frag(FRAG_ACC f, uint tok0, uint row0) {
   }
 
 // Quantized weights, token half t (tokens t..t+15 of the tile) of block b, both fragment columns:
-// hi (and lo) fragments of the two k-steps, then each column's sum c (LO 2: lo sums d) scaled
-// by the rows' block scales (X_Q8: and the tokens'; the block's integer sum is exact) into g0 / g1,
-// the same scale down each fragment column (a stride-0 load), element by element (glslc -O,
-// spirv-opt, crashes on whole-fragment arithmetic); the same fragment type, so element e of each
-// is the same output. Only LO 2 reads d: elsewhere c + 0 · unscale would still be an add the
-// driver may not fold (IEEE: c + 0 is not c for c = -0).
+// each column's block sum c (LO 2: lo sums d) scaled into g0 / g1 by the rows' block scales (X_Q8:
+// times the tokens'), a stride-0 load, element by element (glslc -O crashes on whole-fragment
+// arithmetic; one fragment type, so element e of each is the same output). Only LO 2 reads d: c +
+// 0 · unscale is an add the driver may not fold (c + 0 is not c for c = -0).
 #ifdef X_Q8
 #define BLOCK_XD(t) FRAG_ACC xs; coopMatLoadNV(xs, sh_f, kXdOff + b * kTokens + (t), 0, true);
 #define BLOCK_SCALE(s, e) (s[e] * xs[e])
