@@ -6,7 +6,8 @@
 //   x: binding 0, [T, n] f32 (read and written)   o: binding 1, [T, n] f32
 //   w_post: binding 2, [n] f32
 //   FUSE_NEXT: next_w binding 3, [n] f32; h binding 4, [T, n] f32
-//   push: NormPush (norm.h), rows = T. spec: LOCAL_SIZE invocations, MAX_SUBGROUPS.
+//   push: NormPush (norm.h), rows = T. spec: LOCAL_SIZE invocations, MAX_SUBGROUPS; HELD only:
+//   HELD, the elements an invocation holds (the host takes it for n <= LOCAL_SIZE · HELD).
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_shader_subgroup_basic : require
@@ -28,10 +29,18 @@ layout(binding = 4, std430) writeonly buffer Hout { float h[]; };
 shared float red_partial[kMaxSubgroups * 2];
 #include "common/reduce.glsl"
 #include "norm_row.glsl"
+#ifdef HELD
+layout(constant_id = INFER_NORM_SPEC_HELD) const uint kHeld = 8;
+#define ADD_NORM_HELD kHeld
+#endif
 #include "add_norm_row.glsl"
 
 void main() {
   const uint t = row_index();
   if (t >= pc.rows) return;  // whole workgroup: the grid is rounded up in y
+#ifdef HELD
+  add_norm_row_held(t * pc.n, pc.n);
+#else
   add_norm_row(t * pc.n, pc.n);
+#endif
 }

@@ -51,3 +51,41 @@ void add_norm_row(uint base, uint n) {
   }
 #endif
 }
+
+#ifdef ADD_NORM_HELD
+// The same step with the whole row held in registers, ADD_NORM_HELD elements an invocation
+// (n <= gl_WorkGroupSize.x · ADD_NORM_HELD): every input (o, stream, w_post, next_w) loaded at
+// once, one wait on memory where add_norm_row waits for o, then stream and w_post, then next_w.
+void add_norm_row_held(uint base, uint n) {
+  const uint kHold = ADD_NORM_HELD;
+  const uint step = gl_WorkGroupSize.x;
+  float ov[kHold], xv[kHold], wv[kHold];
+#if defined(FUSE_NEXT)
+  float nv[kHold];
+#endif
+  for (uint b = 0, i = gl_LocalInvocationID.x; b < kHold; ++b, i += step) {
+    ov[b] = i < n ? o[base + i] : 0.0;
+    xv[b] = i < n ? stream[base + i] : 0.0;
+    wv[b] = i < n ? w_post[i] : 0.0;
+#if defined(FUSE_NEXT)
+    nv[b] = i < n ? next_w[i] : 0.0;
+#endif
+  }
+  float sum_sq = 0.0;
+  for (uint b = 0; b < kHold; ++b) sum_sq += ov[b] * ov[b];
+  const float inv = inv_rms(workgroup_sum(sum_sq), n, pc.eps);
+
+  float next_sum_sq = 0.0;
+  for (uint b = 0, i = gl_LocalInvocationID.x; b < kHold; ++b, i += step) {
+    xv[b] = (xv[b] + ov[b] * inv * wv[b]) * pc.scale;  // add_norm_row's expression
+    if (i < n) stream[base + i] = xv[b];
+    next_sum_sq += xv[b] * xv[b];  // 0 past the row
+  }
+#if defined(FUSE_NEXT)
+  const float next_inv = inv_rms(workgroup_sum(next_sum_sq), n, pc.eps);
+  for (uint b = 0, i = gl_LocalInvocationID.x; b < kHold; ++b, i += step) {
+    if (i < n) h[base + i] = xv[b] * next_inv * nv[b];
+  }
+#endif
+}
+#endif

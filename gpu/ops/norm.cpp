@@ -2,6 +2,7 @@
 #include "gpu/ops/norm.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <memory>
 #include <vector>
 
@@ -22,16 +23,27 @@ constexpr uint32_t kRowInvocations = 512;
 // Rows this short (head dims, PLE slices of P = 256) go to one-subgroup workgroups: a 512-wide
 // one would leave most invocations idle, and there are many such rows (T·L, T·n_q).
 constexpr uint32_t kShortRowPerInvocation = 8;
+// add_norm's held variants (INFER_NORM_HELD=1 at create, opt-in until measured): elements an
+// invocation holds at most; rows longer than the workgroup times this take the loop form.
+constexpr uint32_t kMaxHeld = 16;
 
+// held > 0: add_norm.comp's HELD variants, holding that many elements an invocation.
 Result<std::unique_ptr<Pipeline>> make(const VulkanContext& ctx, const char* variant,
-                                       std::vector<Access> bindings, WorkgroupSize s) {
+                                       std::vector<Access> bindings, WorkgroupSize s,
+                                       uint32_t held = 0) {
   PipelineDesc desc;
   desc.variant = variant;
   desc.bindings = std::move(bindings);
   desc.push_bytes = sizeof(shader::NormPush);
   desc.spec = {{INFER_NORM_SPEC_LOCAL_SIZE, s.local},
                {INFER_NORM_SPEC_MAX_SUBGROUPS, s.max_subgroups}};
+  if (held > 0) desc.spec.push_back({INFER_NORM_SPEC_HELD, held});
   return Pipeline::create(ctx, desc);
+}
+
+bool held_asked() {
+  const char* v = std::getenv("INFER_NORM_HELD");
+  return v != nullptr && v[0] == '1';
 }
 
 }  // namespace
@@ -41,6 +53,9 @@ struct NormOps::Pipelines {
   uint32_t short_row_max = 0;  // n up to this goes to the one-subgroup rms_norm pipelines
   std::unique_ptr<Pipeline> rms_norm, rms_norm_short, rms_norm_no_weight, rms_norm_no_weight_short,
       add_norm, add_norm_next, norm_sum;
+  // The held add_norm variants (made only when asked) and the longest row they take.
+  std::unique_ptr<Pipeline> add_norm_held, add_norm_next_held;
+  uint32_t held_max = 0;
 
   Groups rows_grid(uint32_t rows) const { return wrapped_groups(ctx->info(), rows); }
 };
@@ -66,6 +81,15 @@ Result<std::unique_ptr<NormOps>> NormOps::create(const VulkanContext& ctx, uint3
   INFER_TRY(p.add_norm, make(ctx, "add_norm", {Access::kReadWrite, R, R}, row));
   INFER_TRY(p.add_norm_next, make(ctx, "add_norm_next", {Access::kReadWrite, R, R, R, W}, row));
   INFER_TRY(p.norm_sum, make(ctx, "norm_sum", {R, R, R, R, W}, row));
+  if (held_asked()) {
+    // As many elements an invocation as the model's rows need (all of kMaxHeld when unknown).
+    const uint32_t held =
+        row_n == 0 ? kMaxHeld : std::clamp((row_n + row.local - 1) / row.local, 1u, kMaxHeld);
+    p.held_max = held * row.local;
+    INFER_TRY(p.add_norm_held, make(ctx, "add_norm_held", {Access::kReadWrite, R, R}, row, held));
+    INFER_TRY(p.add_norm_next_held,
+              make(ctx, "add_norm_next_held", {Access::kReadWrite, R, R, R, W}, row, held));
+  }
   return op;
 }
 
@@ -93,10 +117,14 @@ Result<void> NormOps::add_norm(Recorder& rec, Binding x, Binding o, Binding w_po
   check_words("add_norm", "w_post", w_post, n);
   const shader::NormPush push{T, n, eps, scale};
   const Groups g = p_->rows_grid(T);
-  if (next_w.buffer == nullptr) return rec.dispatch(*p_->add_norm, {x, o, w_post}, push, g);
+  const bool held = n <= p_->held_max;
+  if (next_w.buffer == nullptr) {
+    return rec.dispatch(held ? *p_->add_norm_held : *p_->add_norm, {x, o, w_post}, push, g);
+  }
   check_words("add_norm", "next_w", next_w, n);
   check_words("add_norm", "h", h, uint64_t(T) * n);
-  return rec.dispatch(*p_->add_norm_next, {x, o, w_post, next_w, h}, push, g);
+  return rec.dispatch(held ? *p_->add_norm_next_held : *p_->add_norm_next,
+                      {x, o, w_post, next_w, h}, push, g);
 }
 
 Result<void> NormOps::norm_sum(Recorder& rec, Binding a, Binding wa, Binding b, Binding wb,

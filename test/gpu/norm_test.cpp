@@ -12,6 +12,7 @@
 #include "model/ops/rms_norm.h"
 #include "test/gpu/gpu_test_env.h"
 #include "test/gpu/op_test_buffers.h"
+#include "test/scoped_env.h"
 
 namespace infer::gpu {
 namespace {
@@ -246,6 +247,22 @@ TEST_F(GpuNorm, OpsSizedForAShortRowHandleEveryLength) {
     check_rms_norm(*ctx_, **sized, 3, n, true, false);
     check_add_norm(*ctx_, **sized, 2, n, 0.37f, true);
     check_norm_sum(*ctx_, **sized, 2, n, false);
+  }
+}
+
+// add_norm's held variants (INFER_NORM_HELD=1): sized for the model's rows (1536 and 5376 on
+// 512-wide workgroups: 3 and 11 elements an invocation) and unsized (16); rows longer than they
+// hold take the loop form.
+TEST_F(GpuNorm, AddNormHeldMatchesCpuReference) {
+  const test::ScopedEnv env("INFER_NORM_HELD", "1");
+  for (uint32_t row_n : {0u, 1536u, 5376u}) {
+    auto held = NormOps::create(*ctx_, row_n);
+    ASSERT_TRUE(held.ok()) << held.error().message;
+    SCOPED_TRACE("ops sized for " + std::to_string(row_n));
+    for (uint32_t n : kLengths) {
+      check_add_norm(*ctx_, **held, n > 1536 ? 1 : 3, n, 0.37f, true);
+      check_add_norm(*ctx_, **held, 1, n, 1.0f, false);
+    }
   }
 }
 
