@@ -250,18 +250,21 @@ TEST_F(GpuNorm, OpsSizedForAShortRowHandleEveryLength) {
   }
 }
 
-// add_norm's held variants (INFER_NORM_HELD=1): sized for the model's rows (1536 and 5376 on
-// 512-wide workgroups: 3 and 11 elements an invocation) and unsized (16); rows longer than they
-// hold take the loop form.
-TEST_F(GpuNorm, AddNormHeldMatchesCpuReference) {
-  const test::ScopedEnv env("INFER_NORM_HELD", "1");
-  for (uint32_t row_n : {0u, 1536u, 5376u}) {
-    auto held = NormOps::create(*ctx_, row_n);
-    ASSERT_TRUE(held.ok()) << held.error().message;
-    SCOPED_TRACE("ops sized for " + std::to_string(row_n));
-    for (uint32_t n : kLengths) {
-      check_add_norm(*ctx_, **held, n > 1536 ? 1 : 3, n, 0.37f, true);
-      check_add_norm(*ctx_, **held, 1, n, 1.0f, false);
+// add_norm's held variants (the default) sized for the model's rows (1536 and 5376 on 512-wide
+// workgroups: 3 and 11 elements an invocation) and unsized (16), rows longer than they hold
+// taking the loop form; and the loop form for every row (INFER_NORM_HELD=0).
+TEST_F(GpuNorm, AddNormHeldAndLoopFormsMatchCpuReference) {
+  for (const char* held_env : {"1", "0"}) {
+    const test::ScopedEnv env("INFER_NORM_HELD", held_env);
+    for (uint32_t row_n : {0u, 1536u, 5376u}) {
+      auto ops = NormOps::create(*ctx_, row_n);
+      ASSERT_TRUE(ops.ok()) << ops.error().message;
+      SCOPED_TRACE(std::string("INFER_NORM_HELD=") + held_env + ", ops sized for " +
+                   std::to_string(row_n));
+      for (uint32_t n : kLengths) {
+        check_add_norm(*ctx_, **ops, n > 1536 ? 1 : 3, n, 0.37f, true);
+        check_add_norm(*ctx_, **ops, 1, n, 1.0f, false);
+      }
     }
   }
 }
