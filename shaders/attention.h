@@ -42,8 +42,8 @@ INFER_PUSH_END(QkvPrepPush)
 // normalised. More: each writes its partial (unnormalised o, running max m and sum l per row)
 // to the scratch and counts itself in counters[y · groups_z + z]; the last one to arrive
 // merges the partials into out and resets the counter for the next dispatch.
-// Split decode (attend_split.comp, T = 1, same push): x = slice of LOCAL_SIZE output dims,
-// y = split (n_splits), z as above; a counter per (x, z); (m, l) partials per slice.
+// Split decode (attend_split.comp, T = 1, same push): x = 0, y = split (n_splits), z as above;
+// a counter per z; partials o [split, n_q, d] then (m, l) [split, n_q].
 #if defined(__cplusplus) || defined(INFER_ATTN_ATTEND)
 INFER_PUSH_BEGIN(AttendPush)
 uint T;

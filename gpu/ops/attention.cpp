@@ -141,10 +141,10 @@ Result<std::unique_ptr<AttentionOps>> AttentionOps::create(const VulkanContext& 
   p.lanes = attention_lanes(info);
   p.max_subgroups = std::max(1u, p.lanes.local_size / p.lanes.smallest);
   p.knobs = decode_knobs(info.max_workgroup_invocations);
-  // Opt-in (INFER_ATTN_SPLIT=1): on the H200 the one-dispatch decode took 87 us a layer on E2B
-  // and 166 on 12B at 640 keys, the two passes 43 and 38 (docs/bench/gpu-h200-s4-ab.json).
+  // Opt-in (INFER_ATTN_SPLIT=1): the one-dispatch decode (attention_split.cpp).
   const char* split_env = std::getenv("INFER_ATTN_SPLIT");
   p.split_decode = split_env != nullptr && std::strcmp(split_env, "1") == 0;
+  p.split_keys = split_min_keys();
 
   // Shared q rows (ROWS x max_d floats) take at most half of the device's shared memory.
   VkPhysicalDeviceProperties props;
@@ -176,20 +176,17 @@ Result<std::unique_ptr<AttentionOps>> AttentionOps::create(const VulkanContext& 
                                     BufferKind::kDevice, "attention decode block stats"));
 
   // Partials (o [d], m, l) per split and query row, for the most splits any record may use.
-  // Split decode: o [splits, n_q, d], then (m, l) pairs per dim slice; two-pass decode: o
+  // Split decode: o [splits, n_q, d], then (m, l) [splits, n_q] pairs; two-pass decode: o
   // [pv splits, n_q, d] (pv splits <= kMaxSplits).
   const uint64_t row_floats = uint64_t(limits.max_n_q) * (limits.max_d + 2);
-  const uint32_t max_slices = div_up(limits.max_d, p.lanes.local_size);
-  p.scratch_floats = std::max<uint64_t>(
-      {kMaxSplits * row_floats, uint64_t(kPrefillSplits) * limits.max_T * row_floats,
-       uint64_t(kMaxSplits) * limits.max_n_q * (limits.max_d + 2 * max_slices)});
+  p.scratch_floats = std::max<uint64_t>(kMaxSplits * row_floats,
+                                        uint64_t(kPrefillSplits) * limits.max_T * row_floats);
   INFER_TRY(p.scratch, Buffer::create(ctx, p.scratch_floats * sizeof(float), BufferKind::kDevice,
                                       "attention split-K scratch"));
-  // At most one counter per query row (split decode: per row and dim slice; attend_pv: per dim
-  // chunk and head group); zero at the start, and the merging workgroup of each dispatch sets
-  // its counter back to zero.
-  const uint32_t columns =
-      std::max({limits.max_T, max_slices, div_up(limits.max_d, p.knobs.pv_dims)});
+  // At most one counter per query row (split decode: per head group; attend_pv: per dim chunk
+  // and head group); zero at the start, and the merging workgroup of each dispatch sets its
+  // counter back to zero.
+  const uint32_t columns = std::max(limits.max_T, div_up(limits.max_d, p.knobs.pv_dims));
   const std::vector<uint32_t> zeros(size_t(columns) * limits.max_n_q, 0u);
   INFER_TRY(p.counters, Buffer::create(ctx, zeros.size() * sizeof(uint32_t), BufferKind::kDevice,
                                        "attention split counters"));

@@ -1,7 +1,7 @@
 // GPU attend vs the CPU reference (model/ops/attention), exact KV mode: full and sliding rings
 // with GQA, d 16/256/512, decode at many positions (wrapped rings too) and prefill chunks at
 // pos0 > 0, split-K (merged by the last split) and direct paths; decode both in one dispatch
-// (split over keys and dim slices, opt-in: INFER_ATTN_SPLIT=1) and in the default two passes
+// (split over keys, opt-in: INFER_ATTN_SPLIT=1) and in the default two passes
 // (also with its knobs forcing every loop and merge). The KV ring's modes:
 // attention_ring_test.cpp.
 #include "gpu/ops/attention.h"
@@ -144,6 +144,7 @@ const AttendCase kAttendCases[] = {
     {8, 2, 256, 0, 16, 1, 6},       // 1, 3 and 7 keys: one split, partial tile
     {8, 1, 512, 0, 700, 1, 640},    // E2B's full layer at the profiled position
     {2, 1, 512, 0, 3100, 1, 3050},  // 3051 keys: the most splits (> 64 tiles), GQA 2
+    {2, 1, 256, 0, 4400, 1, 4300},  // 4301 keys: more than 64 splits of 64 keys
     {16, 8, 256, 0, 3300, 1, 3201}, // 12B-like heads: 8 KV heads, GQA 2
     {3, 1, 200, 0, 400, 1, 333},    // d not a multiple of the workgroup: a partial dim slice
     // decode, sliding (wrapped rings)
