@@ -94,11 +94,14 @@ void add_gpu_fields(const gpu::VulkanContext& ctx, const gpu::GpuForward& fwd, d
   j["sync_grid_barrier_us"] = sync.grid_barrier_us;
   j["sync_grid_groups"] = sync.grid_groups;
   j["sync_grid_barrier_ok"] = sync.grid_barrier_ok;
+  j["sync_grid_barrier_count_us"] = sync.grid_barrier_count_us;
+  j["sync_grid_barrier_count_ok"] = sync.grid_barrier_count_ok;
   j["sync_measure"] =
       "medians of fence-timed replays: 400 empty dispatches of sync_grid_groups workgroups, each "
       "after a barrier on the one before (dependent) or with none (free); one dispatch crossing "
-      "2000 grid-wide barriers (atomic arrive, spin on a generation word), per barrier; ok: every "
-      "workgroup was resident and saw the others' writes";
+      "2000 grid-wide barriers (atomic arrive, spin on a generation word; _count: spin on the "
+      "arrivals word itself, relaxed, one acquire fence after), per barrier; ok: every workgroup "
+      "was resident and saw the others' writes";
   const gpu::RecordingCounts counts = fwd.decode_counts();
   j["decode_dispatches_per_token"] = counts.dispatches;
   j["decode_barriers_per_token"] = counts.barrier_commands;

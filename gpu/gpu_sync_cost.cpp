@@ -18,6 +18,7 @@ namespace {
 struct ProbePush {
   uint32_t phases;
   uint32_t spin_limit;
+  uint32_t form;  // 0: by generation, 1: by count (sync_probe.comp)
 };
 
 // Reads of the generation before a spinning workgroup gives up: far beyond any real wait
@@ -57,7 +58,7 @@ Result<SyncCost> measure_sync_cost(const VulkanContext& ctx, uint32_t dispatches
   desc.bindings = {Access::kRead, Access::kRead};
   INFER_TRY(std::unique_ptr<Pipeline> free, Pipeline::create(ctx, desc));
 
-  const size_t sync_words = 2 + 2 * size_t(grid_groups);
+  const size_t sync_words = 3 + 2 * size_t(grid_groups);
   INFER_TRY(Buffer sync, Buffer::create(ctx, sync_words * sizeof(uint32_t), BufferKind::kDevice,
                                         "sync probe"));
   INFER_TRY(Buffer error, Buffer::create(ctx, sizeof(uint32_t), BufferKind::kDevice,
@@ -67,7 +68,7 @@ Result<SyncCost> measure_sync_cost(const VulkanContext& ctx, uint32_t dispatches
   INFER_TRY_VOID(upload(ctx, error, 0, zeros.data(), sizeof(uint32_t)));
 
   INFER_TRY(std::unique_ptr<Recorder> rec, Recorder::create(ctx));
-  const ProbePush empty{0, kSpinLimit};
+  const ProbePush empty{0, kSpinLimit, 0};
   for (const Pipeline* p : {chained.get(), free.get()}) {
     INFER_TRY_VOID(rec->begin(/*reusable=*/true));
     for (uint32_t i = 0; i < dispatches; ++i) {
@@ -80,15 +81,19 @@ Result<SyncCost> measure_sync_cost(const VulkanContext& ctx, uint32_t dispatches
         s / dispatches * 1e6;
   }
 
-  INFER_TRY_VOID(rec->begin(/*reusable=*/true));
-  INFER_TRY_VOID(rec->dispatch(*chained, {Binding{&sync}, Binding{&error}},
-                               ProbePush{phases, kSpinLimit}, Groups{grid_groups, 1, 1}));
-  INFER_TRY_VOID(rec->end());
-  INFER_TRY(const double s, median_pass_s(*rec, passes));
-  cost.grid_barrier_us = s / phases * 1e6;
-  uint32_t bits = 0;
-  INFER_TRY_VOID(download(ctx, error, 0, &bits, sizeof(bits)));
-  cost.grid_barrier_ok = bits == 0;
+  // Each form of the grid barrier in its own recording, its error bits read after it.
+  for (uint32_t form : {0u, 1u}) {
+    INFER_TRY_VOID(upload(ctx, error, 0, zeros.data(), sizeof(uint32_t)));
+    INFER_TRY_VOID(rec->begin(/*reusable=*/true));
+    INFER_TRY_VOID(rec->dispatch(*chained, {Binding{&sync}, Binding{&error}},
+                                 ProbePush{phases, kSpinLimit, form}, Groups{grid_groups, 1, 1}));
+    INFER_TRY_VOID(rec->end());
+    INFER_TRY(const double s, median_pass_s(*rec, passes));
+    uint32_t bits = 0;
+    INFER_TRY_VOID(download(ctx, error, 0, &bits, sizeof(bits)));
+    (form == 0 ? cost.grid_barrier_us : cost.grid_barrier_count_us) = s / phases * 1e6;
+    (form == 0 ? cost.grid_barrier_ok : cost.grid_barrier_count_ok) = bits == 0;
+  }
   return cost;
 }
 

@@ -16,11 +16,13 @@ struct SyncCost {
   double dependent_dispatch_us = 0;  // median per dispatch, each after a barrier on the last
   double free_dispatch_us = 0;       // median per dispatch, no barriers between them
   double grid_barrier_us = 0;        // median per grid barrier of the persistent dispatch
+  double grid_barrier_count_us = 0;  // the same with the barrier by count (sync_probe.comp)
   uint32_t dispatch_groups = 0;      // workgroups of each empty dispatch
   uint32_t grid_groups = 0;          // workgroups of the persistent dispatch
   // The grid barrier ordered memory and never gave up spinning: false where the device did not
   // keep every workgroup resident (then grid_barrier_us means nothing).
   bool grid_barrier_ok = false;
+  bool grid_barrier_count_ok = false;  // the same for the barrier by count
 };
 
 // `dispatches` empty dispatches per recording (with and without barriers), `phases` grid

@@ -1,11 +1,13 @@
 // What ordering costs on this device (gpu/gpu_sync_cost.cpp), for the bench: the price of a
 // dependent dispatch against a grid-wide barrier inside one persistent dispatch, the two ways a
 // decode step can order its ~400 dependent steps.
-//   sync:  binding 0, coherent uint [2 + 2 * groups]: [0] arrivals, [1] generation, then two
-//          rows of one word a workgroup (a phase's writes, alternating rows)
+//   sync:  binding 0, coherent uint [3 + 2 * groups]: [0] arrivals, [1] generation, then two
+//          rows of one word a workgroup (a phase's writes, alternating rows), then the count
+//          form's arrivals
 //   error: binding 1, uint [1]: bit 0 a spin gave up (workgroups not all resident), bit 1 a
 //          workgroup saw a neighbour's word from the wrong phase (the barrier did not order)
-//   push: phases (0: an empty dispatch, which touches nothing), spin_limit.
+//   push: phases (0: an empty dispatch, which touches nothing), spin_limit, form (0: by
+//   generation, 1: by count).
 //   spec 0: LOCAL_SIZE.
 // Each phase, every workgroup writes its word, crosses the grid barrier, and checks its
 // neighbour's word of that phase: a barrier that does not order memory fails the check.
@@ -20,6 +22,7 @@ layout(binding = 1, std430) coherent buffer Error { uint error_bits[]; };
 layout(push_constant) uniform Push {
   uint phases;
   uint spin_limit;
+  uint form;
 } pc;
 
 shared uint gen_sh;
@@ -53,14 +56,42 @@ void grid_barrier(uint groups) {
   barrier();
 }
 
+// By count: its arrivals word only grows (no reset, no generation word): a barrier is passed
+// once the word reaches `target`, so the last arrival's own atomic releases the others (one L2
+// round trip less than by generation), and the spin polls relaxed, with one acquire fence after
+// it instead of an acquire a read.
+void grid_barrier_count(uint word, uint target) {
+  barrier();
+  if (gl_LocalInvocationIndex == 0) {
+    atomicAdd(sync_words[word], 1u, gl_ScopeDevice, gl_StorageSemanticsBuffer,
+              gl_SemanticsRelease);
+    uint spins = 0;
+    while (int(atomicLoad(sync_words[word], gl_ScopeDevice, gl_StorageSemanticsBuffer,
+                          gl_SemanticsRelaxed) - target) < 0) {  // wrap-safe
+      if (++spins >= pc.spin_limit) {
+        atomicOr(error_bits[0], 1u);
+        break;
+      }
+    }
+    memoryBarrier(gl_ScopeDevice, gl_StorageSemanticsBuffer, gl_SemanticsAcquire);
+  }
+  barrier();
+}
+
 void main() {
   const uint groups = gl_NumWorkGroups.x, g = gl_WorkGroupID.x;
   if (pc.phases == 0) return;  // the empty dispatch: launch and retire only
   // Values of this run start at the generation (equal in every workgroup: it moves only once all
   // have arrived at the first barrier), so a word left by an earlier replay never passes.
+  // By count, a run starts at a multiple of groups (every run adds phases · groups), which a
+  // workgroup finds by rounding down even after faster ones have arrived at the first barrier.
+  const uint count_word = 2 + 2 * groups;
   if (gl_LocalInvocationIndex == 0) {
-    gen_sh = atomicLoad(sync_words[1], gl_ScopeDevice, gl_StorageSemanticsBuffer,
-                        gl_SemanticsAcquire);
+    gen_sh = pc.form == 1u ? atomicLoad(sync_words[count_word], gl_ScopeDevice,
+                                        gl_StorageSemanticsBuffer, gl_SemanticsAcquire) /
+                                 groups
+                           : atomicLoad(sync_words[1], gl_ScopeDevice, gl_StorageSemanticsBuffer,
+                                        gl_SemanticsAcquire);
   }
   barrier();
   const uint base = gen_sh;
@@ -70,7 +101,11 @@ void main() {
       atomicStore(sync_words[row + g], base + phase + 1u, gl_ScopeDevice,
                   gl_StorageSemanticsBuffer, gl_SemanticsRelease);
     }
-    grid_barrier(groups);
+    if (pc.form == 1u) {
+      grid_barrier_count(count_word, (base + phase + 1u) * groups);
+    } else {
+      grid_barrier(groups);
+    }
     if (gl_LocalInvocationIndex == 0) {
       const uint seen = atomicLoad(sync_words[row + (g + 1) % groups], gl_ScopeDevice,
                                    gl_StorageSemanticsBuffer, gl_SemanticsAcquire);

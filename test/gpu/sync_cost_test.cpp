@@ -1,5 +1,5 @@
 // The bench's ordering costs (gpu/gpu_sync_cost.h): the figures come back positive, the probe's
-// grid barrier holds with one workgroup (its ordering check of several runs on the H200: the
+// grid barriers (by generation and by count) hold with one workgroup (its ordering check of several runs on the H200: the
 // bench's grid_barrier_ok), and a grid that is not resident is reported, not hung on.
 #include "gpu/gpu_sync_cost.h"
 
@@ -21,8 +21,10 @@ TEST_F(GpuSyncCost, MeasuresDispatchesAndAGridBarrierOfOneWorkgroup) {
   EXPECT_GT(cost->dependent_dispatch_us, 0.0);
   EXPECT_GT(cost->free_dispatch_us, 0.0);
   EXPECT_GT(cost->grid_barrier_us, 0.0);
+  EXPECT_GT(cost->grid_barrier_count_us, 0.0);
   EXPECT_EQ(cost->grid_groups, 1u);
   EXPECT_TRUE(cost->grid_barrier_ok);
+  EXPECT_TRUE(cost->grid_barrier_count_ok);
 }
 
 // lavapipe runs a dispatch's workgroups a few at a time, so a grid of 64 never meets at its first
@@ -34,6 +36,7 @@ TEST_F(GpuSyncCost, ReportsAGridThatIsNotResidentInsteadOfHanging) {
   EXPECT_EQ(cost->grid_groups, 64u);
   if (ctx_->info().name.find("llvmpipe") != std::string::npos) {
     EXPECT_FALSE(cost->grid_barrier_ok);
+    EXPECT_FALSE(cost->grid_barrier_count_ok);
   }
 }
 
