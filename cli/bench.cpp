@@ -26,6 +26,7 @@
 #include "cli/mem_bandwidth.h"
 #include "cli/model_choice.h"
 #include "gpu/gpu_bandwidth.h"
+#include "gpu/gpu_chain_cost.h"
 #include "gpu/gpu_sync_cost.h"
 #include "model/model.h"
 #include "model/ops/matmul.h"
@@ -69,7 +70,8 @@ size_t peak_rss_bytes() {
 void add_gpu_fields(const gpu::VulkanContext& ctx, const gpu::GpuForward& fwd, double upload_s,
                     const std::vector<double>& host_ms, const std::vector<double>& submit_ms,
                     const std::vector<double>& wait_ms, const gpu::CopyBandwidth& copy,
-                    const gpu::SyncCost& sync, nlohmann::ordered_json& j) {
+                    const gpu::SyncCost& sync, const gpu::ChainCost& chain,
+                    nlohmann::ordered_json& j) {
   const gpu::DeviceInfo& info = ctx.info();
   j["backend"] = "vulkan";
   j["device_name"] = info.name;
@@ -102,6 +104,19 @@ void add_gpu_fields(const gpu::VulkanContext& ctx, const gpu::GpuForward& fwd, d
       "2000 grid-wide barriers (atomic arrive, spin on a generation word; _count: spin on the "
       "arrivals word itself, relaxed, one acquire fence after), per barrier; ok: every workgroup "
       "was resident and saw the others' writes";
+  // A chain of dependent products, a dispatch a link against one persistent dispatch that loads
+  // the next link's weights before each grid barrier (the route a whole-layer kernel would take).
+  j["sync_chain_n"] = chain.n;
+  j["sync_chain_links"] = chain.links;
+  j["sync_chain_groups"] = chain.groups;
+  j["sync_chain_dispatch_us"] = chain.dispatch_us;
+  j["sync_chain_persistent_us"] = chain.persistent_us;
+  j["sync_chain_ok"] = chain.ok;
+  j["sync_chain_measure"] =
+      "medians of fence-timed replays, per link: x <- W_k x with W_k [n, n] f32 (each link's "
+      "weights new to the caches), as one dispatch a link after a barrier, and as one dispatch "
+      "of sync_chain_groups workgroups crossing a grid barrier by count between links; ok: the "
+      "persistent result equals the dispatch one bit for bit and no spin gave up";
   const gpu::RecordingCounts counts = fwd.decode_counts();
   j["decode_dispatches_per_token"] = counts.dispatches;
   j["decode_barriers_per_token"] = counts.barrier_commands;
@@ -195,6 +210,7 @@ Result<void> run_bench(const Options& opts) {
   Bandwidth bw;
   gpu::CopyBandwidth copy;
   gpu::SyncCost sync;
+  gpu::ChainCost chain;
   if (backend.gpu != nullptr) {
     // A CPU device (lavapipe) reads host memory: 256 MiB is past its caches, and slow enough.
     const bool cpu_device = backend.ctx->info().type == VK_PHYSICAL_DEVICE_TYPE_CPU;
@@ -209,6 +225,8 @@ Result<void> run_bench(const Options& opts) {
     bw.passes_gb_per_s = read.passes_gb_per_s;
     // A CPU device runs a few workgroups at a time: one, so its grid barrier holds.
     INFER_TRY(sync, gpu::measure_sync_cost(*backend.ctx, 400, 2000, cpu_device ? 1 : 128));
+    INFER_TRY(chain, cpu_device ? gpu::measure_chain_cost(*backend.ctx, 256, 8, 1)
+                                : gpu::measure_chain_cost(*backend.ctx));
   } else {
     bw = measure_read_bandwidth(pool);
   }
@@ -242,7 +260,7 @@ Result<void> run_bench(const Options& opts) {
       {"tokenizer_encode_mb_per_s", tokenizer_mb_s},
   };
   if (backend.gpu != nullptr) add_gpu_fields(*backend.ctx, *backend.gpu, backend_s, host_ms,
-                                             submit_ms, wait_ms, copy, sync, j);
+                                             submit_ms, wait_ms, copy, sync, chain, j);
   if (!profile.is_null()) j["gpu_profile"] = profile;
   INFER_TRY_VOID(write_bench_json(opts, j));
 

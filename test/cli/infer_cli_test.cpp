@@ -297,6 +297,17 @@ TEST(InferCli, GpuBenchEmitsBandwidthAndDispatchCounts) {
   EXPECT_LE(j["decode_dispatches_per_token"].get<int>(), 7 * 13 + 7);
   EXPECT_LE(j["decode_barriers_per_token"].get<int>(), j["decode_dispatches_per_token"].get<int>());
   EXPECT_NE(r.err.find("dispatches"), std::string::npos) << r.err;
+  // What ordering costs: lavapipe runs them on one workgroup, whose grid barriers hold.
+  for (const char* key : {"sync_dependent_dispatch_us", "sync_grid_barrier_us",
+                          "sync_grid_barrier_count_us", "sync_chain_dispatch_us",
+                          "sync_chain_persistent_us"}) {
+    ASSERT_TRUE(j.contains(key)) << key;
+    EXPECT_GT(j[key].get<double>(), 0.0) << key;
+  }
+  for (const char* key : {"sync_grid_barrier_ok", "sync_grid_barrier_count_ok", "sync_chain_ok"}) {
+    ASSERT_TRUE(j.contains(key)) << key;
+    EXPECT_TRUE(j[key].get<bool>()) << key;
+  }
   fs::remove_all(dir);
 }
 
