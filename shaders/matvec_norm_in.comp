@@ -8,7 +8,8 @@
 //   w_post: binding 4, [cols]     norm_w: binding 5, [cols]     x_out: binding 6, [cols] f32
 //   b: binding 7 f32              GATE_UP: binding 8, the up matrix, like W
 //   push: MatvecNormInPush (matvec_norm_in.h). spec: LOCAL_SIZE = SUBGROUPS subgroups of the
-//   device's size, ROWS rows per subgroup slot, SLOTS slots per subgroup, MAX_SUBGROUPS, QUADS.
+//   device's size, ROWS rows per subgroup slot, SLOTS slots per subgroup, MAX_SUBGROUPS, QUADS,
+//   PREFETCH (each subgroup's first round of weights issued before the prologue).
 // Every workgroup stages `in` in shared memory itself, from inputs a few KB long that stay in the
 // cache, instead of a separate add_norm dispatch writing h for the product to read: on a big GPU
 // a decode dispatch costs ~5 us of launch and drain whatever its work. Workgroup 0 also writes s
@@ -29,6 +30,7 @@ layout(constant_id = INFER_NORM_IN_SPEC_SUBGROUPS) const uint kGroupSubgroups = 
 layout(constant_id = INFER_NORM_IN_SPEC_MAX_SUBGROUPS) const uint kMaxSubgroups = 32;
 layout(constant_id = INFER_NORM_IN_SPEC_QUADS) const uint kQuads = 1;
 layout(constant_id = INFER_NORM_IN_SPEC_SLOTS) const uint kSlots = 1;
+layout(constant_id = INFER_NORM_IN_SPEC_PREFETCH) const bool kPrefetch = false;
 const uint kTokens = 1;
 // matvec_rows.glsl's subgroup slots of a workgroup: each subgroup takes kSlots of them in turn.
 const uint kSubgroups = kGroupSubgroups * kSlots;
@@ -170,9 +172,11 @@ void stage_input() {
 vec4 load_x_quad(uint t, uint c) { return staged[c / 4]; }
 
 #define MATVEC_Y y
+#define MATVEC_PREFETCH kPrefetch
 #include "matvec_rows.glsl"
 
 void main() {
+  if (kPrefetch) matvec_rows_prefetch();  // in flight while the input is staged
   stage_input();
   matvec_rows();
 }

@@ -47,5 +47,7 @@ INFER_PUSH_END(MatvecNormInPush)
 #define INFER_NORM_IN_SPEC_QUADS 4       // capacity of the staged input, in quads of 4 floats
 #define INFER_NORM_IN_SPEC_SLOTS 5       // subgroup slots a subgroup takes: a workgroup owns
                                          // SUBGROUPS · SLOTS · ROWS rows
+#define INFER_NORM_IN_SPEC_PREFETCH 6    // 1: the product's first round of weights issued
+                                         // before the prologue (matvec_rows.glsl)
 
 #endif  // INFER_SHADERS_MATVEC_NORM_IN_H_

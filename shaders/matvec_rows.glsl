@@ -6,7 +6,8 @@
 //   MATVEC_Y: the output array, [n_tokens, y_stride] f32;
 // and optionally (matvec.comp does; by default VEC_UNROLL and 1)
 //   MATVEC_UNROLL: a constant, the vectors of each row a lane loads per round;
-//   MATVEC_SPLIT: a uniform uint dividing kSubgroups, the subgroups that share a row.
+//   MATVEC_SPLIT: a uniform uint dividing kSubgroups, the subgroups that share a row;
+//   MATVEC_PREFETCH (matvec_norm_in.comp): below.
 // Workgroup g = x + z * num_x owns rows [slots * ROWS * g, ...), slots = SUBGROUPS / split; slot
 // s of them ROWS rows, summed by the split subgroups s * split .. s * split + split - 1: part p
 // reads the rows' chunks p, p + split, ... (a chunk = S consecutive 16-byte vectors, S the
@@ -28,6 +29,57 @@ const uint kLoads = kMats * MATVEC_UNROLL * kRows;  // vectors in flight per lan
 const uint kSums = kMats * kRows * kTokens;         // a subgroup's sums: [mats][rows][tokens]
 
 shared float mv_part_sums[kSubgroups * kSums];  // [subgroup][sum], split > 1 only
+
+// One round's loads into wv (weight vectors) and sv (block scales, W_SCALED only): chunks c0,
+// c0 + split, ... (MATVEC_UNROLL of them) of `rows`, a vector past the row repeating the last
+// (its sum is dropped where it is used). Every load issued before any is used.
+#ifdef W_SCALED
+const uint MV_SCALE_LOADS = kLoads;
+#define MV_LOAD_SCALES(sv, i, m, row, j) sv[i] = load_scales_of(m, row, j)
+#else
+const uint MV_SCALE_LOADS = 1;  // unused
+#define MV_LOAD_SCALES(sv, i, m, row, j)
+#endif
+#ifdef GATE_UP
+#define MV_LOAD_UP(wv, sv, u, r, row, j)                                      \
+  wv[(MATVEC_UNROLL + u) * kRows + r] = load_vec_of(1u, row, j);            \
+  MV_LOAD_SCALES(sv, (MATVEC_UNROLL + u) * kRows + r, 1u, row, j)
+#else
+#define MV_LOAD_UP(wv, sv, u, r, row, j)
+#endif
+#define MV_LOAD_ROUND(wv, sv, rows, c0)                                       \
+  for (uint u = 0; u < MATVEC_UNROLL; ++u) {                                  \
+    const uint j = min((c0 + u * split) * lanes + lane, n_vecs - 1);          \
+    for (uint r = 0; r < kRows; ++r) {                                        \
+      wv[u * kRows + r] = load_vec_of(0u, rows[r], j);                        \
+      MV_LOAD_SCALES(sv, u * kRows + r, 0u, rows[r], j);                      \
+      MV_LOAD_UP(wv, sv, u, r, rows[r], j);                                   \
+    }                                                                         \
+  }
+
+#ifdef MATVEC_PREFETCH
+// MATVEC_PREFETCH: a uniform bool (a spec constant); where true, the includer calls
+// matvec_rows_prefetch() first. The first round of this subgroup's first slot, issued by it before the
+// includer's prologue (its weights depend on nothing the prologue computes), so matvec_rows()
+// starts with them in flight or in instead of issuing them once the prologue's barrier passed.
+// (Globals: glslc cannot pass arrays sized by spec constants.)
+uvec4 mv_pre_w[kLoads];
+uvec4 mv_pre_s[MV_SCALE_LOADS];
+
+void matvec_rows_prefetch() {
+  const uint lanes = gl_SubgroupSize, lane = gl_SubgroupInvocationID;
+  const uint group = gl_WorkGroupID.z * gl_NumWorkGroups.x + gl_WorkGroupID.x;
+  const uint n_vecs = w_vecs();
+  const uint split = MATVEC_SPLIT;
+  const uint sg = gl_SubgroupID;
+  const uint row0 = (group * (kSubgroups / split) + sg / split) * kRows;
+  if (sg >= kSubgroups || row0 >= pc.rows) return;  // uniform in the subgroup
+  uint rows[kRows];
+  for (uint r = 0; r < kRows; ++r) rows[r] = min(row0 + r, pc.rows - 1);
+  const uint c0 = sg % split;
+  MV_LOAD_ROUND(mv_pre_w, mv_pre_s, rows, c0);
+}
+#endif
 
 // y[t, row] from the sums of the row's matrices (gate-up: gelu(gate) · up), inside the output.
 void matvec_store(uint row, uint t, float gate, float up) {
@@ -63,25 +115,18 @@ void matvec_rows() {
     for (uint c0 = part; c0 < n_chunks; c0 += split * MATVEC_UNROLL) {
       // Issue every load of this round first; a vector past the row repeats the last (its sum is
       // dropped below).
-      uvec4 wv[kLoads];
-#ifdef W_SCALED
-      uvec4 sv[kLoads];
-#endif
-      for (uint u = 0; u < MATVEC_UNROLL; ++u) {
-        const uint j = min((c0 + u * split) * lanes + lane, n_vecs - 1);
-        for (uint r = 0; r < kRows; ++r) {
-          wv[u * kRows + r] = load_vec_of(0u, rows[r], j);
-#ifdef W_SCALED
-          sv[u * kRows + r] = load_scales_of(0u, rows[r], j);
-#endif
-#ifdef GATE_UP
-          wv[(MATVEC_UNROLL + u) * kRows + r] = load_vec_of(1u, rows[r], j);
-#ifdef W_SCALED
-          sv[(MATVEC_UNROLL + u) * kRows + r] = load_scales_of(1u, rows[r], j);
-#endif
-#endif
-        }
+#ifdef MATVEC_PREFETCH
+      // This subgroup's first round came in with matvec_rows_prefetch() where it ran.
+      if (!(MATVEC_PREFETCH) || sg != gl_SubgroupID || c0 != part) {
+        MV_LOAD_ROUND(mv_pre_w, mv_pre_s, rows, c0);
       }
+#define wv mv_pre_w
+#define sv mv_pre_s
+#else
+      uvec4 wv[kLoads];
+      uvec4 sv[MV_SCALE_LOADS];
+      MV_LOAD_ROUND(wv, sv, rows, c0);
+#endif
       for (uint u = 0; u < MATVEC_UNROLL; ++u) {
         const uint j = (c0 + u * split) * lanes + lane;
         const float keep = j < n_vecs ? 1.0 : 0.0;
@@ -104,6 +149,10 @@ void matvec_rows() {
       }
     }
 
+#ifdef MATVEC_PREFETCH
+#undef wv
+#undef sv
+#endif
     for (uint i = 0; i < kSums; ++i) acc[i] = subgroupAdd(acc[i]);
     if (lane == 0) {
       if (split > 1) {

@@ -72,6 +72,7 @@ Result<std::unique_ptr<MatvecNormInOp>> MatvecNormInOp::create(const VulkanConte
   if (t.max_groups == 0) t.max_groups = env_or("INFER_NORM_IN_GROUPS", kDefaultMaxGroups);
   if (t.max_slots == 0) t.max_slots = env_or("INFER_NORM_IN_SLOTS", kDefaultMaxSlots);
   t.max_slots = std::min(t.max_slots, 1u << kMaxSlotsLog2);
+  t.prefetch = t.prefetch || env_or("INFER_NORM_IN_PREFETCH", 0) == 1;
 
   const ReduceShape shape = reduce_shape(info, t.subgroups);
   const uint32_t quads = staged_quads(std::max(1u, max_cols));
@@ -111,7 +112,8 @@ Result<std::unique_ptr<MatvecNormInOp>> MatvecNormInOp::create(const VulkanConte
                {INFER_NORM_IN_SPEC_ROWS, t.rows_per_subgroup},
                {INFER_NORM_IN_SPEC_SUBGROUPS, t.subgroups},
                {INFER_NORM_IN_SPEC_MAX_SUBGROUPS, shape.max_subgroups},
-               {INFER_NORM_IN_SPEC_QUADS, quads}};
+               {INFER_NORM_IN_SPEC_QUADS, quads},
+               {INFER_NORM_IN_SPEC_PREFETCH, t.prefetch ? 1u : 0u}};
   desc.required_subgroup_size = shape.required_subgroup_size;
   // One slot now: small matrices (the PLE gate) take it, and a device that cannot build the
   // shader says so here rather than at record time.

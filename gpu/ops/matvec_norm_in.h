@@ -45,6 +45,9 @@ struct NormInTuning {
   uint32_t max_groups = 0;         // grids up to this many workgroups (INFER_NORM_IN_GROUPS, 512)
   uint32_t max_slots = 0;          // slots a subgroup takes at most to stay within it
                                    // (INFER_NORM_IN_SLOTS, 8)
+  // Each subgroup's first round of weights issued before the prologue, in flight while it stages
+  // the input (INFER_NORM_IN_PREFETCH=1; off by default until measured).
+  bool prefetch = false;
 };
 
 class MatvecNormInOp {

@@ -298,6 +298,23 @@ TEST_F(GpuMatvecNormIn, MatchesCpuAndSeparateDispatches) {
   for (const Case& c : kCases) check(c, NormInTuning{}, "default");
 }
 
+// Each subgroup's first round of weights issued before the prologue (INFER_NORM_IN_PREFETCH=1):
+// the same results, also where a subgroup takes several slots (only its first slot's first
+// round is prefetched) and a row takes several rounds. The smaller cases (lavapipe's time).
+TEST_F(GpuMatvecNormIn, MatchesWithTheFirstRoundPrefetched) {
+  NormInTuning t;
+  t.prefetch = true;
+  for (const Case& c : kCases) {
+    if (uint64_t(c.rows) * c.cols <= 300000) check(c, t, "prefetch");
+  }
+  t.subgroups = 2;
+  t.max_groups = 3;
+  t.max_slots = 128;
+  for (const Case& c : kCases) {
+    if (uint64_t(c.rows) * c.cols <= 300000) check(c, t, "prefetch, 2 subgroups, 3 groups");
+  }
+}
+
 // Two subgroups a workgroup and at most 3 workgroups: the matrices take several slots a subgroup
 // (the grid's bound that keeps a big matrix's prologue count down). The smaller cases: lavapipe
 // runs the big ones slowly.
