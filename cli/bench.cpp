@@ -111,12 +111,14 @@ void add_gpu_fields(const gpu::VulkanContext& ctx, const gpu::GpuForward& fwd, d
   j["sync_chain_groups"] = chain.groups;
   j["sync_chain_dispatch_us"] = chain.dispatch_us;
   j["sync_chain_persistent_us"] = chain.persistent_us;
+  j["sync_chain_persistent_late_us"] = chain.persistent_late_us;
   j["sync_chain_ok"] = chain.ok;
   j["sync_chain_measure"] =
       "medians of fence-timed replays, per link: x <- W_k x with W_k [n, n] f32 (each link's "
       "weights new to the caches), as one dispatch a link after a barrier, and as one dispatch "
-      "of sync_chain_groups workgroups crossing a grid barrier by count between links; ok: the "
-      "persistent result equals the dispatch one bit for bit and no spin gave up";
+      "of sync_chain_groups workgroups crossing a grid barrier by count between links, loading the "
+      "next link's weights before it (_late: after it); ok: the persistent results equal the "
+      "dispatch one bit for bit and no spin gave up";
   const gpu::RecordingCounts counts = fwd.decode_counts();
   j["decode_dispatches_per_token"] = counts.dispatches;
   j["decode_barriers_per_token"] = counts.barrier_commands;

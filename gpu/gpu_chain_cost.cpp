@@ -23,6 +23,7 @@ struct ChainPush {
   uint32_t first;
   uint32_t phases;
   uint32_t spin_limit;
+  uint32_t prefetch;  // persistent form: the next link's weights loaded before its barrier
 };
 
 // As the sync probe's: far beyond a real wait, small enough that a grid that is not resident
@@ -96,22 +97,26 @@ Result<ChainCost> measure_chain_cost(const VulkanContext& ctx, uint32_t n, uint3
   INFER_TRY(std::unique_ptr<Recorder> rec, Recorder::create(ctx));
   const Binding bindings[] = {Binding{&w}, Binding{&x}, Binding{&sync}, Binding{&error}};
   const Groups grid{groups, 1, 1};
-  std::vector<float> results[2];  // each form's x after one replay from x0
-  for (int form = 0; form < 2; ++form) {
+  // Forms: 0 a dispatch a link, 1 persistent with the next link's weights loaded before each
+  // barrier, 2 persistent without (its weights loaded after).
+  std::vector<float> results[3];  // each form's x after one replay from x0
+  for (int form = 0; form < 3; ++form) {
     INFER_TRY_VOID(rec->begin(/*reusable=*/true));
     if (form == 0) {
       for (uint32_t k = 0; k < links; ++k) {
-        const ChainPush push{n, k, 1, kSpinLimit};
+        const ChainPush push{n, k, 1, kSpinLimit, 0};
         INFER_TRY_VOID(rec->dispatch(*pipeline, bindings, &push, sizeof(push), grid));
       }
     } else {
-      const ChainPush push{n, 0, links, kSpinLimit};
+      const ChainPush push{n, 0, links, kSpinLimit, form == 1 ? 1u : 0u};
       INFER_TRY_VOID(rec->dispatch(*pipeline, bindings, &push, sizeof(push), grid));
     }
     INFER_TRY_VOID(rec->end());
     INFER_TRY(std::vector<double> s, replay_seconds(*rec, passes));
     std::sort(s.begin(), s.end());
-    (form == 0 ? cost.dispatch_us : cost.persistent_us) = s[s.size() / 2] / links * 1e6;
+    const double per_link_us = s[s.size() / 2] / links * 1e6;
+    (form == 0 ? cost.dispatch_us : form == 1 ? cost.persistent_us : cost.persistent_late_us) =
+        per_link_us;
     // One more replay from x0 for the result (the timed ones went on from each other's).
     INFER_TRY_VOID(upload(ctx, x, 0, x0.data(), x0.size() * sizeof(float)));
     INFER_TRY_VOID(rec->submit_and_wait());
@@ -121,8 +126,9 @@ Result<ChainCost> measure_chain_cost(const VulkanContext& ctx, uint32_t n, uint3
   }
   uint32_t bits = 0;
   INFER_TRY_VOID(download(ctx, error, 0, &bits, sizeof(bits)));
-  cost.ok =
-      bits == 0 && std::memcmp(results[0].data(), results[1].data(), n * sizeof(float)) == 0;
+  cost.ok = bits == 0 &&
+            std::memcmp(results[0].data(), results[1].data(), n * sizeof(float)) == 0 &&
+            std::memcmp(results[0].data(), results[2].data(), n * sizeof(float)) == 0;
   cost.result = std::move(results[0]);
   return cost;
 }

@@ -19,7 +19,10 @@ struct ChainCost {
   uint32_t groups = 0;  // workgroups of either form
   double dispatch_us = 0;    // median per link, a dispatch after a barrier each
   double persistent_us = 0;  // median per link, one persistent dispatch
-  // The persistent form's result equals the dispatch form's bit for bit and no spin gave up:
+  // The same with each link's weights loaded after its barrier: persistent_late_us minus
+  // persistent_us is what loading them before it saves.
+  double persistent_late_us = 0;
+  // The persistent forms' results equal the dispatch form's bit for bit and no spin gave up:
   // false where the device did not keep the grid resident (persistent_us then means nothing).
   bool ok = false;
   std::vector<float> result;  // the dispatch form's x after the chain (for tests)

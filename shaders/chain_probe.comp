@@ -6,7 +6,9 @@
 //   sync:  binding 2, coherent uint [1]: arrivals, only ever growing (the persistent form's grid
 //          barrier by count, as sync_probe.comp's)
 //   error: binding 3, uint [1]: bit 0 a spin gave up (the grid was not all resident)
-//   push:  n (a multiple of 4), first, phases, spin_limit.
+//   push:  n (a multiple of 4), first, phases, spin_limit, prefetch (0: the persistent form
+//          loads a link's weights after its barrier, to tell the barrier's gain from the
+//          prefetch's).
 //   spec:  0 LOCAL_SIZE, 1 VECS (vec4s of a row a lane holds: n / 4 over the smallest subgroup
 //          size, rounded up), 2 ROWS (rows a subgroup takes a phase).
 // Subgroup s of workgroup g owns rows (g · subgroups + s) · ROWS + i (past n: none), lanes over a
@@ -36,6 +38,7 @@ layout(push_constant) uniform Push {
   uint first;
   uint phases;
   uint spin_limit;
+  uint prefetch;
 } pc;
 
 shared uint base_sh;
@@ -118,11 +121,15 @@ void main() {
   barrier();
   const uint base = base_sh;
   for (uint k = 0; k < pc.phases; ++k) {
-    if (k > 0) {
-      wait_for(base + k * groups);  // phase k - 1 written by every workgroup
-      [[unroll]] for (uint i = 0; i < kRows * kVecs; ++i) wv[i] = wn[i];
+    if (k > 0) wait_for(base + k * groups);  // phase k - 1 written by every workgroup
+    if (pc.prefetch != 0u) {
+      if (k > 0) {
+        [[unroll]] for (uint i = 0; i < kRows * kVecs; ++i) wv[i] = wn[i];
+      }
+      if (k + 1 < pc.phases) LOAD_ROWS(wn, pc.first + k + 1);
+    } else if (k > 0) {
+      LOAD_ROWS(wv, pc.first + k);
     }
-    if (k + 1 < pc.phases) LOAD_ROWS(wn, pc.first + k + 1);
     product(pc.first + k);
     if (k + 1 < pc.phases) arrive();
   }

@@ -300,7 +300,7 @@ TEST(InferCli, GpuBenchEmitsBandwidthAndDispatchCounts) {
   // What ordering costs: lavapipe runs them on one workgroup, whose grid barriers hold.
   for (const char* key : {"sync_dependent_dispatch_us", "sync_grid_barrier_us",
                           "sync_grid_barrier_count_us", "sync_chain_dispatch_us",
-                          "sync_chain_persistent_us"}) {
+                          "sync_chain_persistent_us", "sync_chain_persistent_late_us"}) {
     ASSERT_TRUE(j.contains(key)) << key;
     EXPECT_GT(j[key].get<double>(), 0.0) << key;
   }

@@ -1,5 +1,6 @@
 // The bench's chain probe (gpu/gpu_chain_cost.h): both forms of a chain of dependent products
-// give the CPU's result (the persistent form bit for bit the dispatch form's), a grid that is not
+// give the CPU's result (the persistent forms, with the next link's weights loaded before or after
+// each barrier, bit for bit the dispatch form's), a grid that is not
 // resident is reported, not hung on, and bad shapes are refused.
 #include "gpu/gpu_chain_cost.h"
 
@@ -42,6 +43,7 @@ TEST_F(GpuChainCost, BothFormsComputeTheChain) {
     EXPECT_TRUE(cost->ok);
     EXPECT_GT(cost->dispatch_us, 0.0);
     EXPECT_GT(cost->persistent_us, 0.0);
+    EXPECT_GT(cost->persistent_late_us, 0.0);
     const std::vector<double> want = cpu_chain(100, links);
     ASSERT_EQ(cost->result.size(), want.size());
     double norm = 0;
