@@ -225,10 +225,15 @@ Result<void> run_bench(const Options& opts) {
     bw.median_gb_per_s = read.median_gb_per_s;
     bw.buffer_bytes = read.buffer_bytes;
     bw.passes_gb_per_s = read.passes_gb_per_s;
-    // A CPU device runs a few workgroups at a time: one, so its grid barrier holds.
-    INFER_TRY(sync, gpu::measure_sync_cost(*backend.ctx, 400, 2000, cpu_device ? 1 : 128));
+    // The probes' persistent grids: a workgroup a compute core where the driver says how many
+    // (an H200's 132 SMs: 128; an APU's 12 CUs: 12), so the grid is resident and its barriers
+    // mean something; 32 where it does not say; one on a CPU device, which runs a few workgroups
+    // at a time.
+    const uint32_t cores = backend.ctx->info().compute_cores;
+    const uint32_t grid = cpu_device ? 1 : cores > 0 ? std::min(128u, cores) : 32;
+    INFER_TRY(sync, gpu::measure_sync_cost(*backend.ctx, 400, 2000, grid));
     INFER_TRY(chain, cpu_device ? gpu::measure_chain_cost(*backend.ctx, 256, 8, 1)
-                                : gpu::measure_chain_cost(*backend.ctx));
+                                : gpu::measure_chain_cost(*backend.ctx, 1024, 64, grid));
   } else {
     bw = measure_read_bandwidth(pool);
   }

@@ -78,6 +78,8 @@ void product(uint phase) {
   }
 }
 
+#include "common/spin.glsl"
+
 // Every invocation's writes of the phase made available, then this workgroup counted in.
 void arrive() {
   controlBarrier(gl_ScopeWorkgroup, gl_ScopeDevice, gl_StorageSemanticsBuffer,
@@ -94,8 +96,7 @@ void wait_for(uint target) {
     uint spins = 0;
     while (int(atomicLoad(arrivals[0], gl_ScopeDevice, gl_StorageSemanticsBuffer,
                           gl_SemanticsRelaxed) - target) < 0) {
-      if (++spins >= pc.spin_limit) {
-        atomicOr(error_bits[0], 1u);
+      if (gave_up(++spins)) {
         break;
       }
     }

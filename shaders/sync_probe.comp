@@ -27,6 +27,8 @@ layout(push_constant) uniform Push {
 
 shared uint gen_sh;
 
+#include "common/spin.glsl"
+
 // Sense by generation: read the generation, arrive; the last to arrive resets the count and
 // bumps the generation, the others spin until it moves (at most spin_limit reads, so a grid that
 // is not all resident reports an error instead of hanging).
@@ -46,9 +48,8 @@ void grid_barrier(uint groups) {
       uint spins = 0;
       while (atomicLoad(sync_words[1], gl_ScopeDevice, gl_StorageSemanticsBuffer,
                         gl_SemanticsAcquire) == gen) {
-        if (++spins >= pc.spin_limit) {
-          atomicOr(error_bits[0], 1u);
-          break;
+        if (gave_up(++spins)) {
+            break;
         }
       }
     }
@@ -68,8 +69,7 @@ void grid_barrier_count(uint word, uint target) {
     uint spins = 0;
     while (int(atomicLoad(sync_words[word], gl_ScopeDevice, gl_StorageSemanticsBuffer,
                           gl_SemanticsRelaxed) - target) < 0) {  // wrap-safe
-      if (++spins >= pc.spin_limit) {
-        atomicOr(error_bits[0], 1u);
+      if (gave_up(++spins)) {
         break;
       }
     }
