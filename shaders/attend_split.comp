@@ -140,7 +140,9 @@ void main() {
         const uint e = min(gl_SubgroupInvocationID + c * gl_SubgroupSize, kD - 1);
         [[unroll]] for (uint h = 0; h < kHeads; ++h) {
           const float qv = q_sh[h * kD + e];
-          [[unroll]] for (uint j = 0; j < kKeys; ++j) dot[j * kHeads + h] += qv * kv[j * kChunks + c];
+          [[unroll]] for (uint j = 0; j < kKeys; ++j) {
+            dot[j * kHeads + h] += qv * kv[j * kChunks + c];
+          }
         }
       }
       // The next round's rows (this tile's, else the next tile's first) before the stores.
@@ -198,7 +200,9 @@ void main() {
     [[unroll]] for (uint t = 0; t < kDims; ++t) {
       const uint j = lid + t * gl_WorkGroupSize.x;
       if (j >= kD) continue;
-      for (uint h = 0; h < n_heads; ++h) out_rows[(h0 + h) * kD + j] = acc[h * kDims + t] / l_sh[h];
+      for (uint h = 0; h < n_heads; ++h) {
+        out_rows[(h0 + h) * kD + j] = acc[h * kDims + t] / l_sh[h];
+      }
     }
     return;
   }
@@ -207,7 +211,9 @@ void main() {
   [[unroll]] for (uint t = 0; t < kDims; ++t) {
     const uint j = lid + t * gl_WorkGroupSize.x;
     if (j >= kD) continue;
-    for (uint h = 0; h < n_heads; ++h) scratch[(split * pc.n_q + h0 + h) * kD + j] = acc[h * kDims + t];
+    for (uint h = 0; h < n_heads; ++h) {
+      scratch[(split * pc.n_q + h0 + h) * kD + j] = acc[h * kDims + t];
+    }
   }
   if (lid < n_heads) {
     scratch[ml0 + (split * pc.n_q + h0 + lid) * 2] = m_sh[lid];

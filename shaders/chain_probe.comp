@@ -2,7 +2,8 @@
 // x_{k+1} = W_k · x_k for phases k = first .. first + phases - 1, W_k [n, n] f32 (a decode
 // step's products are such a chain, ~460 links a token on E2B).
 //   w:     binding 0, f32 [phases][n][n], read as vec4
-//   x:     binding 1, coherent f32 [2][n] (as vec4): phase k reads row k % 2 and writes row (k + 1) % 2
+//   x:     binding 1, coherent f32 [2][n] (as vec4): phase k reads row k % 2, writes row
+//          (k + 1) % 2
 //   sync:  binding 2, coherent uint [1]: arrivals, only ever growing (the persistent form's grid
 //          barrier by count, as sync_probe.comp's)
 //   error: binding 3, uint [1]: bit 0 a spin gave up (the grid was not all resident)

@@ -32,7 +32,8 @@ shared float mv_part_sums[kSubgroups * kSums];  // [subgroup][sum], split > 1 on
 
 // One round's loads into wv (weight vectors) and sv (block scales, W_SCALED only): chunks c0,
 // c0 + split, ... (MATVEC_UNROLL of them) of `rows`, a vector past the row repeating the last
-// (its sum is dropped where it is used). Every load issued before any is used.
+// (its sum is dropped where it is used). Every load issued before any is used. Uses the caller's
+// split, lanes, lane and n_vecs.
 #ifdef W_SCALED
 const uint MV_SCALE_LOADS = kLoads;
 #define MV_LOAD_SCALES(sv, i, m, row, j) sv[i] = load_scales_of(m, row, j)
@@ -59,10 +60,10 @@ const uint MV_SCALE_LOADS = 1;  // unused
 
 #ifdef MATVEC_PREFETCH
 // MATVEC_PREFETCH: a uniform bool (a spec constant); where true, the includer calls
-// matvec_rows_prefetch() first. The first round of this subgroup's first slot, issued by it before the
-// includer's prologue (its weights depend on nothing the prologue computes), so matvec_rows()
-// starts with them in flight or in instead of issuing them once the prologue's barrier passed.
-// (Globals: glslc cannot pass arrays sized by spec constants.)
+// matvec_rows_prefetch() first, which issues the first round of this subgroup's first slot
+// before the includer's prologue (its weights depend on nothing the prologue computes), so
+// matvec_rows() starts with them in flight or in instead of issuing them once the prologue's
+// barrier has passed. (Globals: glslc cannot pass arrays sized by spec constants.)
 uvec4 mv_pre_w[kLoads];
 uvec4 mv_pre_s[MV_SCALE_LOADS];
 
