@@ -43,6 +43,11 @@ struct GpuOps {
   std::unique_ptr<ElementwiseOps> elementwise;
   std::unique_ptr<AttentionOps> attention;
   std::array<std::unique_ptr<MatvecOp>, 4> matvec;  // by WeightFormat, those the model uses
+  // Opt-in (INFER_MV_LONG_SUBGROUPS=N): products of rows of at least long_cols columns
+  // (INFER_MV_LONG_COLS, 8192) on their own ops of N subgroups a workgroup (12B bf16's down
+  // projection took 34.8 us on 8 against 36.8 on 4, while E2B bf16 lost with 8 everywhere).
+  std::array<std::unique_ptr<MatvecOp>, 4> matvec_long;
+  int64_t long_cols = 0;
   std::array<std::unique_ptr<GateUpOp>, 4> gate_up;
   std::unique_ptr<MoeOps> moe;
   // Decode's products that start a block, with the step before them in their prologue
@@ -59,6 +64,8 @@ struct GpuOps {
   bool ple_epilogue = false;
 
   const MatvecOp& matvec_for(WeightFormat f) const;
+  // m's op: the long-row one where made and m's rows are long enough, else matvec_for.
+  const MatvecOp& matvec_for(const GpuMatrix& m) const;
   // The plain op that takes gelu(m · x) ⊙ ple in m's epilogue, the ple slice bound at
   // `offset` bytes, or null: T = 1, asked for (INFER_PLE_EPILOGUE=1), no prologue op
   // (INFER_NORM_IN: those take the step), m's product on matvec.comp, an offset the device allows.

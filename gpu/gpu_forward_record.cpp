@@ -31,7 +31,7 @@ struct ChunkRecorder {
   uint32_t H() const { return uint32_t(cfg.text.hidden_size); }
 
   Result<void> matvec(const GpuMatrix& m, Binding x, Binding y, uint32_t n) const {
-    return ops.matvec_for(m.format).record(rec, m, x, y, n);
+    return ops.matvec_for(m).record(rec, m, x, y, n);
   }
 
   // The stream [T, H] between blocks.

@@ -30,6 +30,11 @@ const MatvecOp& GpuOps::matvec_for(WeightFormat f) const {
   return *matvec[size_t(f)];
 }
 
+const MatvecOp& GpuOps::matvec_for(const GpuMatrix& m) const {
+  const MatvecOp* long_op = matvec_long[size_t(m.format)].get();
+  return long_op != nullptr && m.cols >= long_cols ? *long_op : matvec_for(m.format);
+}
+
 const GateUpOp& GpuOps::gate_up_for(WeightFormat f) const {
   INFER_CHECK(gate_up[size_t(f)] != nullptr, "no %s gate-up op", weight_format_name(f));
   return *gate_up[size_t(f)];
@@ -69,11 +74,21 @@ Result<void> create_ops(const VulkanContext& ctx, const ModelConfig& cfg, const 
     }
     note_format(gu, lw.gate_proj);
   }
+  const char* long_env = std::getenv("INFER_MV_LONG_SUBGROUPS");
+  const uint32_t long_subgroups = long_env != nullptr ? uint32_t(std::atoi(long_env)) : 0;
+  const char* long_cols_env = std::getenv("INFER_MV_LONG_COLS");
+  ops.long_cols = long_cols_env != nullptr && std::atoi(long_cols_env) > 0
+                      ? std::atoi(long_cols_env)
+                      : 8192;
   for (size_t f = 0; f < 4; ++f) {
     if (mv[f]) {
       MatvecTuning tuning;
       tuning.gelu_mul_epilogue = ops.ple_epilogue;
       INFER_TRY(ops.matvec[f], MatvecOp::create(ctx, WeightFormat(f), tuning));
+      if (long_subgroups > 0) {
+        tuning.subgroups_per_group = long_subgroups;
+        INFER_TRY(ops.matvec_long[f], MatvecOp::create(ctx, WeightFormat(f), tuning));
+      }
     }
     if (gu[f]) {
       INFER_TRY(ops.gate_up[f], GateUpOp::create(ctx, WeightFormat(f)));

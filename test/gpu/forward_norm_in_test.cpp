@@ -1,6 +1,7 @@
 // The forward with decode's residual steps in the next product's prologue (opt-in:
 // INFER_NORM_IN=p the PLE projection alone, 1 plain products, 2 gate-up too; and the PLE gate's
-// gelu-mul epilogue, INFER_PLE_EPILOGUE=1) against the same forward with the separate
+// gelu-mul epilogue, INFER_PLE_EPILOGUE=1; and long rows on their own product shape,
+// INFER_MV_LONG_SUBGROUPS) against the same forward with the separate
 // dispatches (INFER_NORM_IN=0, the default), on every fixture architecture: the
 // dispatches it saves per decode token, and the same greedy tokens with logits within the
 // fixtures' bound through both decode paths. forward_test.cpp checks the default against the CPU
@@ -159,6 +160,36 @@ TEST_P(ForwardNormInGpu, PleEpilogueSavesTheGeluMulDispatchesAndKeepsTheTokens) 
   greedy(*off, nullptr, &off_run);
   ASSERT_FALSE(HasFatalFailure());
   expect_same_decode(*on, off_run);
+}
+
+// Long rows on their own products (INFER_MV_LONG_SUBGROUPS=8; INFER_MV_LONG_COLS one past the
+// hidden size: the products over the stream, whose rows are H long, keep the default shape, the
+// wider ones, such as the MLP's down projection, take the long one): a decode step records
+// products on both shapes (SUBGROUPS is spec 3 in a pipeline's name) and keeps the tokens.
+TEST_P(ForwardNormInGpu, LongRowProductsOnTheirOwnShapeKeepTheTokens) {
+  auto m = Model::load(dir_, LoadOptions{Quant::kAsStored, EmbedScale::kF32}, pool_);
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  const Model& model = **m;
+  std::unique_ptr<GpuForward> off = make(model, "INFER_MV_LONG_SUBGROUPS", "0");
+  const test::ScopedEnv cols("INFER_MV_LONG_COLS",
+                            std::to_string(model.config().text.hidden_size + 1).c_str());
+  std::unique_ptr<GpuForward> on = make(model, "INFER_MV_LONG_SUBGROUPS", "8");
+  ASSERT_TRUE(on != nullptr && off != nullptr);
+  Greedy off_run;
+  greedy(*off, nullptr, &off_run);
+  ASSERT_FALSE(HasFatalFailure());
+  expect_same_decode(*on, off_run);
+  // After the run: profiling a step moves the forward on.
+  auto profile = on->profile(std::vector<int32_t>{golden_.prompt_ids.front()});
+  ASSERT_TRUE(profile.ok()) << profile.error().message;
+  int products = 0, long_products = 0;
+  for (const CommandTime& c : *profile) {  // e.g. matvec_bf16{0=64,1=2,2=1,3=8,5=4}
+    if (c.label.rfind("matvec_", 0) != 0) continue;
+    ++products;
+    long_products += c.label.find(",3=8,") != std::string::npos;
+  }
+  EXPECT_GT(long_products, 0);
+  EXPECT_LT(long_products, products);
 }
 
 INSTANTIATE_TEST_SUITE_P(ForwardFixtures, ForwardNormInGpu,
