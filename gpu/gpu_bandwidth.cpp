@@ -58,6 +58,12 @@ Result<std::vector<double>> replay_seconds(Recorder& rec, int passes) {
   return seconds;
 }
 
+Result<double> replay_median_seconds(Recorder& rec, int passes) {
+  INFER_TRY(std::vector<double> s, replay_seconds(rec, passes));
+  std::sort(s.begin(), s.end());
+  return s[s.size() / 2];
+}
+
 Result<ReadBandwidth> measure_device_read_bandwidth(const VulkanContext& ctx, size_t bytes,
                                                     int passes, int sweeps) {
   const size_t n = std::min<size_t>(bytes, size_t(largest_device_heap(ctx) / 4)) / 16 * 16;

@@ -18,6 +18,8 @@ class VulkanContext;
 // Seconds (submit to fence) of `passes` replays of the ended reusable recording `rec`, after one
 // untimed warm-up replay.
 Result<std::vector<double>> replay_seconds(Recorder& rec, int passes);
+// The median of replay_seconds(rec, passes).
+Result<double> replay_median_seconds(Recorder& rec, int passes);
 
 struct CopyBandwidth {
   // Traffic per second: (bytes read + bytes written) / s = 2 × copy size / time, GB = 1e9 bytes.

@@ -12,6 +12,8 @@
 #include "gpu/buffer.h"
 #include "gpu/context.h"
 #include "gpu/gpu_bandwidth.h"
+#include "gpu/gpu_sync_cost.h"
+#include "gpu/ops/op_common.h"
 #include "gpu/pipeline.h"
 #include "gpu/recorder.h"
 
@@ -25,12 +27,6 @@ struct ChainPush {
   uint32_t spin_limit;
   uint32_t prefetch;  // persistent form: the next link's weights loaded before its barrier
 };
-
-// As the sync probe's: far beyond a real wait, small enough that a grid that is not resident
-// fails in well under a second.
-constexpr uint32_t kSpinLimit = 1u << 20;
-
-uint32_t div_up(uint32_t a, uint32_t b) { return (a + b - 1) / b; }
 
 }  // namespace
 
@@ -106,17 +102,16 @@ Result<ChainCost> measure_chain_cost(const VulkanContext& ctx, uint32_t n, uint3
     INFER_TRY_VOID(rec->begin(/*reusable=*/true));
     if (form == 0) {
       for (uint32_t k = 0; k < links; ++k) {
-        const ChainPush push{n, k, 1, kSpinLimit, 0};
+        const ChainPush push{n, k, 1, kProbeSpinLimit, 0};
         INFER_TRY_VOID(rec->dispatch(*pipeline, bindings, &push, sizeof(push), grid));
       }
     } else {
-      const ChainPush push{n, 0, links, kSpinLimit, form == 1 ? 1u : 0u};
+      const ChainPush push{n, 0, links, kProbeSpinLimit, form == 1 ? 1u : 0u};
       INFER_TRY_VOID(rec->dispatch(*pipeline, bindings, &push, sizeof(push), grid));
     }
     INFER_TRY_VOID(rec->end());
-    INFER_TRY(std::vector<double> s, replay_seconds(*rec, passes));
-    std::sort(s.begin(), s.end());
-    const double per_link_us = s[s.size() / 2] / links * 1e6;
+    INFER_TRY(const double s, replay_median_seconds(*rec, passes));
+    const double per_link_us = s / links * 1e6;
     (form == 0 ? cost.dispatch_us : form == 1 ? cost.persistent_us : cost.persistent_late_us) =
         per_link_us;
     // One more replay from x0 for the result (the timed ones went on from each other's).

@@ -75,7 +75,8 @@ Result<void> create_ops(const VulkanContext& ctx, const ModelConfig& cfg, const 
     note_format(gu, lw.gate_proj);
   }
   const char* long_env = std::getenv("INFER_MV_LONG_SUBGROUPS");
-  const uint32_t long_subgroups = long_env != nullptr ? uint32_t(std::atoi(long_env)) : 0;
+  const uint32_t long_subgroups =
+      long_env != nullptr ? uint32_t(std::max(0, std::atoi(long_env))) : 0;
   const char* long_cols_env = std::getenv("INFER_MV_LONG_COLS");
   ops.long_cols = long_cols_env != nullptr && std::atoi(long_cols_env) > 0
                       ? std::atoi(long_cols_env)

@@ -21,18 +21,6 @@ struct ProbePush {
   uint32_t form;  // 0: by generation, 1: by count (sync_probe.comp)
 };
 
-// Reads of the generation before a spinning workgroup gives up: far beyond any real wait
-// (a phase takes microseconds), small enough that a non-resident grid fails in well under a
-// second instead of hanging.
-constexpr uint32_t kSpinLimit = 1u << 20;
-
-// Median seconds of `passes` replays of `rec` after a warm-up.
-Result<double> median_pass_s(Recorder& rec, int passes) {
-  INFER_TRY(std::vector<double> s, replay_seconds(rec, passes));
-  std::sort(s.begin(), s.end());
-  return s[s.size() / 2];
-}
-
 }  // namespace
 
 Result<SyncCost> measure_sync_cost(const VulkanContext& ctx, uint32_t dispatches, uint32_t phases,
@@ -68,7 +56,7 @@ Result<SyncCost> measure_sync_cost(const VulkanContext& ctx, uint32_t dispatches
   INFER_TRY_VOID(upload(ctx, error, 0, zeros.data(), sizeof(uint32_t)));
 
   INFER_TRY(std::unique_ptr<Recorder> rec, Recorder::create(ctx));
-  const ProbePush empty{0, kSpinLimit, 0};
+  const ProbePush empty{0, kProbeSpinLimit, 0};
   for (const Pipeline* p : {chained.get(), free.get()}) {
     INFER_TRY_VOID(rec->begin(/*reusable=*/true));
     for (uint32_t i = 0; i < dispatches; ++i) {
@@ -76,7 +64,7 @@ Result<SyncCost> measure_sync_cost(const VulkanContext& ctx, uint32_t dispatches
                                    Groups{grid_groups, 1, 1}));
     }
     INFER_TRY_VOID(rec->end());
-    INFER_TRY(const double s, median_pass_s(*rec, passes));
+    INFER_TRY(const double s, replay_median_seconds(*rec, passes));
     (p == chained.get() ? cost.dependent_dispatch_us : cost.free_dispatch_us) =
         s / dispatches * 1e6;
   }
@@ -86,9 +74,9 @@ Result<SyncCost> measure_sync_cost(const VulkanContext& ctx, uint32_t dispatches
     INFER_TRY_VOID(upload(ctx, error, 0, zeros.data(), sizeof(uint32_t)));
     INFER_TRY_VOID(rec->begin(/*reusable=*/true));
     INFER_TRY_VOID(rec->dispatch(*chained, {Binding{&sync}, Binding{&error}},
-                                 ProbePush{phases, kSpinLimit, form}, Groups{grid_groups, 1, 1}));
+                                 ProbePush{phases, kProbeSpinLimit, form}, Groups{grid_groups, 1, 1}));
     INFER_TRY_VOID(rec->end());
-    INFER_TRY(const double s, median_pass_s(*rec, passes));
+    INFER_TRY(const double s, replay_median_seconds(*rec, passes));
     uint32_t bits = 0;
     INFER_TRY_VOID(download(ctx, error, 0, &bits, sizeof(bits)));
     (form == 0 ? cost.grid_barrier_us : cost.grid_barrier_count_us) = s / phases * 1e6;

@@ -12,6 +12,11 @@ namespace infer::gpu {
 
 class VulkanContext;
 
+// Reads a spinning workgroup of the probes (sync_probe.comp, chain_probe.comp) makes before it
+// gives up: far beyond any real wait (a phase takes microseconds), small enough that a grid
+// the device cannot hold fails in well under a second instead of hanging.
+constexpr uint32_t kProbeSpinLimit = 1u << 20;
+
 struct SyncCost {
   double dependent_dispatch_us = 0;  // median per dispatch, each after a barrier on the last
   double free_dispatch_us = 0;       // median per dispatch, no barriers between them

@@ -95,13 +95,13 @@ Result<const Pipeline*> AttentionOps::Pipelines::cached(
 
 PipelineDesc AttentionOps::Pipelines::desc(const char* variant, std::vector<Access> bindings,
                                            uint32_t push_bytes, std::vector<SpecConstant> spec,
-                                           uint32_t mode) const {
+                                           uint32_t mode, uint32_t local_size) const {
   PipelineDesc desc;
   desc.variant = variant;
   desc.bindings = std::move(bindings);
   desc.push_bytes = push_bytes;
   desc.spec = std::move(spec);
-  desc.spec.push_back({INFER_ATTN_SPEC_LOCAL_SIZE, lanes.local_size});
+  desc.spec.push_back({INFER_ATTN_SPEC_LOCAL_SIZE, local_size > 0 ? local_size : lanes.local_size});
   desc.spec.push_back({INFER_ATTN_SPEC_KV_MODE, mode});
   desc.required_subgroup_size = lanes.pin ? lanes.subgroup : 0;
   return desc;

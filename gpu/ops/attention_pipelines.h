@@ -76,9 +76,10 @@ struct AttentionOps::Pipelines {
   // use. Recording happens once per shape, so the lock is never contended on the token path.
   using Key = std::tuple<std::string, uint32_t, uint32_t, uint32_t>;
   Result<const Pipeline*> cached(const Key& key, const std::function<PipelineDesc()>& desc) const;
-  // A desc with the workgroup of `lanes` (LOCAL_SIZE, pinned subgroup) and the KV mode.
+  // A desc with the workgroup of `lanes` (LOCAL_SIZE, pinned subgroup; local_size > 0: that
+  // many invocations instead, a multiple of the subgroup) and the KV mode.
   PipelineDesc desc(const char* variant, std::vector<Access> bindings, uint32_t push_bytes,
-                    std::vector<SpecConstant> spec, uint32_t mode) const;
+                    std::vector<SpecConstant> spec, uint32_t mode, uint32_t local_size = 0) const;
 
  private:
   mutable std::mutex mu_;

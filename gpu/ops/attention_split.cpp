@@ -54,24 +54,19 @@ Result<void> AttentionOps::attend_split(Recorder& rec, Binding step, const Atten
   INFER_TRY(pipeline, p.cached({"attend_split", dims.mode, heads, dims.d}, [&] {
     // Keys a subgroup a round: the tile in one round of the workgroup's (fewest) subgroups.
     const uint32_t fewest = std::max(1u, local / p.lanes.largest);
-    PipelineDesc desc =
-        p.desc("attend_split",
-               {A::kRead, A::kRead, A::kRead, A::kRead, A::kWrite, A::kReadWrite, A::kReadWrite,
-                A::kRead},
-               sizeof(shader::AttendPush),
-               {{INFER_ATTN_SPEC_MAX_SUBGROUPS, std::max(1u, local / p.lanes.smallest)},
-                {INFER_ATTN_SPEC_ROWS, heads},
-                {INFER_ATTN_SPEC_TILE, kSplitTile},
-                {INFER_ATTN_SPEC_MAX_D, dims.d},
-                {INFER_ATTN_SPEC_DIMS, div_up(dims.d, local)},
-                {INFER_ATTN_SPEC_KEYS_PER_SUBGROUP,
-                 std::clamp(div_up(kSplitTile, fewest), 1u, kSplitMaxKeys)},
-                {INFER_ATTN_SPEC_D_CHUNKS, div_up(dims.d, p.lanes.smallest)}},
-               dims.mode);
-    for (SpecConstant& c : desc.spec) {
-      if (c.id == INFER_ATTN_SPEC_LOCAL_SIZE) c.value = local;
-    }
-    return desc;
+    return p.desc("attend_split",
+                  {A::kRead, A::kRead, A::kRead, A::kRead, A::kWrite, A::kReadWrite,
+                   A::kReadWrite, A::kRead},
+                  sizeof(shader::AttendPush),
+                  {{INFER_ATTN_SPEC_MAX_SUBGROUPS, std::max(1u, local / p.lanes.smallest)},
+                   {INFER_ATTN_SPEC_ROWS, heads},
+                   {INFER_ATTN_SPEC_TILE, kSplitTile},
+                   {INFER_ATTN_SPEC_MAX_D, dims.d},
+                   {INFER_ATTN_SPEC_DIMS, div_up(dims.d, local)},
+                   {INFER_ATTN_SPEC_KEYS_PER_SUBGROUP,
+                    std::clamp(div_up(kSplitTile, fewest), 1u, kSplitMaxKeys)},
+                   {INFER_ATTN_SPEC_D_CHUNKS, div_up(dims.d, p.lanes.smallest)}},
+                  dims.mode, local);
   }));
   const shader::AttendPush sp = attend_push(dims, decode_splits(dims), heads, 1, p.split_keys);
   return rec.dispatch(*pipeline,
