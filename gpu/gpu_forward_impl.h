@@ -43,9 +43,9 @@ struct GpuOps {
   std::unique_ptr<ElementwiseOps> elementwise;
   std::unique_ptr<AttentionOps> attention;
   std::array<std::unique_ptr<MatvecOp>, 4> matvec;  // by WeightFormat, those the model uses
-  // Opt-in (INFER_MV_LONG_SUBGROUPS=N): products of rows of at least long_cols columns
-  // (INFER_MV_LONG_COLS, 8192) on their own ops of N subgroups a workgroup (12B bf16's down
-  // projection took 34.8 us on 8 against 36.8 on 4, while E2B bf16 lost with 8 everywhere).
+  // f32/bf16 products of rows of at least long_cols columns (INFER_MV_LONG_COLS, 8192) on their
+  // own ops of 8 subgroups a workgroup (INFER_MV_LONG_SUBGROUPS=N; 0 off): 12B bf16's down
+  // projection took 34.8 us on 8 against 36.8 on 4, while E2B bf16 lost with 8 everywhere.
   std::array<std::unique_ptr<MatvecOp>, 4> matvec_long;
   int64_t long_cols = 0;
   std::array<std::unique_ptr<GateUpOp>, 4> gate_up;

@@ -74,9 +74,15 @@ Result<void> create_ops(const VulkanContext& ctx, const ModelConfig& cfg, const 
     }
     note_format(gu, lw.gate_proj);
   }
+  // Long rows (>= long_cols columns: 12B's down projection, E2B's double-wide ones) of the
+  // split-capable formats (f32, bf16) on their own op of 8 subgroups a workgroup: side by side
+  // on the H200 (docs/bench/gpu-h200-s15-call1.json) 12B bf16 120.3 / 121.1 t/s against
+  // 119.6 / 119.6 on 4, E2B bf16 286.4 against 283.4. Q8_0/Q4_0 do not split a row, so more
+  // subgroups would only take more rows a workgroup: not measured, not used.
+  // INFER_MV_LONG_SUBGROUPS=N sets N (0: off).
   const char* long_env = std::getenv("INFER_MV_LONG_SUBGROUPS");
   const uint32_t long_subgroups =
-      long_env != nullptr ? uint32_t(std::max(0, std::atoi(long_env))) : 0;
+      long_env != nullptr ? uint32_t(std::max(0, std::atoi(long_env))) : 8;
   const char* long_cols_env = std::getenv("INFER_MV_LONG_COLS");
   ops.long_cols = long_cols_env != nullptr && std::atoi(long_cols_env) > 0
                       ? std::atoi(long_cols_env)
@@ -86,7 +92,8 @@ Result<void> create_ops(const VulkanContext& ctx, const ModelConfig& cfg, const 
       MatvecTuning tuning;
       tuning.gelu_mul_epilogue = ops.ple_epilogue;
       INFER_TRY(ops.matvec[f], MatvecOp::create(ctx, WeightFormat(f), tuning));
-      if (long_subgroups > 0) {
+      const bool splits = f == size_t(WeightFormat::kF32) || f == size_t(WeightFormat::kBF16);
+      if (long_subgroups > 0 && splits) {
         tuning.subgroups_per_group = long_subgroups;
         INFER_TRY(ops.matvec_long[f], MatvecOp::create(ctx, WeightFormat(f), tuning));
       }
@@ -167,7 +174,15 @@ Result<void> create_activations(const VulkanContext& ctx, const ModelConfig& cfg
   // The KV ring adds the chunk's write slots and up to A + W + R key slots (shaders/step.h).
   const uint64_t step_words = ring_keys > 0 ? INFER_STEP_RING_WORDS(C, uint64_t(ring_keys))
                                             : INFER_STEP_WORDS(C);
-  INFER_TRY_VOID(make(a.step, step_words, BufferKind::kHost, "step"));
+  // The step words (position, ids, ring slots) are read at the head of every attention kernel's
+  // dependency chain: in host memory that is a bus round trip each (~1 us on a PCIe GPU, three
+  // a layer). Where device memory is host-visible (UMA, or a discrete GPU's resizable BAR) the
+  // host writes them there instead. INFER_STEP_HOST=1 keeps them in host memory (for A/B).
+  const char* step_host = std::getenv("INFER_STEP_HOST");
+  const bool step_on_device =
+      ctx.use_host_visible_device_memory() && !(step_host != nullptr && step_host[0] == '1');
+  INFER_TRY_VOID(make(a.step, step_words, step_on_device ? BufferKind::kDevice : BufferKind::kHost,
+                      "step"));
   if (ring_keys > 0) {
     INFER_TRY_VOID(make(a.step_dev, step_words, BufferKind::kDevice, "step (device)"));
   }

@@ -1,8 +1,9 @@
 // The forward with decode's residual steps in the next product's prologue (opt-in:
 // INFER_NORM_IN=p the PLE projection alone, 1 plain products, 2 gate-up too; and the PLE gate's
 // gelu-mul epilogue, INFER_PLE_EPILOGUE=1; and long rows on their own product shape,
-// INFER_MV_LONG_SUBGROUPS) against the same forward with the separate
-// dispatches (INFER_NORM_IN=0, the default), on every fixture architecture: the
+// INFER_MV_LONG_SUBGROUPS; and the step words in host memory, INFER_STEP_HOST=1) against the
+// same forward with the separate dispatches (INFER_NORM_IN=0, the default), on every fixture
+// architecture: the
 // dispatches it saves per decode token, and the same greedy tokens with logits within the
 // fixtures' bound through both decode paths. forward_test.cpp checks the default against the CPU
 // and the golden files (Q8_0 and Q4_0 weights too); this one pins what the fusion changes.
@@ -190,6 +191,22 @@ TEST_P(ForwardNormInGpu, LongRowProductsOnTheirOwnShapeKeepTheTokens) {
   }
   EXPECT_GT(long_products, 0);
   EXPECT_LT(long_products, products);
+}
+
+// The step words (position, ids) in host memory (INFER_STEP_HOST=1, a discrete GPU without
+// host-visible device memory) or in device memory (the default where the device has it, as
+// lavapipe does): the same kernels read the same words, so the same tokens.
+TEST_P(ForwardNormInGpu, StepWordsInHostOrDeviceMemoryKeepTheTokens) {
+  auto m = Model::load(dir_, LoadOptions{Quant::kAsStored, EmbedScale::kF32}, pool_);
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  const Model& model = **m;
+  std::unique_ptr<GpuForward> host = make(model, "INFER_STEP_HOST", "1");
+  std::unique_ptr<GpuForward> device = make(model, "INFER_STEP_HOST", "0");
+  ASSERT_TRUE(host != nullptr && device != nullptr);
+  Greedy host_run;
+  greedy(*host, nullptr, &host_run);
+  ASSERT_FALSE(HasFatalFailure());
+  expect_same_decode(*device, host_run);
 }
 
 INSTANTIATE_TEST_SUITE_P(ForwardFixtures, ForwardNormInGpu,
