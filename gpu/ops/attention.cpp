@@ -145,6 +145,7 @@ Result<std::unique_ptr<AttentionOps>> AttentionOps::create(const VulkanContext& 
   const char* split_env = std::getenv("INFER_ATTN_SPLIT");
   p.split_decode = split_env != nullptr && std::strcmp(split_env, "1") == 0;
   p.split_keys = split_min_keys();
+  p.split_heads = split_heads();
 
   // Shared q rows (ROWS x max_d floats) take at most half of the device's shared memory.
   VkPhysicalDeviceProperties props;

@@ -96,8 +96,8 @@ class AttentionOps {
   // out[t, h] = softmax_s(q[t, h] · k_s) · v_s over the keys s the query at p may see, scores
   // unscaled (scale 1.0, §4.7), fp32 softmax. q, out: [T, n_q·d] f32. Decode (T = 1) in two
   // dispatches (scores, then softmax · V); INFER_ATTN_SPLIT=1 in the environment (read at
-  // create): in one, split over keys and merged by the last split (slower on the H200: E2B 42
-  // us a layer against 18 for the two passes, session 14). Prefill: one dispatch of split-K flash attention merged by its last split,
+  // create): in one, split over keys and merged by the last split (attention_split.cpp).
+  // Prefill: one dispatch of split-K flash attention merged by its last split,
   // register-blocked (attend_tiled.comp); INFER_ATTN_PREFILL=old in the environment (read at
   // create): the subgroup kernel (attend.comp), which also takes head dims the tiled one does
   // not (tiled_prefill()). inv_freq [d/2]: the keys' RoPE, needed in the ring modes only.

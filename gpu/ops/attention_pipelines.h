@@ -50,6 +50,8 @@ PrefillKnobs prefill_knobs(uint32_t max_shared_bytes, uint32_t max_invocations);
 
 // attend_split's keys a split at least (attention_split.cpp; INFER_ATTN_SPLIT_KEYS).
 uint32_t split_min_keys();
+// attend_split's query heads a workgroup at most (INFER_ATTN_SPLIT_HEADS).
+uint32_t split_heads();
 
 // `name` from the environment if set to a number, clamped to [lo, hi]; else `fallback`.
 uint32_t env_uint(const char* name, uint32_t fallback, uint32_t lo, uint32_t hi);
@@ -65,7 +67,8 @@ struct AttentionOps::Pipelines {
   PrefillKnobs prefill;
   uint64_t scratch_floats = 0;
   bool split_decode = false;  // attend_split (one dispatch) for T = 1; false: two passes
-  uint32_t split_keys = 64;   // attend_split: keys a split at least (split_min_keys())
+  uint32_t split_keys = 32;   // attend_split: keys a split at least (split_min_keys())
+  uint32_t split_heads = 1;   // attend_split: query heads a workgroup at most (split_heads())
   std::unique_ptr<Pipeline> commit;
   Buffer scratch;
   Buffer scores;    // decode: f32 [max_n_q, max_positions]

@@ -1,7 +1,10 @@
 // The opt-in one-dispatch decode attention (INFER_ATTN_SPLIT=1, attend_split.comp): split over
-// keys, every load of a tile issued before it is needed, merged by the last split. Session 14
-// rewrote it (session 4's form, slices of dims each recomputing the scores with one load in
-// flight at a time, took 87 us a layer on E2B and 166 on 12B at 640 keys on the H200).
+// keys, every load of a tile issued before it is needed, merged by the last split. Session 15
+// rewrote it without subgroup reductions (a key's K row read by LANES invocations together,
+// their parts meeting in shared memory) and with a head a workgroup by default; session 14's
+// form (a subgroup a key, subgroupAdd per key and head, all of a KV head's query heads in one
+// workgroup: 10 workgroups on E2B at 640 keys) took 42 us a layer on E2B and 28 on 12B on the
+// H200, against ~18-20 for the two passes.
 #include <algorithm>
 
 #include "gpu/ops/attention.h"
@@ -11,22 +14,28 @@
 namespace infer::gpu {
 namespace {
 
-// Keys a tile: each invocation holds its dims of the tile's V rows in registers (kSplitTile x
-// ceil(d / workgroup) floats), the workgroup's subgroups load the tile's K rows in one round
-// (kSplitMaxKeys rows a subgroup at most).
-constexpr uint32_t kSplitTile = 32;
-constexpr uint32_t kSplitMaxKeys = 8;
-// Invocations a workgroup: one per dim of a 256-wide head, so a 32-key tile holds 32 V values
-// an invocation (64 at d 512).
+// Invocations a workgroup (fewer where the device allows fewer), and keys a tile: 32 up to a
+// head dim of 256 (8 invocations a key, 32 elements each), 16 above (16 a key at d 512). Each
+// invocation holds SLICE K elements and TILE x DIMS V values in registers, 32 + 32 at d 256 or
+// 512.
 constexpr uint32_t kSplitInvocations = 256;
+uint32_t split_tile(uint32_t d) { return d > 256 ? 16 : 32; }
 
 }  // namespace
 
 uint32_t split_min_keys() {
-  // Keys a split at least (whole tiles): fewer make more workgroups load at once but give the
-  // merging workgroup more partials to read. INFER_ATTN_SPLIT_KEYS, read at create.
-  const uint32_t keys = env_uint("INFER_ATTN_SPLIT_KEYS", 2 * kSplitTile, 1, 1u << 20);
-  return div_up(keys, kSplitTile) * kSplitTile;
+  // Keys a split at least (whole tiles of 32, which 16 divides): fewer make more workgroups load
+  // at once but give the merging workgroup more partials to read. INFER_ATTN_SPLIT_KEYS, read
+  // at create.
+  const uint32_t keys = env_uint("INFER_ATTN_SPLIT_KEYS", 32, 1, 1u << 20);
+  return div_up(keys, 32u) * 32;
+}
+
+uint32_t split_heads() {
+  // Query heads a workgroup at most (of one KV head): each group of them reads the KV head's
+  // keys again (from L2 after the first), but the splits' workgroups multiply by the groups.
+  // INFER_ATTN_SPLIT_HEADS, read at create.
+  return env_uint("INFER_ATTN_SPLIT_HEADS", 1, 1, 64);
 }
 
 uint32_t AttentionOps::decode_splits(const AttentionDims& dims) const {
@@ -42,30 +51,26 @@ Result<void> AttentionOps::attend_split(Recorder& rec, Binding step, const Atten
                                         Binding inv_freq) const {
   const Pipelines& p = *p_;
   const uint32_t group = dims.n_q / dims.n_kv;
-  const uint32_t heads = std::min(group, p.decode_rows);
+  const uint32_t heads = std::min({group, p.decode_rows, p.split_heads});
   const uint32_t head_groups = dims.n_kv * div_up(group, heads);
-  const DeviceInfo& info = p.ctx->info();
-  const uint32_t sub = p.lanes.subgroup;
+  const uint32_t tile = split_tile(dims.d);
   const uint32_t local =
-      sub * std::max(1u, std::min(kSplitInvocations, info.max_workgroup_invocations) / sub);
+      std::max(1u, std::min(kSplitInvocations, p.ctx->info().max_workgroup_invocations) / tile) *
+      tile;
+  const uint32_t lanes = local / tile;
   using A = Access;
   const Pipeline* pipeline = nullptr;
   // Per head count and d: q rows in shared memory and the d loops sized exactly.
   INFER_TRY(pipeline, p.cached({"attend_split", dims.mode, heads, dims.d}, [&] {
-    // Keys a subgroup a round: the tile in one round of the workgroup's (fewest) subgroups.
-    const uint32_t fewest = std::max(1u, local / p.lanes.largest);
     return p.desc("attend_split",
                   {A::kRead, A::kRead, A::kRead, A::kRead, A::kWrite, A::kReadWrite,
                    A::kReadWrite, A::kRead},
                   sizeof(shader::AttendPush),
-                  {{INFER_ATTN_SPEC_MAX_SUBGROUPS, std::max(1u, local / p.lanes.smallest)},
-                   {INFER_ATTN_SPEC_ROWS, heads},
-                   {INFER_ATTN_SPEC_TILE, kSplitTile},
+                  {{INFER_ATTN_SPEC_ROWS, heads},
+                   {INFER_ATTN_SPEC_TILE, tile},
                    {INFER_ATTN_SPEC_MAX_D, dims.d},
                    {INFER_ATTN_SPEC_DIMS, div_up(dims.d, local)},
-                   {INFER_ATTN_SPEC_KEYS_PER_SUBGROUP,
-                    std::clamp(div_up(kSplitTile, fewest), 1u, kSplitMaxKeys)},
-                   {INFER_ATTN_SPEC_D_CHUNKS, div_up(dims.d, p.lanes.smallest)}},
+                   {INFER_ATTN_SPEC_SLICE, div_up(dims.d, lanes)}},
                   dims.mode, local);
   }));
   const shader::AttendPush sp = attend_push(dims, decode_splits(dims), heads, 1, p.split_keys);

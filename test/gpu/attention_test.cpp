@@ -195,6 +195,23 @@ std::vector<AttendCase> decode_cases() {
 INSTANTIATE_TEST_SUITE_P(Attention, GpuAttendTwoPass, ::testing::ValuesIn(decode_cases()),
                          [](const auto& info) { return attend_name(info.param); });
 
+// The one-dispatch decode with several query heads a workgroup (INFER_ATTN_SPLIT_HEADS: 8,
+// capped by each case's GQA group, and 3, which leaves a partial last head group) and splits of
+// two tiles or more (INFER_ATTN_SPLIT_KEYS=64: the online softmax across tiles), on every decode
+// case; the default takes one head and one tile a split.
+TEST_F(SplitDecode, HeadGroupsAndTilesKeepItRight) {
+  for (const char* heads : {"8", "3"}) {
+    const ScopedEnv h("INFER_ATTN_SPLIT_HEADS", heads);
+    const ScopedEnv keys("INFER_ATTN_SPLIT_KEYS", "64");
+    for (const AttendCase& c : decode_cases()) {
+      SCOPED_TRACE(attend_name(c) + " heads " + heads);
+      AttendRig rig(*ctx_, c, c.pos0 + 1);
+      ASSERT_GT(rig.ops().decode_splits(rig.dims()), 0u);
+      for (uint32_t pos0 : {0u, c.pos0 / 3, c.pos0}) rig.check(pos0, pos0 + 3);
+    }
+  }
+}
+
 // Defaults put 640 keys in one pass-1 round a workgroup and a few pass-2 ranges; the knobs
 // (read at create) here force several pass-1 rounds and blocks per workgroup, pass-2 rounds
 // with a ragged last one, ranges that merge, odd dim chunks (past d in the last) and unpinned
