@@ -7,9 +7,9 @@
 // ceil(d / LANES), DIMS = ceil(d / LOCAL_SIZE), KV_MODE.
 // Workgroup (0, y = split, z = head group): the keys [lo, p] the token sees are cut at run time
 // into splits of >= min_keys keys (whole tiles); workgroups past the last split leave at once.
-// A tile is one round of loads, all issued before any is used: invocation i holds key i / LANES's
-// K elements (i % LANES) + LANES · j (SLICE of them: the LANES invocations of a key read it
-// together, coalesced) and its DIMS output dims of every V row of the tile. No subgroup
+// A tile is one round of loads, all issued before any is used: invocation i holds SLICE of key
+// i / LANES's K elements (key_elem: the LANES invocations of a key read it together, coalesced)
+// and its DIMS output dims of every V row of the tile. No subgroup
 // operation: partial dot products meet in shared memory (one invocation a (head, key) adds its
 // LANES parts), the tile's max is read there, so any subgroup size works and no reduction
 // serialises a subgroup. The next tile's K loads go out as soon as this tile's dots are taken.
@@ -35,6 +35,7 @@ layout(constant_id = INFER_ATTN_SPEC_SLICE) const uint kSlice = 32;
 layout(binding = 0, std430) readonly buffer Step { uint step[]; };
 layout(binding = 1, std430) readonly buffer Q { float q[]; };
 layout(binding = 2, std430) readonly buffer KCache { float k_cache[]; };
+layout(binding = 2, std430) readonly buffer KCache4 { vec4 k_cache4[]; };
 layout(binding = 3, std430) readonly buffer VCache { float v_cache[]; };
 layout(binding = 4, std430) writeonly buffer Out { float out_rows[]; };
 layout(binding = 5, std430) coherent buffer Scratch { float scratch[]; };
@@ -48,6 +49,15 @@ layout(binding = 7, std430) readonly buffer InvFreq { float inv_freq[]; };  // r
 // A masked score and the running max before any key: finite, so no inf - inf.
 const float kMasked = -3.0e38;
 const uint kLanes = gl_WorkGroupSize.x / kTile;  // invocations a key
+// Exact-mode keys of a head dim that the lanes' quads tile read as vec4s: element j of a lane
+// is (j / 4) · 4 · LANES + 4 · lane + j % 4, each load 16 bytes and a key's lanes one
+// contiguous piece. Otherwise (ring modes rotate on load; other dims) lane + j · LANES, one
+// float a load.
+// (A function, not a global constant: glslc's optimizer misplaces such a spec-constant bool.)
+bool quads() { return kKvMode == INFER_KV_EXACT && kD % (4u * kLanes) == 0u; }
+uint key_elem(uint lane, uint j) {
+  return quads() ? (j / 4u) * 4u * kLanes + lane * 4u + j % 4u : lane + j * kLanes;
+}
 
 shared float q_sh[kHeads * kD];
 shared float part_sh[kHeads * gl_WorkGroupSize.x];  // [head][key][lane]: partial dots
@@ -60,7 +70,7 @@ shared float w_sh[kHeads * INFER_ATTN_MAX_SPLITS];  // merge: each split's max, 
 shared float l_split_sh[kHeads * INFER_ATTN_MAX_SPLITS];  // merge: each split's sum
 shared bool last_sh;                                // this workgroup merges
 
-// This invocation's K elements of its key (kk[j]: element lane + kLanes · j) and V values of
+// This invocation's K elements of its key (kk[j]: element key_elem(lane, j)) and V values of
 // its dims (vv[k · kDims + t]: dim lid + t · LOCAL_SIZE of the tile's key k). (Globals: glslc
 // cannot pass arrays sized by spec constants.)
 float kk[kSlice];
@@ -72,8 +82,18 @@ void load_keys(uint first, uint end, uint lo, uint kv_off) {
   const uint key = gl_LocalInvocationID.x / kLanes, lane = gl_LocalInvocationID.x % kLanes;
   const uint s = lo + min(first + key, end - 1);
   const uint row = kv_slot(s, pc.slots) * pc.n_kv * kD + kv_off;
+  if (quads()) {  // spec constants: the driver folds one branch away
+    [[unroll]] for (uint j = 0; j < kSlice; j += 4) {
+      const vec4 x = k_cache4[(row + key_elem(lane, j)) / 4u];
+      kk[j] = x.x;
+      kk[j + 1] = x.y;
+      kk[j + 2] = x.z;
+      kk[j + 3] = x.w;
+    }
+    return;
+  }
   [[unroll]] for (uint j = 0; j < kSlice; ++j) {
-    const uint e = lane + j * kLanes;
+    const uint e = key_elem(lane, j);
     const float x = kv_key(row, min(e, kD - 1), kD, s);
     kk[j] = e < kD ? x : 0.0;
   }
@@ -133,7 +153,7 @@ void main() {
     [[unroll]] for (uint h = 0; h < kHeads; ++h) {
       float dot = 0.0;
       [[unroll]] for (uint j = 0; j < kSlice; ++j) {
-        dot += q_sh[h * kD + min(lane + j * kLanes, kD - 1)] * kk[j];
+        dot += q_sh[h * kD + min(key_elem(lane, j), kD - 1)] * kk[j];
       }
       part_sh[(h * kTile + key) * kLanes + lane] = dot;
     }

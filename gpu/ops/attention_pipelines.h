@@ -67,7 +67,7 @@ struct AttentionOps::Pipelines {
   PrefillKnobs prefill;
   uint64_t scratch_floats = 0;
   bool split_decode = false;  // attend_split (one dispatch) for T = 1; false: two passes
-  uint32_t split_keys = 32;   // attend_split: keys a split at least (split_min_keys())
+  uint32_t split_keys = 16;   // attend_split: keys a split at least (split_min_keys())
   uint32_t split_heads = 1;   // attend_split: query heads a workgroup at most (split_heads())
   std::unique_ptr<Pipeline> commit;
   Buffer scratch;

@@ -24,11 +24,11 @@ uint32_t split_tile(uint32_t d) { return d > 256 ? 16 : 32; }
 }  // namespace
 
 uint32_t split_min_keys() {
-  // Keys a split at least (whole tiles of 32, which 16 divides): fewer make more workgroups load
-  // at once but give the merging workgroup more partials to read. INFER_ATTN_SPLIT_KEYS, read
-  // at create.
-  const uint32_t keys = env_uint("INFER_ATTN_SPLIT_KEYS", 32, 1, 1u << 20);
-  return div_up(keys, 32u) * 32;
+  // Keys a split at least (the shader rounds up to whole tiles: 32 keys up to d 256, 16 above):
+  // fewer make more workgroups load at once but give the merging workgroup more partials to
+  // read. INFER_ATTN_SPLIT_KEYS, read at create.
+  const uint32_t keys = env_uint("INFER_ATTN_SPLIT_KEYS", 16, 1, 1u << 20);
+  return div_up(keys, 16u) * 16;
 }
 
 uint32_t split_heads() {
