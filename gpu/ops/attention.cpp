@@ -141,9 +141,16 @@ Result<std::unique_ptr<AttentionOps>> AttentionOps::create(const VulkanContext& 
   p.lanes = attention_lanes(info);
   p.max_subgroups = std::max(1u, p.lanes.local_size / p.lanes.smallest);
   p.knobs = decode_knobs(info.max_workgroup_invocations);
-  // Opt-in (INFER_ATTN_SPLIT=1): the one-dispatch decode (attention_split.cpp).
+  // The one-dispatch decode (attention_split.cpp) for head dims up to kSplitMaxD, the two passes
+  // above (SplitDecode::kAuto); INFER_ATTN_SPLIT=1 for every dim, 0 for none. Side by side on
+  // the H200 (docs/bench/gpu-h200-s15-call3.json, profiled at 640 keys): E2B's d-256 layers
+  // 12.2 us against 8.9 + 8.8, 12B's 18.9 against 7.7 + 12.4, but d 512 21.5 against 21.5
+  // (E2B) and 29.2 against 22.6 (12B); all split, E2B Q4_0 341.8 / 327.5 t/s against
+  // 325.6 / 322.8, 12B Q4_0 177.7 against 178.8.
   const char* split_env = std::getenv("INFER_ATTN_SPLIT");
-  p.split_decode = split_env != nullptr && std::strcmp(split_env, "1") == 0;
+  p.split_decode = SplitDecode::kAuto;
+  if (split_env != nullptr && std::strcmp(split_env, "1") == 0) p.split_decode = SplitDecode::kAll;
+  if (split_env != nullptr && std::strcmp(split_env, "0") == 0) p.split_decode = SplitDecode::kNone;
   p.split_keys = split_min_keys();
   p.split_heads = split_heads();
 
@@ -286,7 +293,7 @@ Result<void> AttentionOps::attend(Recorder& rec, Binding step, const AttentionDi
   }
 
   if (dims.T == 1) {
-    return p.split_decode ? attend_split(rec, step, dims, q, k_cache, v_cache, out, inv_freq)
+    return decode_splits(dims) > 0 ? attend_split(rec, step, dims, q, k_cache, v_cache, out, inv_freq)
                           : attend_decode(rec, step, dims, q, k_cache, v_cache, out, inv_freq);
   }
   return attend_prefill(rec, step, dims, q, k_cache, v_cache, out, inv_freq);

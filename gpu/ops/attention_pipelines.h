@@ -22,6 +22,10 @@
 namespace infer::gpu {
 
 constexpr uint32_t kMaxSplits = INFER_ATTN_MAX_SPLITS;
+// Which decode attentions take one dispatch (INFER_ATTN_SPLIT: 1 all, 0 none, else kAuto: head
+// dims up to kSplitMaxD).
+enum class SplitDecode { kNone, kAuto, kAll };
+constexpr uint32_t kSplitMaxD = 256;
 
 // The two-pass decode's tunables (attention_decode.cpp reads them from the environment once, at
 // create, so one build can be swept on a GPU; attention_decode.cpp documents each).
@@ -66,7 +70,8 @@ struct AttentionOps::Pipelines {
   DecodeKnobs knobs;
   PrefillKnobs prefill;
   uint64_t scratch_floats = 0;
-  bool split_decode = false;  // attend_split (one dispatch) for T = 1; false: two passes
+  // attend_split (one dispatch) for T = 1 where decode_splits() says so, else two passes.
+  SplitDecode split_decode = SplitDecode::kAuto;
   uint32_t split_keys = 16;   // attend_split: keys a split at least (split_min_keys())
   uint32_t split_heads = 1;   // attend_split: query heads a workgroup at most (split_heads())
   std::unique_ptr<Pipeline> commit;

@@ -1,4 +1,4 @@
-// The opt-in one-dispatch decode attention (INFER_ATTN_SPLIT=1, attend_split.comp): split over
+// The one-dispatch decode attention (attend_split.comp; default up to d 256, attention.cpp): split over
 // keys, every load of a tile issued before it is needed, merged by the last split. Session 15
 // rewrote it without subgroup reductions (a key's K row read by LANES invocations together,
 // their parts meeting in shared memory) and with a head a workgroup by default; session 14's
@@ -39,7 +39,8 @@ uint32_t split_heads() {
 }
 
 uint32_t AttentionOps::decode_splits(const AttentionDims& dims) const {
-  if (!p_->split_decode) return 0;
+  const SplitDecode mode = p_->split_decode;
+  if (mode == SplitDecode::kNone || (mode == SplitDecode::kAuto && dims.d > kSplitMaxD)) return 0;
   return std::clamp(div_up(max_decode_keys(dims, p_->limits.max_positions), p_->split_keys), 1u,
                     kMaxSplits);
 }

@@ -1,7 +1,7 @@
 // GPU attend vs the CPU reference (model/ops/attention), exact KV mode: full and sliding rings
 // with GQA, d 16/256/512, decode at many positions (wrapped rings too) and prefill chunks at
 // pos0 > 0, split-K (merged by the last split) and direct paths; decode both in one dispatch
-// (split over keys, opt-in: INFER_ATTN_SPLIT=1) and in the default two passes
+// (split over keys: the default up to d 256, INFER_ATTN_SPLIT=1 everywhere) and in two passes
 // (also with its knobs forcing every loop and merge). The KV ring's modes:
 // attention_ring_test.cpp.
 #include "gpu/ops/attention.h"
@@ -174,8 +174,21 @@ std::string attend_name(const AttendCase& c) {
 INSTANTIATE_TEST_SUITE_P(Attention, GpuAttend, ::testing::ValuesIn(kAttendCases),
                          [](const auto& info) { return attend_name(info.param); });
 
-// The default decode (two passes) on every decode case above.
-class GpuAttendTwoPass : public GpuTest, public ::testing::WithParamInterface<AttendCase> {};
+// The two-pass decode (the default above d 256; INFER_ATTN_SPLIT=0 asks for it everywhere) on
+// every decode case above.
+class TwoPassDecode : public GpuTest {
+ protected:
+  void SetUp() override {
+    setenv("INFER_ATTN_SPLIT", "0", 1);
+    GpuTest::SetUp();
+  }
+  void TearDown() override {
+    unsetenv("INFER_ATTN_SPLIT");
+    GpuTest::TearDown();
+  }
+};
+
+class GpuAttendTwoPass : public TwoPassDecode, public ::testing::WithParamInterface<AttendCase> {};
 
 TEST_P(GpuAttendTwoPass, MatchesCpuReference) {
   const AttendCase c = GetParam();
@@ -216,7 +229,7 @@ TEST_F(SplitDecode, HeadGroupsAndTilesKeepItRight) {
 // (read at create) here force several pass-1 rounds and blocks per workgroup, pass-2 rounds
 // with a ragged last one, ranges that merge, odd dim chunks (past d in the last) and unpinned
 // sizes, on every decode case.
-TEST_F(AttentionTest, TwoPassDecodeKnobsKeepItRight) {
+TEST_F(TwoPassDecode, KnobsKeepItRight) {
   const ScopedEnv keys("INFER_ATTN_KEYS_PER_SUBGROUP", "3");
   const ScopedEnv groups("INFER_ATTN_SCORES_GROUPS", "5");
   const ScopedEnv dims("INFER_ATTN_PV_DIMS", "24");
@@ -356,8 +369,8 @@ TEST_F(SplitDecode, DecodeStepsMatchCpuAtEveryPosition) {
   check_decode(*ctx_, {8, 1, 512, 0, 80, 80});
 }
 
-// The same token by token through the default decode (two passes; INFER_ATTN_SPLIT=0 asks for
-// it explicitly): two dispatches (AttendRig::check counts them).
+// The same token by token through the two-pass decode (INFER_ATTN_SPLIT=0 asks for it at every
+// d): two dispatches (AttendRig::check counts them).
 TEST_F(AttentionTest, TwoPassDecodeStepsMatchCpuAtEveryPosition) {
   const ScopedEnv env("INFER_ATTN_SPLIT", "0");
   check_decode(*ctx_, {8, 1, 256, 24, 24, 90});
