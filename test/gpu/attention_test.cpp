@@ -107,18 +107,28 @@ class AttendRig {
   Buffer kc_, vc_, qb_, ob_;
 };
 
-// The one-dispatch decode (attend_split.comp) is opt-in (INFER_ATTN_SPLIT=1, read when the ops
-// are created): these tests ask for it, so both decode paths stay tested.
-class SplitDecode : public GpuTest {
+// Tests of one decode path at every head dim: INFER_ATTN_SPLIT (read when the ops are created)
+// is `value` while they run, so both paths stay tested whatever the default picks.
+class DecodePathTest : public GpuTest {
  protected:
+  explicit DecodePathTest(const char* value) : value_(value) {}
   void SetUp() override {
-    setenv("INFER_ATTN_SPLIT", "1", 1);
+    setenv("INFER_ATTN_SPLIT", value_, 1);
     GpuTest::SetUp();
   }
   void TearDown() override {
     unsetenv("INFER_ATTN_SPLIT");
     GpuTest::TearDown();
   }
+
+ private:
+  const char* value_;
+};
+
+// The one-dispatch decode (attend_split.comp; the default up to d 256).
+class SplitDecode : public DecodePathTest {
+ protected:
+  SplitDecode() : DecodePathTest("1") {}
 };
 
 class GpuAttend : public SplitDecode, public ::testing::WithParamInterface<AttendCase> {};
@@ -176,16 +186,9 @@ INSTANTIATE_TEST_SUITE_P(Attention, GpuAttend, ::testing::ValuesIn(kAttendCases)
 
 // The two-pass decode (the default above d 256; INFER_ATTN_SPLIT=0 asks for it everywhere) on
 // every decode case above.
-class TwoPassDecode : public GpuTest {
+class TwoPassDecode : public DecodePathTest {
  protected:
-  void SetUp() override {
-    setenv("INFER_ATTN_SPLIT", "0", 1);
-    GpuTest::SetUp();
-  }
-  void TearDown() override {
-    unsetenv("INFER_ATTN_SPLIT");
-    GpuTest::TearDown();
-  }
+  TwoPassDecode() : DecodePathTest("0") {}
 };
 
 class GpuAttendTwoPass : public TwoPassDecode, public ::testing::WithParamInterface<AttendCase> {};
