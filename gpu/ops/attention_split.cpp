@@ -1,5 +1,6 @@
-// The one-dispatch decode attention (attend_split.comp; default up to d 256, attention.cpp): split over
-// keys, every load of a tile issued before it is needed, merged by the last split. Session 15
+// The one-dispatch decode attention (attend_split.comp; the default up to d 256, attention.cpp):
+// split over keys, every load of a tile issued before it is needed, merged by the last split.
+// Session 15
 // rewrote it without subgroup reductions (a key's K row read by LANES invocations together,
 // their parts meeting in shared memory) and with a head a workgroup by default; session 14's
 // form (a subgroup a key, subgroupAdd per key and head, all of a KV head's query heads in one
