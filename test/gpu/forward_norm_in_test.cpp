@@ -86,6 +86,14 @@ class ForwardNormInGpu : public GpuFixtureTest {
     greedy(on, &off, &got);
   }
 
+  // `other` fed what `reference` was fed and returned, with its logits within the bound.
+  void expect_same_run(GpuForward& reference, GpuForward& other) {
+    Greedy reference_run;
+    greedy(reference, nullptr, &reference_run);
+    ASSERT_FALSE(HasFatalFailure());
+    expect_same_decode(other, reference_run);
+  }
+
   // Layers whose slice of the PLE inputs the device can bind at its offset: those whose PLE
   // gate can take gelu_mul in its epilogue (INFER_PLE_EPILOGUE=1).
   int epilogue_layers(const TextConfig& tc) const {
@@ -157,10 +165,7 @@ TEST_P(ForwardNormInGpu, PleEpilogueSavesTheGeluMulDispatchesAndKeepsTheTokens) 
   EXPECT_EQ(off->decode_counts().dispatches - on->decode_counts().dispatches, saved);
   if (model.config().text.hidden_size_per_layer_input == 0) return;  // nothing fused: the same
   EXPECT_GT(saved, 0);
-  Greedy off_run;
-  greedy(*off, nullptr, &off_run);
-  ASSERT_FALSE(HasFatalFailure());
-  expect_same_decode(*on, off_run);
+  expect_same_run(*off, *on);
 }
 
 // Long rows on their own products (INFER_MV_LONG_SUBGROUPS=8; INFER_MV_LONG_COLS one past the
@@ -176,10 +181,8 @@ TEST_P(ForwardNormInGpu, LongRowProductsOnTheirOwnShapeKeepTheTokens) {
                             std::to_string(model.config().text.hidden_size + 1).c_str());
   std::unique_ptr<GpuForward> on = make(model, "INFER_MV_LONG_SUBGROUPS", "8");
   ASSERT_TRUE(on != nullptr && off != nullptr);
-  Greedy off_run;
-  greedy(*off, nullptr, &off_run);
+  expect_same_run(*off, *on);
   ASSERT_FALSE(HasFatalFailure());
-  expect_same_decode(*on, off_run);
   // After the run: profiling a step moves the forward on.
   auto profile = on->profile(std::vector<int32_t>{golden_.prompt_ids.front()});
   ASSERT_TRUE(profile.ok()) << profile.error().message;
@@ -203,10 +206,7 @@ TEST_P(ForwardNormInGpu, StepWordsInHostOrDeviceMemoryKeepTheTokens) {
   std::unique_ptr<GpuForward> host = make(model, "INFER_STEP_HOST", "1");
   std::unique_ptr<GpuForward> device = make(model, "INFER_STEP_HOST", "0");
   ASSERT_TRUE(host != nullptr && device != nullptr);
-  Greedy host_run;
-  greedy(*host, nullptr, &host_run);
-  ASSERT_FALSE(HasFatalFailure());
-  expect_same_decode(*device, host_run);
+  expect_same_run(*host, *device);
 }
 
 INSTANTIATE_TEST_SUITE_P(ForwardFixtures, ForwardNormInGpu,
