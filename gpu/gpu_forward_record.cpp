@@ -151,15 +151,13 @@ struct ChunkRecorder {
                                  whole(a.ple_rows), ple_scale, whole(a.ple), T, L, P, eps());
   }
 
-  // From the stream's input norm: q normed and rotated into a.q, the layer's K/V rows into its
-  // ring (none on a KV-shared layer); qs gets the shape.
-  Result<void> qkv(int i, QkvShape& qs) {
+  // From the stream's input norm, one matvec: a.qkv[t] = [q | k | v] (gpu/gpu_weights.h), raw;
+  // qs gets its shape.
+  Result<void> qkv_projection(int i, QkvShape& qs) {
     const TextConfig& tc = cfg.text;
     const LayerPlan& plan = cfg.layers[size_t(i)];
     const GpuLayerWeights& lw = w.layers[size_t(i)];
     const KvRing& ring = kv.ring(i);
-    const Binding step = whole(*step_buf), q = whole(a.q);
-    // One matvec: qkv[t] = [q | k | v] (gpu/gpu_weights.h), then one qkv_prep.
     INFER_TRY_VOID(product(lw.qkv_proj, nullptr, lw.input_layernorm, whole(a.qkv)));
     qs.T = T;
     qs.n_q = uint32_t(tc.num_attention_heads);
@@ -171,14 +169,22 @@ struct ChunkRecorder {
     qs.k_offset = lw.qkv_k_offset;
     qs.v_offset = lw.qkv_v_offset;  // == k_offset on K=V layers: V is the raw k projection
     qs.mode = ring.mode;
+    return Ok{};
+  }
+
+  // The projection, then q normed and rotated into a.q, the layer's K/V rows into its ring
+  // (none on a KV-shared layer); qs gets the shape.
+  Result<void> qkv(int i, QkvShape& qs) {
+    const GpuLayerWeights& lw = w.layers[size_t(i)];
+    const KvRing& ring = kv.ring(i);
+    INFER_TRY_VOID(qkv_projection(i, qs));
     Binding k_cache, v_cache;  // empty on KV-shared layers: nothing written there
-    if (!plan.kv_shared) {
+    if (qs.n_kv > 0) {
       k_cache = whole(ring.k);
       v_cache = whole(ring.v);
     }
-    INFER_TRY_VOID(ops.attention->qkv_prep(rec, step, qs, whole(a.qkv), lw.q_norm, lw.k_norm,
-                                           lw.inv_freq, q, k_cache, v_cache));
-    return Ok{};
+    return ops.attention->qkv_prep(rec, whole(*step_buf), qs, whole(a.qkv), lw.q_norm,
+                                   lw.k_norm, lw.inv_freq, whole(a.q), k_cache, v_cache);
   }
 
   // x += the attention block (§4.4, §4.5), its residual step left pending.
@@ -189,7 +195,7 @@ struct ChunkRecorder {
     const KvRing& ring = kv.ring(i);
     const Binding step = whole(*step_buf), q = whole(a.q);
     QkvShape qs;
-    INFER_TRY_VOID(qkv(i, qs));
+    INFER_TRY_VOID(qkv_projection(i, qs));
     AttentionDims ad;
     ad.T = T;
     ad.n_q = qs.n_q;
@@ -198,8 +204,10 @@ struct ChunkRecorder {
     ad.slots = ring.slots;
     ad.window = plan.type == LayerType::kSliding ? uint32_t(tc.sliding_window) : 0;
     ad.mode = ring.mode;  // a KV-shared layer rotates its donor's keys with its own RoPE
-    INFER_TRY_VOID(ops.attention->attend(rec, step, ad, q, whole(ring.k), whole(ring.v),
-                                         whole(a.att), lw.inv_freq));
+    // qkv_prep and attention, one dispatch where the op can (AttentionOps::prep_attend).
+    INFER_TRY_VOID(ops.attention->prep_attend(rec, step, qs, ad, whole(a.qkv), lw.q_norm,
+                                              lw.k_norm, lw.inv_freq, q, whole(ring.k),
+                                              whole(ring.v), whole(a.att)));
     if (mass != nullptr && ad.mode == INFER_KV_TIERED) {
       // --evict mass: this full layer's share of each cached key's mass (the first one
       // overwrites the previous chunk's).

@@ -16,6 +16,9 @@
 // The last split to finish (an atomic counter per head group, acquire/release at device scope,
 // GL_KHR_memory_scope_semantics) merges and resets the counter for the next replay. Scores
 // unscaled, softmax in f32.
+// INFER_ATTN_PREP (attend_split_prep.glsl): qkv_prep's work folded in, a dispatch less a layer:
+// binding 1 is the raw q|k|v row instead of q, and the token's own key is attended from shared
+// memory by the split that holds it.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_memory_scope_semantics : require
@@ -33,7 +36,9 @@ layout(constant_id = INFER_ATTN_SPEC_DIMS) const uint kDims = 1;
 layout(constant_id = INFER_ATTN_SPEC_SLICE) const uint kSlice = 32;
 
 layout(binding = 0, std430) readonly buffer Step { uint step[]; };
+#ifndef INFER_ATTN_PREP
 layout(binding = 1, std430) readonly buffer Q { float q[]; };
+#endif
 layout(binding = 2, std430) readonly buffer KCache { float k_cache[]; };
 layout(binding = 2, std430) readonly buffer KCache4 { vec4 k_cache4[]; };
 layout(binding = 3, std430) readonly buffer VCache { float v_cache[]; };
@@ -75,6 +80,11 @@ shared bool last_sh;                                // this workgroup merges
 // cannot pass arrays sized by spec constants.)
 float kk[kSlice];
 float vv[kTile * kDims];
+float acc[kHeads * kDims];  // the output dims of each head, unnormalised
+
+#ifdef INFER_ATTN_PREP
+#include "attend_split_prep.glsl"
+#endif
 
 // Key index `first + key` (from lo) of a tile ending at `end`: past it the last key (a valid
 // row, never used); elements past d are 0. No branch on the data: all in flight at once.
@@ -130,10 +140,28 @@ void main() {
   const uint k_end = min(k_begin + per_split, n_keys);
   const uint kv_off = kvh * kD;
   const uint key = lid / kLanes, lane = lid % kLanes;
+#ifdef INFER_ATTN_PREP
+  // The split of the token's own key (the last key) takes it from shared memory after its tiles.
+  const bool own_key = pc.prep_kv != 0u && k_end == n_keys;
+  const uint loop_end = own_key ? k_end - 1 : k_end;
+#else
+  const uint loop_end = k_end;
+#endif
 
-  // The first tile's loads in flight while q is staged.
-  load_keys(k_begin, min(k_begin + kTile, k_end), lo, kv_off);
-  load_values(k_begin, k_end, lo, kv_off);
+  // The first tile's loads in flight while q is staged (a split of the own key alone loads
+  // key k_begin, never used).
+  const uint load_end = max(loop_end, k_begin + 1);
+  load_keys(k_begin, min(k_begin + kTile, load_end), lo, kv_off);
+  load_values(k_begin, load_end, lo, kv_off);
+#ifdef INFER_ATTN_PREP
+  prep_load(h0, n_heads, kvh, own_key);
+  if (lid < kHeads) {
+    m_sh[lid] = kMasked;
+    l_sh[lid] = 0.0;
+  }
+  prep_finish(h0, n_heads, kvh, own_key,
+              own_key && gl_WorkGroupID.z % head_groups == 0u, split == 0u);
+#else
   const uint q_per = (kHeads * kD + gl_WorkGroupSize.x - 1) / gl_WorkGroupSize.x;  // constant
   [[unroll]] for (uint u = 0; u < q_per; ++u) {
     const uint i = lid + u * gl_WorkGroupSize.x;
@@ -143,12 +171,12 @@ void main() {
     m_sh[lid] = kMasked;
     l_sh[lid] = 0.0;
   }
-  float acc[kHeads * kDims];
+#endif
   [[unroll]] for (uint i = 0; i < kHeads * kDims; ++i) acc[i] = 0.0;
   barrier();
 
-  for (uint base = k_begin; base < k_end; base += kTile) {  // uniform in the workgroup
-    const uint tile_end = min(base + kTile, k_end);
+  for (uint base = k_begin; base < loop_end; base += kTile) {  // uniform in the workgroup
+    const uint tile_end = min(base + kTile, loop_end);
     // This invocation's part of its key's dot with each head.
     [[unroll]] for (uint h = 0; h < kHeads; ++h) {
       float dot = 0.0;
@@ -157,7 +185,9 @@ void main() {
       }
       part_sh[(h * kTile + key) * kLanes + lane] = dot;
     }
-    if (base + kTile < k_end) load_keys(base + kTile, min(base + 2 * kTile, k_end), lo, kv_off);
+    if (base + kTile < loop_end) {
+      load_keys(base + kTile, min(base + 2 * kTile, loop_end), lo, kv_off);
+    }
     barrier();
     // One invocation a (head, key): its score from the parts.
     for (uint i = lid; i < kHeads * kTile; i += gl_WorkGroupSize.x) {
@@ -184,7 +214,7 @@ void main() {
         acc[h * kDims + t] = a;
       }
     }
-    if (base + kTile < k_end) load_values(base + kTile, k_end, lo, kv_off);
+    if (base + kTile < loop_end) load_values(base + kTile, loop_end, lo, kv_off);
     barrier();  // m_sh, p_sh, part_sh and s_sh are rewritten below and by the next tile
     for (uint h = lid; h < kHeads; h += gl_WorkGroupSize.x) {
       float sum = 0.0;
@@ -193,6 +223,9 @@ void main() {
       m_sh[h] = m_new_sh[h];
     }
   }
+#ifdef INFER_ATTN_PREP
+  if (own_key) attend_own_key();  // uniform in the workgroup
+#endif
   barrier();  // the last tile's l_sh and m_sh
 
   if (n_active == 1) {  // one split: normalise and write out

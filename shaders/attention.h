@@ -44,7 +44,7 @@ INFER_PUSH_END(QkvPrepPush)
 // merges the partials into out and resets the counter for the next dispatch.
 // Split decode (attend_split.comp, T = 1, same push): x = 0, y = split (n_splits), z as above;
 // a counter per z; partials o [split, n_q, d] then (m, l) [split, n_q].
-#if defined(__cplusplus) || defined(INFER_ATTN_ATTEND)
+#if defined(__cplusplus) || (defined(INFER_ATTN_ATTEND) && !defined(INFER_ATTN_PREP))
 INFER_PUSH_BEGIN(AttendPush)
 uint T;
 uint n_q;
@@ -57,6 +57,29 @@ uint heads_per_group;   // <= ROWS and <= n_q / n_kv
 uint tokens_per_group;  // ROWS / heads_per_group (1 for decode)
 uint min_keys;          // keys per split at least (a multiple of TILE)
 INFER_PUSH_END(AttendPush)
+#endif
+
+// Split decode with qkv_prep folded in (attend_split.comp, INFER_ATTN_PREP): AttendPush's
+// fields, then QkvPrepPush's that it needs. The raw row's layout as QkvPrepPush says; prep_kv 1:
+// the token's K/V are normed (K rotated) from it, written to the ring and attended from shared
+// memory; 0 (a KV-shared layer): q only, the token's key read from the ring like the others.
+#if defined(__cplusplus) || defined(INFER_ATTN_PREP)
+INFER_PUSH_BEGIN(AttendPrepPush)
+uint T;
+uint n_q;
+uint n_kv;
+uint d;
+uint slots;
+uint window;
+uint n_splits;
+uint heads_per_group;
+uint tokens_per_group;
+uint min_keys;
+uint k_offset;  // floats into the raw row
+uint v_offset;
+uint prep_kv;
+float eps;
+INFER_PUSH_END(AttendPrepPush)
 #endif
 
 // Two-pass decode (INFER_ATTN_SPLIT=0; T = 1), spread over many workgroups so that K/V loads are

@@ -21,6 +21,8 @@ namespace {
 
 static_assert(sizeof(shader::QkvPrepPush) == 9 * sizeof(uint32_t), "QkvPrepPush: 32-bit scalars");
 static_assert(sizeof(shader::AttendPush) == 10 * sizeof(uint32_t), "AttendPush: 32-bit scalars");
+static_assert(sizeof(shader::AttendPrepPush) == 14 * sizeof(uint32_t),
+              "AttendPrepPush: 32-bit scalars");
 static_assert(sizeof(shader::KvCommitPush) == 3 * sizeof(uint32_t), "KvCommitPush: 32-bit scalars");
 
 // As matvec: enough invocations for coalesced rows of d = 256/512 on 32- and 64-wide GPUs.
@@ -153,11 +155,15 @@ Result<std::unique_ptr<AttentionOps>> AttentionOps::create(const VulkanContext& 
   if (split_env != nullptr && std::strcmp(split_env, "0") == 0) p.split_decode = SplitDecode::kNone;
   p.split_keys = split_min_keys();
   p.split_heads = split_heads();
+  // qkv_prep folded into the split decode (prep_attend); INFER_ATTN_PREP=0: apart.
+  const char* prep_env = std::getenv("INFER_ATTN_PREP");
+  p.fuse_prep = prep_env == nullptr || std::strcmp(prep_env, "0") != 0;
 
   // Shared q rows (ROWS x max_d floats) take at most half of the device's shared memory.
   VkPhysicalDeviceProperties props;
   vkGetPhysicalDeviceProperties(ctx.physical_device(), &props);
   const uint32_t shared_bytes = props.limits.maxComputeSharedMemorySize;
+  p.max_shared_bytes = shared_bytes;
   const uint32_t rows_fit = shared_bytes / 2 / (limits.max_d * uint32_t(sizeof(float)));
   if (rows_fit == 0) {
     return make_error(ErrorCode::kUnsupported,
@@ -297,6 +303,53 @@ Result<void> AttentionOps::attend(Recorder& rec, Binding step, const AttentionDi
                           : attend_decode(rec, step, dims, q, k_cache, v_cache, out, inv_freq);
   }
   return attend_prefill(rec, step, dims, q, k_cache, v_cache, out, inv_freq);
+}
+
+Result<void> AttentionOps::prep_attend(Recorder& rec, Binding step, const QkvShape& qs,
+                                       const AttentionDims& dims, Binding qkv, Binding q_norm,
+                                       Binding k_norm, Binding inv_freq, Binding q_out,
+                                       Binding k_cache, Binding v_cache, Binding out) const {
+  INFER_CHECK(qs.T == dims.T && qs.n_q == dims.n_q && qs.d == dims.d && qs.mode == dims.mode &&
+                  (qs.n_kv == 0 || (qs.n_kv == dims.n_kv && qs.slots == dims.slots)),
+              "prep_attend: qkv shape (T %u, n_q %u, n_kv %u, d %u, slots %u, mode %u) against "
+              "attention (T %u, n_q %u, n_kv %u, d %u, slots %u, mode %u)",
+              qs.T, qs.n_q, qs.n_kv, qs.d, qs.slots, qs.mode, dims.T, dims.n_q, dims.n_kv,
+              dims.d, dims.slots, dims.mode);
+  if (!fused_prep(dims)) {
+    const bool writes = qs.n_kv > 0;
+    INFER_TRY_VOID(qkv_prep(rec, step, qs, qkv, q_norm, k_norm, inv_freq, q_out,
+                            writes ? k_cache : Binding{}, writes ? v_cache : Binding{}));
+    return attend(rec, step, dims, q_out, k_cache, v_cache, out, inv_freq);
+  }
+  // qkv_prep's and attend's checks, in one dispatch.
+  const uint64_t q_row = uint64_t(qs.n_q) * qs.d, kv_row = uint64_t(qs.n_kv) * qs.d;
+  INFER_CHECK(qs.stride >= q_row && (qs.n_kv == 0 || (qs.k_offset >= q_row &&
+                                                      qs.k_offset + kv_row <= qs.stride &&
+                                                      qs.v_offset >= q_row &&
+                                                      qs.v_offset + kv_row <= qs.stride)),
+              "prep_attend: token row of %u floats, k at %u, v at %u for %u q and %u kv heads "
+              "of %u", qs.stride, qs.k_offset, qs.v_offset, qs.n_q, qs.n_kv, qs.d);
+  INFER_CHECK(dims.n_kv >= 1 && dims.n_q % dims.n_kv == 0 && dims.n_q <= p_->limits.max_n_q &&
+                  dims.d >= 2 && dims.d % 2 == 0 && dims.d <= p_->limits.max_d &&
+                  dims.slots >= 1,
+              "prep_attend: n_q %u, n_kv %u, d %u, slots %u", dims.n_q, dims.n_kv, dims.d,
+              dims.slots);
+  check_floats("prep_attend", "step", step, INFER_STEP_IDS);
+  check_floats("prep_attend", "qkv", qkv, qs.stride);
+  check_floats("prep_attend", "q_norm", q_norm, qs.d);
+  check_floats("prep_attend", "inv_freq", inv_freq, qs.d / 2);
+  check_floats("prep_attend", "q_out", q_out, q_row);
+  check_floats("prep_attend", "out", out, q_row);
+  const uint64_t cache_rows = uint64_t(dims.slots) + (dims.mode == INFER_KV_TIERED ? 1 : 0);
+  check_floats("prep_attend", "k_cache", k_cache, cache_rows * dims.n_kv * dims.d);
+  check_floats("prep_attend", "v_cache", v_cache, cache_rows * dims.n_kv * dims.d);
+  if (qs.n_kv > 0) {
+    check_floats("prep_attend", "k_norm", k_norm, qs.d);
+  } else {
+    k_norm = q_norm;  // read by no invocation's result; a binding still needs a buffer
+  }
+  const SplitPrep prep{qs, q_norm, k_norm, q_out};
+  return attend_split(rec, step, dims, qkv, k_cache, v_cache, out, inv_freq, &prep);
 }
 
 Result<void> AttentionOps::kv_commit(Recorder& rec, Binding step, uint32_t T, uint32_t row,

@@ -105,6 +105,21 @@ class AttentionOps {
   Result<void> attend(Recorder& rec, Binding step, const AttentionDims& dims, Binding q,
                       Binding k_cache, Binding v_cache, Binding out, Binding inv_freq = {}) const;
 
+  // qkv_prep, then attend, for T >= 1. Decode on the split kernel takes one dispatch
+  // (fused_prep(); INFER_ATTN_PREP=0 in the environment at create: always the two): every
+  // workgroup norms and rotates its own query heads from qkv, and the split holding the token's
+  // own key norms (in the exact mode also rotates) the token's K and V, writes them to the ring
+  // as qkv_prep does and attends to them without reading them back (shaders/
+  // attend_split_prep.glsl). q_out is written either way. qs and dims describe one layer;
+  // k_cache and v_cache are the ring attended (qs.n_kv = 0: a KV-shared layer, its donor's
+  // ring, where nothing is written). inv_freq is needed in every mode.
+  Result<void> prep_attend(Recorder& rec, Binding step, const QkvShape& qs,
+                           const AttentionDims& dims, Binding qkv, Binding q_norm, Binding k_norm,
+                           Binding inv_freq, Binding q_out, Binding k_cache, Binding v_cache,
+                           Binding out) const;
+  // Whether prep_attend records one dispatch for dims.
+  bool fused_prep(const AttentionDims& dims) const;
+
   // KV ring, tiered layers: moves the chunk's T rows (row = n_kv · d floats) from the staging
   // slots slots + t to the step buffer's write slots, once nothing reads the old rows.
   Result<void> kv_commit(Recorder& rec, Binding step, uint32_t T, uint32_t row, uint32_t slots,
@@ -139,9 +154,14 @@ class AttentionOps {
   Result<void> attend_decode(Recorder& rec, Binding step, const AttentionDims& dims, Binding q,
                              Binding k_cache, Binding v_cache, Binding out,
                              Binding inv_freq) const;
+  // prep_attend's fused dispatch: the raw row in q's place and these.
+  struct SplitPrep {
+    QkvShape shape;
+    Binding q_norm, k_norm, q_out;
+  };
   Result<void> attend_split(Recorder& rec, Binding step, const AttentionDims& dims, Binding q,
-                            Binding k_cache, Binding v_cache, Binding out,
-                            Binding inv_freq) const;
+                            Binding k_cache, Binding v_cache, Binding out, Binding inv_freq,
+                            const SplitPrep* prep = nullptr) const;
   struct Pipelines;
   std::unique_ptr<Pipelines> p_;
 };

@@ -74,6 +74,8 @@ struct AttentionOps::Pipelines {
   SplitDecode split_decode = SplitDecode::kAuto;
   uint32_t split_keys = 16;   // attend_split: keys a split at least (split_min_keys())
   uint32_t split_heads = 1;   // attend_split: query heads a workgroup at most (split_heads())
+  bool fuse_prep = true;      // prep_attend: qkv_prep folded into attend_split (INFER_ATTN_PREP)
+  uint32_t max_shared_bytes = 0;  // the device's limit a workgroup
   std::unique_ptr<Pipeline> commit;
   Buffer scratch;
   Buffer scores;    // decode: f32 [max_n_q, max_positions]

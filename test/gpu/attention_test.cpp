@@ -298,10 +298,11 @@ struct DecodeCase {
 };
 
 // Tokens 0 .. n_pos-1 one at a time: raw q/k/v in, the ring written by qkv_prep, attend over
-// it, against the CPU layer (norms, RoPE, attention over every position). Recorder has no
-// re-submit of a finished recording yet, so each token records the same two ops again; the
-// recording depends on nothing but the step buffer, which is rewritten before each submit.
-void check_decode(const VulkanContext& ctx, const DecodeCase& c) {
+// it (fused: prep_attend, one dispatch where the split decode takes it), against the CPU layer
+// (norms, RoPE, attention over every position): the output, q_out and the token's ring rows.
+// Recorder has no re-submit of a finished recording yet, so each token records the same ops
+// again; the recording depends on nothing but the step buffer, rewritten before each submit.
+void check_decode(const VulkanContext& ctx, const DecodeCase& c, bool fused = false) {
   SCOPED_TRACE("n_q " + std::to_string(c.n_q) + " n_kv " + std::to_string(c.n_kv) + " d " +
                std::to_string(c.d) + " window " + std::to_string(c.window) + " slots " +
                std::to_string(c.slots));
@@ -343,10 +344,17 @@ void check_decode(const VulkanContext& ctx, const DecodeCase& c) {
     ASSERT_TRUE(upload(ctx, qkvb, 0, row.data(), row.size() * 4).ok());
     step.set(pos, 1);
     ASSERT_TRUE((*rec)->begin().ok());
-    ASSERT_TRUE(ops->qkv_prep(**rec, {&step.buffer}, qkv, {&qkvb}, {&qn}, {&kn}, {&fb}, {&qb},
-                              {&kc}, {&vc})
-                    .ok());
-    ASSERT_TRUE(ops->attend(**rec, {&step.buffer}, dims, {&qb}, {&kc}, {&vc}, {&ob}).ok());
+    if (fused) {
+      ASSERT_TRUE(ops->prep_attend(**rec, {&step.buffer}, qkv, dims, {&qkvb}, {&qn}, {&kn},
+                                   {&fb}, {&qb}, {&kc}, {&vc}, {&ob})
+                      .ok());
+      EXPECT_EQ((*rec)->dispatch_count(), ops->fused_prep(dims) ? 1u : 3u);
+    } else {
+      ASSERT_TRUE(ops->qkv_prep(**rec, {&step.buffer}, qkv, {&qkvb}, {&qn}, {&kn}, {&fb}, {&qb},
+                                {&kc}, {&vc})
+                      .ok());
+      ASSERT_TRUE(ops->attend(**rec, {&step.buffer}, dims, {&qb}, {&kc}, {&vc}, {&ob}).ok());
+    }
     ASSERT_TRUE((*rec)->submit_and_wait().ok());
 
     rope_tables(inv_freq.data(), c.d / 2, pos, 1, cos.data(), sin.data());
@@ -360,6 +368,12 @@ void check_decode(const VulkanContext& ctx, const DecodeCase& c) {
     stream.v.insert(stream.v.end(), vr.begin(), vr.end());
     const std::vector<float> want = reference_attention(stream, q, dims, pos);
     expect_close(download_floats(ctx, ob, q_n), want, kAttendTol, "out");
+    expect_close(download_floats(ctx, qb, q_n), q, kPrepTol, "q_out");
+    const size_t at = size_t(pos % c.slots) * kv_n;
+    const std::vector<float> k_ring = download_floats(ctx, kc, size_t(c.slots) * kv_n);
+    const std::vector<float> v_ring = download_floats(ctx, vc, size_t(c.slots) * kv_n);
+    expect_close({k_ring.begin() + at, k_ring.begin() + at + kv_n}, kr, kPrepTol, "k ring row");
+    expect_close({v_ring.begin() + at, v_ring.begin() + at + kv_n}, vr, kPrepTol, "v ring row");
     if (::testing::Test::HasFailure()) return;
   }
 }
@@ -370,6 +384,16 @@ TEST_F(SplitDecode, DecodeStepsMatchCpuAtEveryPosition) {
   check_decode(*ctx_, {8, 1, 256, 24, 24, 90});
   check_decode(*ctx_, {4, 2, 16, 0, 150, 150});
   check_decode(*ctx_, {8, 1, 512, 0, 80, 80});
+}
+
+// The same with qkv_prep folded into the split decode (AttentionOps::prep_attend): one dispatch
+// a token; the d-512 case goes the two-pass way (three dispatches) unless INFER_ATTN_SPLIT=1,
+// as here, asks for the split at every d.
+TEST_F(SplitDecode, FusedPrepDecodeStepsMatchCpuAtEveryPosition) {
+  check_decode(*ctx_, {8, 1, 256, 24, 24, 90}, true);
+  check_decode(*ctx_, {4, 2, 16, 0, 150, 150}, true);
+  check_decode(*ctx_, {8, 1, 512, 0, 80, 80}, true);
+  check_decode(*ctx_, {16, 8, 256, 0, 70, 70}, true);  // 12B's heads: two head groups a KV head
 }
 
 // The same token by token through the two-pass decode (INFER_ATTN_SPLIT=0 asks for it at every

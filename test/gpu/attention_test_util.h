@@ -106,6 +106,9 @@ inline constexpr double kAttendTol = 2e-5;
 // decode takes one. lavapipe's exp is not correctly rounded: a peaked case (scores of tens, T 64,
 // window 40) erred by 2.15e-5 on outputs of 0.05. Twice the bound.
 inline constexpr double kTiledAttendTol = 2 * kAttendTol;
+// Normed and rotated q/K/V rows (qkv_prep.comp, attend_split_prep.glsl) against the CPU's: f32
+// sums of squares in another order and the shaders' sincos, 1e-5 as qkv_prep_test.cpp allows.
+inline constexpr double kPrepTol = 1e-5;
 
 // Element-wise |got - want| <= tol * (1 + |want|), at most 5 failures reported.
 inline void expect_close(const std::vector<float>& got, const std::vector<float>& want, double tol,
