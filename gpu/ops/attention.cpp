@@ -155,6 +155,7 @@ Result<std::unique_ptr<AttentionOps>> AttentionOps::create(const VulkanContext& 
   if (split_env != nullptr && std::strcmp(split_env, "0") == 0) p.split_decode = SplitDecode::kNone;
   p.split_keys = split_min_keys();
   p.split_heads = split_heads();
+  p.split_tile = split_small_tile();
   // qkv_prep folded into the split decode (prep_attend); INFER_ATTN_PREP=0: apart.
   const char* prep_env = std::getenv("INFER_ATTN_PREP");
   p.fuse_prep = prep_env == nullptr || std::strcmp(prep_env, "0") != 0;

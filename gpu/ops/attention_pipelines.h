@@ -56,6 +56,8 @@ PrefillKnobs prefill_knobs(uint32_t max_shared_bytes, uint32_t max_invocations);
 uint32_t split_min_keys();
 // attend_split's query heads a workgroup at most (INFER_ATTN_SPLIT_HEADS).
 uint32_t split_heads();
+// attend_split's keys a tile up to d 256 (INFER_ATTN_SPLIT_TILE).
+uint32_t split_small_tile();
 
 // `name` from the environment if set to a number, clamped to [lo, hi]; else `fallback`.
 uint32_t env_uint(const char* name, uint32_t fallback, uint32_t lo, uint32_t hi);
@@ -74,6 +76,7 @@ struct AttentionOps::Pipelines {
   SplitDecode split_decode = SplitDecode::kAuto;
   uint32_t split_keys = 16;   // attend_split: keys a split at least (split_min_keys())
   uint32_t split_heads = 1;   // attend_split: query heads a workgroup at most (split_heads())
+  uint32_t split_tile = 32;   // attend_split: keys a tile up to d 256 (split_small_tile())
   bool fuse_prep = true;      // prep_attend: qkv_prep folded into attend_split (INFER_ATTN_PREP)
   uint32_t max_shared_bytes = 0;  // the device's limit a workgroup
   std::unique_ptr<Pipeline> commit;

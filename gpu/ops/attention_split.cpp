@@ -24,20 +24,21 @@ namespace {
 // invocation holds SLICE K elements and TILE x DIMS V values in registers, 32 + 32 at d 256 or
 // 512.
 constexpr uint32_t kSplitInvocations = 256;
-uint32_t split_tile(uint32_t d) { return d > 256 ? 16 : 32; }
+uint32_t split_tile(uint32_t d, uint32_t small_d_tile) { return d > 256 ? 16 : small_d_tile; }
 
 // The kernel's shape for dims: query heads a workgroup, its invocations and keys a tile.
 struct SplitShape {
   uint32_t heads, head_groups, tile, local;
 };
 
+// decode_rows, max_heads, small_d_tile: the op's (Pipelines) knobs.
 SplitShape split_shape(const AttentionDims& dims, uint32_t decode_rows, uint32_t max_heads,
-                       uint32_t max_invocations) {
+                       uint32_t small_d_tile, uint32_t max_invocations) {
   SplitShape s;
   const uint32_t group = dims.n_q / dims.n_kv;
   s.heads = std::min({group, decode_rows, max_heads});
   s.head_groups = dims.n_kv * div_up(group, s.heads);
-  s.tile = split_tile(dims.d);
+  s.tile = split_tile(dims.d, small_d_tile);
   s.local = std::max(1u, std::min(kSplitInvocations, max_invocations) / s.tile) * s.tile;
   return s;
 }
@@ -67,6 +68,13 @@ uint32_t split_heads() {
   return env_uint("INFER_ATTN_SPLIT_HEADS", 1, 1, 64);
 }
 
+uint32_t split_small_tile() {
+  // Keys a tile up to d 256 (LOCAL_SIZE / tile invocations share a key): 8, 16 or 32.
+  // INFER_ATTN_SPLIT_TILE, read at create.
+  const uint32_t tile = env_uint("INFER_ATTN_SPLIT_TILE", 32, 8, 32);
+  return tile >= 32 ? 32 : tile >= 16 ? 16 : 8;
+}
+
 uint32_t AttentionOps::decode_splits(const AttentionDims& dims) const {
   const SplitDecode mode = p_->split_decode;
   if (mode == SplitDecode::kNone || (mode == SplitDecode::kAuto && dims.d > kSplitMaxD)) return 0;
@@ -79,7 +87,7 @@ uint32_t AttentionOps::decode_min_keys_per_split() const { return p_->split_keys
 bool AttentionOps::fused_prep(const AttentionDims& dims) const {
   const Pipelines& p = *p_;
   if (!p.fuse_prep || dims.T != 1 || decode_splits(dims) == 0) return false;
-  const SplitShape s = split_shape(dims, p.decode_rows, p.split_heads,
+  const SplitShape s = split_shape(dims, p.decode_rows, p.split_heads, p.split_tile,
                                    p.ctx->info().max_workgroup_invocations);
   return split_shared_bytes(s, dims.d, true) <= p.max_shared_bytes;
 }
@@ -88,7 +96,7 @@ Result<void> AttentionOps::attend_split(Recorder& rec, Binding step, const Atten
                                         Binding q, Binding k_cache, Binding v_cache, Binding out,
                                         Binding inv_freq, const SplitPrep* prep) const {
   const Pipelines& p = *p_;
-  const SplitShape s = split_shape(dims, p.decode_rows, p.split_heads,
+  const SplitShape s = split_shape(dims, p.decode_rows, p.split_heads, p.split_tile,
                                    p.ctx->info().max_workgroup_invocations);
   const uint32_t lanes = s.local / s.tile;
   const char* variant = prep != nullptr ? "attend_split_prep" : "attend_split";

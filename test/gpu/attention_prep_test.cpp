@@ -159,6 +159,19 @@ TEST_F(AttentionTest, FusedPrepAtHeadDim512) {
   check_prep(*ctx_, {INFER_KV_EXACT, 8, 2, 512, 0, 80, 47, false});
 }
 
+// Several query heads a workgroup (INFER_ATTN_SPLIT_HEADS 2: 12B's GQA group whole; 3: a
+// partial last head group) and 16-key tiles (INFER_ATTN_SPLIT_TILE).
+TEST_F(AttentionTest, FusedPrepWithHeadGroupsAndTiles) {
+  const ScopedEnv tile("INFER_ATTN_SPLIT_TILE", "16");
+  for (const char* heads : {"2", "3"}) {
+    SCOPED_TRACE(std::string("heads ") + heads);
+    const ScopedEnv h("INFER_ATTN_SPLIT_HEADS", heads);
+    check_prep(*ctx_, {INFER_KV_EXACT, 16, 8, 256, 0, 700, 639, false});
+    check_prep(*ctx_, {INFER_KV_TIERED, 8, 1, 256, 0, 20, 6, false});
+    check_prep(*ctx_, {INFER_KV_SLIDING, 8, 1, 256, 512, 512, 900, true});
+  }
+}
+
 // INFER_ATTN_PREP=0 keeps the ops apart (prep_attend records qkv_prep, then attend).
 TEST_F(AttentionTest, FusedPrepCanBeTurnedOff) {
   const ScopedEnv env("INFER_ATTN_PREP", "0");

@@ -214,11 +214,13 @@ INSTANTIATE_TEST_SUITE_P(Attention, GpuAttendTwoPass, ::testing::ValuesIn(decode
 // The one-dispatch decode with several query heads a workgroup (INFER_ATTN_SPLIT_HEADS: 8,
 // capped by each case's GQA group, and 3, which leaves a partial last head group) and splits of
 // two tiles or more (INFER_ATTN_SPLIT_KEYS=64: the online softmax across tiles), on every decode
-// case; the default takes one head and one tile a split.
+// case; the default takes one head and one tile a split. Tiles of 16 and 8 keys up to d 256
+// (INFER_ATTN_SPLIT_TILE; 32 by default) with them.
 TEST_F(SplitDecode, HeadGroupsAndTilesKeepItRight) {
   for (const char* heads : {"8", "3"}) {
     const ScopedEnv h("INFER_ATTN_SPLIT_HEADS", heads);
     const ScopedEnv keys("INFER_ATTN_SPLIT_KEYS", "64");
+    const ScopedEnv tile("INFER_ATTN_SPLIT_TILE", heads[0] == '8' ? "16" : "8");
     for (const AttendCase& c : decode_cases()) {
       SCOPED_TRACE(attend_name(c) + " heads " + heads);
       AttendRig rig(*ctx_, c, c.pos0 + 1);
