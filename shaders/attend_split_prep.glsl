@@ -8,7 +8,8 @@
 // head group's writes them into the ring: rotated in the exact mode, before RoPE in the ring
 // modes, as qkv_prep.comp stores them. No other workgroup reads that ring row in this dispatch.
 // A KV-shared layer (prep_kv 0) writes nothing: its donor's ring already holds the token.
-// Its loads go out with the first tile's, before the prologue's barriers.
+// Its rows' loads go out with the first tile's, before the prologue's barriers; the rest of its
+// registers live only inside the prologue (the tile's K/V loads are in flight beside them).
 // Bindings beyond attend_split.comp's: 1 qkv (raw, the row of q heads, K at k_offset, V at
 // v_offset), 2 and 3 the ring (written here), 8 q_norm, 9 k_norm, 10 q_out [n_q, d].
 
@@ -26,39 +27,38 @@ const uint kPrepPer = (kPrepRows * kD + gl_WorkGroupSize.x - 1u) / gl_WorkGroupS
 // invocations read consecutive words), then the pieces.
 const uint kChunks = (kD + 15u) / 16u;
 
-shared float prep_sh[kPrepRows * kD];  // squares, then products, to be summed by row
+shared float prep_sh[kPrepRows * kD];  // raw rows, then products, to be summed by row
 shared float chunk_sh[kPrepRows * kChunks];
 shared float kp_sh[kD];  // the token's K, rotated
 shared float vp_sh[kD];  // and V
 
-// Element u of this invocation (row-major over [kPrepRows, kD]): its value, its RoPE partner's
-// (the other half), both weights and its frequency.
-float px[kPrepPer], pp[kPrepPer], pw[kPrepPer], pw2[kPrepPer], pf[kPrepPer];
+// This invocation's elements u (row-major over [kPrepRows, kD]): loaded with the first tile's
+// loads, held in registers (few: the tile's K/V loads are in flight beside them).
+float px[kPrepPer];
 
 uint prep_index(uint u) { return gl_LocalInvocationID.x + u * gl_WorkGroupSize.x; }
 
 void prep_load(uint h0, uint n_heads, uint kvh, bool own_key) {
-  const uint half_d = kD / 2u;
   [[unroll]] for (uint u = 0; u < kPrepPer; ++u) {
     const uint i = min(prep_index(u), kPrepRows * kD - 1u);  // past the end: a repeat, unused
-    const uint r = i / kD, e = i % kD, e2 = e < half_d ? e + half_d : e - half_d;
-    const bool is_q = r < kHeads;
-    const bool live = is_q ? r < n_heads : own_key;
-    const uint src = is_q ? (h0 + r) * kD : (r == kHeads ? pc.k_offset : pc.v_offset) + kvh * kD;
+    const uint r = i / kD, e = i % kD;
+    const bool live = r < kHeads ? r < n_heads : own_key;
+    const uint src = r < kHeads ? (h0 + r) * kD
+                                : (r == kHeads ? pc.k_offset : pc.v_offset) + kvh * kD;
     px[u] = live ? qkv[src + e] : 0.0;
-    pp[u] = live ? qkv[src + e2] : 0.0;
-    pw[u] = is_q ? q_norm[e] : k_norm[e];
-    pw2[u] = is_q ? q_norm[e2] : k_norm[e2];
-    pf[u] = inv_freq[min(e, e2)];
   }
 }
 
-// chunk_sh from prep_sh's first n_rows rows (prep_sh written before the caller's barrier).
-void prep_chunk_sums(uint n_rows) {
+// chunk_sh from prep_sh's first n_rows rows (prep_sh written before the caller's barrier), of
+// the squares (squares) or the values.
+void prep_chunk_sums(uint n_rows, bool squares) {
   for (uint c = gl_LocalInvocationID.x; c < n_rows * kChunks; c += gl_WorkGroupSize.x) {
     const uint r = c / kChunks, j = c % kChunks;
     float s = 0.0;
-    for (uint e = j; e < kD; e += kChunks) s += prep_sh[r * kD + e];
+    for (uint e = j; e < kD; e += kChunks) {
+      const float x = prep_sh[r * kD + e];
+      s += squares ? x * x : x;
+    }
     chunk_sh[c] = s;
   }
   barrier();
@@ -76,18 +76,28 @@ float prep_row_sum(uint r) {
 void prep_finish(uint h0, uint n_heads, uint kvh, bool own_key, bool writer, bool q_writer) {
   [[unroll]] for (uint u = 0; u < kPrepPer; ++u) {
     const uint i = prep_index(u);
-    if (i < kPrepRows * kD) prep_sh[i] = px[u] * px[u];
+    if (i < kPrepRows * kD) prep_sh[i] = px[u];
   }
   barrier();
-  prep_chunk_sums(kPrepRows);
+  // The weights and frequencies (small, cached: every workgroup reads them) load while the
+  // sums are taken.
   const uint half_d = kD / 2u;
+  float w[kPrepPer], w2[kPrepPer], f[kPrepPer];
+  [[unroll]] for (uint u = 0; u < kPrepPer; ++u) {
+    const uint i = min(prep_index(u), kPrepRows * kD - 1u);
+    const uint r = i / kD, e = i % kD, e2 = e < half_d ? e + half_d : e - half_d;
+    w[u] = r < kHeads ? q_norm[e] : k_norm[e];
+    w2[u] = r < kHeads ? q_norm[e2] : k_norm[e2];
+    f[u] = inv_freq[min(e, e2)];
+  }
+  prep_chunk_sums(kPrepRows, true);
   const uint rope_pos = kv_cache_pos0();
   const uint slot = kKvMode == INFER_KV_TIERED ? pc.slots : step[INFER_STEP_POS0] % pc.slots;
   const uint ring_row = (slot * pc.n_kv + kvh) * kD;
   [[unroll]] for (uint u = 0; u < kPrepPer; ++u) {
     const uint i = prep_index(u);
     if (i >= kPrepRows * kD) continue;
-    const uint r = i / kD, e = i % kD;
+    const uint r = i / kD, e = i % kD, e2 = e < half_d ? e + half_d : e - half_d;
     if (r < kHeads && r >= n_heads) {
       q_sh[i] = 0.0;
       continue;
@@ -100,9 +110,9 @@ void prep_finish(uint h0, uint n_heads, uint kvh, bool own_key, bool writer, boo
       if (writer) v_cache_out[ring_row + e] = v;
       continue;
     }
-    const float a = px[u] * inv * pw[u], b = pp[u] * inv * pw2[u];
+    const float a = px[u] * inv * w[u], b = prep_sh[r * kD + e2] * inv * w2[u];
     float s, c;
-    precise float angle = float(rope_pos) * pf[u];  // rounded in f32 like the reference
+    precise float angle = float(rope_pos) * f[u];  // rounded in f32 like the reference
     rope_sincos(angle, s, c);
     const float rotated = e < half_d ? a * c - b * s : a * c + b * s;
     if (r < kHeads) {
@@ -121,7 +131,7 @@ void attend_own_key() {
   const uint lid = gl_LocalInvocationID.x;
   for (uint i = lid; i < kHeads * kD; i += gl_WorkGroupSize.x) prep_sh[i] = q_sh[i] * kp_sh[i % kD];
   barrier();  // also the last tile's m_sh and l_sh
-  prep_chunk_sums(kHeads);
+  prep_chunk_sums(kHeads, false);
   float m_keep = 0.0, l_keep = 0.0;
   [[unroll]] for (uint h = 0; h < kHeads; ++h) {
     const float score = prep_row_sum(h);
