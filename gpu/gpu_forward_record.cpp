@@ -173,18 +173,15 @@ struct ChunkRecorder {
   }
 
   // The projection, then q normed and rotated into a.q, the layer's K/V rows into its ring
-  // (none on a KV-shared layer); qs gets the shape.
+  // (none on a KV-shared layer: empty bindings); qs gets the shape.
   Result<void> qkv(int i, QkvShape& qs) {
     const GpuLayerWeights& lw = w.layers[size_t(i)];
     const KvRing& ring = kv.ring(i);
     INFER_TRY_VOID(qkv_projection(i, qs));
-    Binding k_cache, v_cache;  // empty on KV-shared layers: nothing written there
-    if (qs.n_kv > 0) {
-      k_cache = whole(ring.k);
-      v_cache = whole(ring.v);
-    }
-    return ops.attention->qkv_prep(rec, whole(*step_buf), qs, whole(a.qkv), lw.q_norm,
-                                   lw.k_norm, lw.inv_freq, whole(a.q), k_cache, v_cache);
+    const bool own = qs.n_kv > 0;
+    return ops.attention->qkv_prep(rec, whole(*step_buf), qs, whole(a.qkv), lw.q_norm, lw.k_norm,
+                                   lw.inv_freq, whole(a.q), own ? whole(ring.k) : Binding{},
+                                   own ? whole(ring.v) : Binding{});
   }
 
   // x += the attention block (§4.4, §4.5), its residual step left pending.
