@@ -55,6 +55,17 @@ void check_floats(const char* op, const char* what, const Binding& b, uint64_t f
               (unsigned long long)floats);
 }
 
+// The raw token row holds the q heads, then (n_kv > 0) K and V heads at their offsets.
+void check_qkv_row(const char* op, const QkvShape& s) {
+  const uint64_t q_row = uint64_t(s.n_q) * s.d, kv_row = uint64_t(s.n_kv) * s.d;
+  INFER_CHECK(s.stride >= q_row && (s.n_kv == 0 || (s.k_offset >= q_row &&
+                                                    s.k_offset + kv_row <= s.stride &&
+                                                    s.v_offset >= q_row &&
+                                                    s.v_offset + kv_row <= s.stride)),
+              "%s: token row of %u floats, k at %u, v at %u for %u q and %u kv heads of %u", op,
+              s.stride, s.k_offset, s.v_offset, s.n_q, s.n_kv, s.d);
+}
+
 }  // namespace
 
 // The most keys a decode token sees: the window, or every ring slot (tiered: and the token's
@@ -220,12 +231,7 @@ Result<void> AttentionOps::qkv_prep(Recorder& rec, Binding step, const QkvShape&
               p.limits.max_d);
   INFER_CHECK(s.n_q >= 1, "qkv_prep: no query heads");
   const uint64_t q_row = uint64_t(s.n_q) * s.d, kv_row = uint64_t(s.n_kv) * s.d;
-  INFER_CHECK(s.stride >= q_row && (s.n_kv == 0 || (s.k_offset >= q_row &&
-                                                    s.k_offset + kv_row <= s.stride &&
-                                                    s.v_offset >= q_row &&
-                                                    s.v_offset + kv_row <= s.stride)),
-              "qkv_prep: token row of %u floats, k at %u, v at %u for %u q and %u kv heads of %u",
-              s.stride, s.k_offset, s.v_offset, s.n_q, s.n_kv, s.d);
+  check_qkv_row("qkv_prep", s);
   check_floats("qkv_prep", "step", step, INFER_STEP_IDS);  // words, 4 bytes like floats
   check_floats("qkv_prep", "qkv", qkv, uint64_t(s.T) * s.stride);
   check_floats("qkv_prep", "q_norm", q_norm, s.d);
@@ -325,13 +331,8 @@ Result<void> AttentionOps::prep_attend(Recorder& rec, Binding step, const QkvSha
     return attend(rec, step, dims, q_out, k_cache, v_cache, out, inv_freq);
   }
   // qkv_prep's and attend's checks, in one dispatch.
-  const uint64_t q_row = uint64_t(qs.n_q) * qs.d, kv_row = uint64_t(qs.n_kv) * qs.d;
-  INFER_CHECK(qs.stride >= q_row && (qs.n_kv == 0 || (qs.k_offset >= q_row &&
-                                                      qs.k_offset + kv_row <= qs.stride &&
-                                                      qs.v_offset >= q_row &&
-                                                      qs.v_offset + kv_row <= qs.stride)),
-              "prep_attend: token row of %u floats, k at %u, v at %u for %u q and %u kv heads "
-              "of %u", qs.stride, qs.k_offset, qs.v_offset, qs.n_q, qs.n_kv, qs.d);
+  const uint64_t q_row = uint64_t(qs.n_q) * qs.d;
+  check_qkv_row("prep_attend", qs);
   INFER_CHECK(dims.n_kv >= 1 && dims.n_q % dims.n_kv == 0 && dims.n_q <= p_->limits.max_n_q &&
                   dims.d >= 2 && dims.d % 2 == 0 && dims.d <= p_->limits.max_d &&
                   dims.slots >= 1,
