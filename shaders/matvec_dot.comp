@@ -6,6 +6,9 @@
 //   GATE_UP only: binding 3, the up matrix; y = gelu(gate · x) · (up · x)
 //   push: MatvecPush (matvec.h). spec: as matvec.comp, plus GROUPS: the 256-column groups of x
 //   per token the shared memory holds (the host runs this kernel only for cols <= 256 · GROUPS).
+// X_PREPPED: x comes quantized (binding 1: shaders/coop_x_prep.comp's X_Q8 output, the int8
+// quads as words [n_tokens][cols / 4], then the f32 scales [n_tokens][cols / 32]) by a dispatch
+// before, once for every workgroup, so there is no prologue. Otherwise:
 // Every workgroup first quantizes its tokens of x into shared memory, one block per invocation,
 // stored in the weights' interleaved order (lane j reads its vector's quads as one or two 16-byte
 // shared loads, no bank conflicts); x is read by every workgroup anyway, and quantizing here
@@ -27,7 +30,12 @@ layout(constant_id = INFER_MATVEC_SPEC_TOKENS) const uint kTokens = 1;
 layout(constant_id = INFER_MATVEC_SPEC_SUBGROUPS) const uint kSubgroups = 1;
 layout(constant_id = INFER_MATVEC_DOT_SPEC_GROUPS) const uint kGroups = 1;
 
+#ifdef X_PREPPED
+layout(binding = 1, std430) readonly buffer XQ { uint xq_words[]; };
+layout(binding = 1, std430) readonly buffer XD { float xq_scales[]; };
+#else
 layout(binding = 1, std430) readonly buffer X4 { vec4 x4[]; };
+#endif
 layout(binding = 2, std430) writeonly buffer Y { float y[]; };
 
 #ifdef GATE_UP
@@ -39,7 +47,9 @@ const uint kMats = 2;  // gate, then up
 const uint kMats = 1;
 #endif
 #include "common/weights.glsl"
+#ifndef X_PREPPED
 #include "common/quant_x.glsl"
+#endif
 
 #if !defined(W_Q8_0) && !defined(W_Q4_0)
 #error "matvec_dot.comp takes W_Q8_0 or W_Q4_0"
@@ -58,12 +68,20 @@ int sdot(uint a, uint b, spirv_literal int packed_format);
 const int kMagicBits = 0x4B400000;
 const float kMagicF = 12582912.0;
 
+const uint kLoads = kMats * VEC_UNROLL * kRows;  // weight vectors in flight per lane
+
+#ifdef X_PREPPED
+// The prepared x of quad c (columns c..c+3) and of its block, token t; columns past cols (the
+// last group's padding, zero weights) read the last quad, any finite value.
+uint x_word(uint t, uint c) { return xq_words[t * (pc.cols / 4) + min(c, pc.cols - 4) / 4]; }
+float x_scale(uint t, uint c) {
+  return xq_scales[pc.n_tokens * (pc.cols / 4) + t * (pc.cols / 32) + min(c, pc.cols - 4) / 32];
+}
+#else
 // Shared x, per token: 16 uvec4 of quads a 256-column group in weight order (Q8_0: vector j's 4
 // quads at [j]; Q4_0: its 8 at [2j], [2j + 1]) and 8 block scales (2 vec4) a group.
 shared uvec4 xs_q[kTokens * kGroups * 16];
 shared vec4 xs_d[kTokens * kGroups * 2];
-
-const uint kLoads = kMats * VEC_UNROLL * kRows;  // weight vectors in flight per lane
 
 // Block b (of the row, b < 8 · w_groups()) of token slot t: quantized from x, or zeros past cols.
 void quantize_to_shared(uint t, uint xb, uint b) {
@@ -86,6 +104,46 @@ void quantize_to_shared(uint t, uint xb, uint b) {
   xs_d[t * kGroups * 2 + b / 4][b % 4] = d;
 }
 
+#endif
+
+// The activations of vector jc of token t (the token itself with X_PREPPED, else its slot in
+// the workgroup): Q8_0 its 4 quads (xw) and their block scales (dx); Q4_0 its 8 quads (xw0 0-3,
+// xw1 4-7) and their block scales (dx0, dx1), quad q being block q of the group.
+#if defined(W_Q8_0)
+void load_x_vec(uint t, uint jc, out uvec4 xw, out vec4 dx) {
+#ifdef X_PREPPED
+  for (uint q = 0; q < 4; ++q) {
+    const uint c = vec_quad_col(jc, q);
+    xw[q] = x_word(t, c);
+    dx[q] = x_scale(t, c);
+  }
+#else
+  xw = xs_q[t * kGroups * 16 + jc];
+  const vec4 da = xs_d[t * kGroups * 2 + 2 * (jc / 16)],
+             db = xs_d[t * kGroups * 2 + 2 * (jc / 16) + 1];
+  // Quad q is block 2q + (jc % 16) / 8 of the group.
+  dx = (jc % 16) < 8 ? vec4(da.x, da.z, db.x, db.z) : vec4(da.y, da.w, db.y, db.w);
+#endif
+}
+#else
+void load_x_vec(uint t, uint jc, out uvec4 xw0, out uvec4 xw1, out vec4 dx0, out vec4 dx1) {
+#ifdef X_PREPPED
+  for (uint q = 0; q < 4; ++q) {
+    const uint c0 = vec_quad_col(jc, q), c1 = vec_quad_col(jc, q + 4);
+    xw0[q] = x_word(t, c0);
+    xw1[q] = x_word(t, c1);
+    dx0[q] = x_scale(t, c0);
+    dx1[q] = x_scale(t, c1);
+  }
+#else
+  xw0 = xs_q[t * kGroups * 16 + 2 * jc];
+  xw1 = xs_q[t * kGroups * 16 + 2 * jc + 1];
+  dx0 = xs_d[t * kGroups * 2 + 2 * (jc / 8)];
+  dx1 = xs_d[t * kGroups * 2 + 2 * (jc / 8) + 1];
+#endif
+}
+#endif
+
 // The weight vectors (and their groups' scales) of one step of a lane: VEC_UNROLL vectors from
 // j0 at subgroup stride, of each row and matrix; a vector past the row repeats the last (its sum
 // is dropped).
@@ -107,7 +165,6 @@ void main() {
   const uint group = gl_WorkGroupID.z * gl_NumWorkGroups.x + gl_WorkGroupID.x;
   const uint t0 = gl_WorkGroupID.y * kTokens;
   const uint n_vecs = w_vecs();
-  const uint n_blocks = 8 * w_groups();
 
   // The first step's weights are loaded before x is quantized, so that their latency (DRAM) and
   // the quantization (ALU, L2 reads of x) overlap instead of adding up.
@@ -115,11 +172,14 @@ void main() {
   const uint first_row0 = (group * kSubgroups + gl_SubgroupID) * kRows;
   if (gl_SubgroupID < kSubgroups && first_row0 < pc.rows) load_step(first_row0, lane, wv, sv);
 
+#ifndef X_PREPPED
+  const uint n_blocks = 8 * w_groups();
   for (uint i = gl_LocalInvocationIndex; i < kTokens * n_blocks; i += gl_WorkGroupSize.x) {
     const uint t = i / n_blocks;
     quantize_to_shared(t, min(t0 + t, pc.n_tokens - 1) * pc.x_stride, i % n_blocks);
   }
   barrier();
+#endif
 
   for (uint slot = gl_SubgroupID; slot < kSubgroups; slot += gl_NumSubgroups) {
     const uint row0 = (group * kSubgroups + slot) * kRows;
@@ -137,16 +197,19 @@ void main() {
         for (uint t = 0; t < kTokens; ++t) {
           // The activations of vector jc: VEC_QUADS packed quads, their block scales, and (Q4_0)
           // the magic bits less 8 · the quad's sum, which takes GGML's q + 8 storage back to q.
-#if defined(W_Q8_0)
-          const uvec4 xw = xs_q[t * kGroups * 16 + jc];
-          const vec4 da = xs_d[t * kGroups * 2 + 2 * (jc / 16)],
-                     db = xs_d[t * kGroups * 2 + 2 * (jc / 16) + 1];
-          // Quad q is block 2q + (jc % 16) / 8 of the group.
-          const vec4 dx = (jc % 16) < 8 ? vec4(da.x, da.z, db.x, db.z) : vec4(da.y, da.w, db.y, db.w);
+#ifdef X_PREPPED
+          const uint xt = min(t0 + t, pc.n_tokens - 1);
 #else
-          const uvec4 xw0 = xs_q[t * kGroups * 16 + 2 * jc], xw1 = xs_q[t * kGroups * 16 + 2 * jc + 1];
-          const vec4 dx0 = xs_d[t * kGroups * 2 + 2 * (jc / 8)],
-                     dx1 = xs_d[t * kGroups * 2 + 2 * (jc / 8) + 1];  // quad q is block q
+          const uint xt = t;
+#endif
+#if defined(W_Q8_0)
+          uvec4 xw;
+          vec4 dx;
+          load_x_vec(xt, jc, xw, dx);
+#else
+          uvec4 xw0, xw1;
+          vec4 dx0, dx1;
+          load_x_vec(xt, jc, xw0, xw1, dx0, dx1);
           int base[8];
           for (uint q = 0; q < 4; ++q) {
             base[q] = kMagicBits + sdot(pick4(xw0, q), 0xf8f8f8f8u, 0);

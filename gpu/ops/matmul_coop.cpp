@@ -7,6 +7,7 @@
 #include <string>
 #include <utility>
 
+#include "base/check.h"
 #include "gpu/ops/matmul_tuning.h"
 #include "gpu/ops/op_common.h"
 #include "shaders/matvec.h"
@@ -16,6 +17,16 @@ namespace {
 
 // coop_x_prep.comp's workgroup: one invocation a block of 32 activations.
 constexpr uint32_t kCoopPrepInvocations = 64;
+
+Result<std::unique_ptr<Pipeline>> create_prep(const VulkanContext& ctx, bool int8, uint32_t lo) {
+  PipelineDesc prep;
+  prep.variant = int8 ? "coop_x_prep_x8" : "coop_x_prep";
+  prep.bindings = {Access::kRead, Access::kWrite};
+  prep.push_bytes = sizeof(shader::MatvecPush);
+  prep.spec = {{INFER_COOP_PREP_SPEC_LOCAL_SIZE, kCoopPrepInvocations},
+               {INFER_MATMUL_COOP_SPEC_LO, lo}};
+  return Pipeline::create(ctx, prep);
+}
 
 }  // namespace
 
@@ -40,13 +51,16 @@ Result<void> create_coop_kernels(const VulkanContext& ctx, WeightFormat format, 
                {INFER_MATMUL_COOP_SPEC_TOKENS, t.coop_tokens}};
   coop.required_subgroup_size = subgroup;  // fragments span whole subgroups
   INFER_TRY(k.coop, Pipeline::create(ctx, coop));
-  PipelineDesc prep;
-  prep.variant = int8 ? "coop_x_prep_x8" : "coop_x_prep";
-  prep.bindings = {Access::kRead, Access::kWrite};
-  prep.push_bytes = sizeof(shader::MatvecPush);
-  prep.spec = {{INFER_COOP_PREP_SPEC_LOCAL_SIZE, kCoopPrepInvocations},
-               {INFER_MATMUL_COOP_SPEC_LO, uint32_t(t.coop_lo) - 1}};
-  INFER_TRY(k.coop_prep, Pipeline::create(ctx, prep));
+  INFER_TRY(k.coop_prep, create_prep(ctx, int8, uint32_t(t.coop_lo) - 1));
+  k.prep_int8 = int8;
+  return Ok{};
+}
+
+Result<void> create_x8_prep(const VulkanContext& ctx, MatvecKernels& k) {
+  if (k.coop_prep != nullptr && k.prep_int8) return Ok{};
+  INFER_CHECK(k.coop_prep == nullptr, "x8 prep: the f16 prep is made (coop without int8)");
+  INFER_TRY(k.coop_prep, create_prep(ctx, /*int8=*/true, /*lo=*/0));
+  k.prep_int8 = true;
   return Ok{};
 }
 
@@ -54,7 +68,7 @@ Result<Binding> record_coop_x_prep(Recorder& rec, const MatvecKernels& k, Bindin
                                    uint32_t n_tokens) {
   // f16 pairs: 16 bytes a quad; int8: 4 bytes a quad and a 4-byte scale a block of 8 quads.
   const VkDeviceSize n = VkDeviceSize(n_tokens) * VkDeviceSize(cols);
-  const VkDeviceSize bytes = k.coop_int8 ? n + n / 8 : 4 * n;
+  const VkDeviceSize bytes = k.prep_int8 ? n + n / 8 : 4 * n;
   if (k.coop_x.empty() || k.coop_x.back()->size() < bytes) {
     INFER_TRY(Buffer b, Buffer::create(rec.context(), bytes, BufferKind::kDevice, "coop x"));
     k.coop_x.push_back(std::make_unique<Buffer>(std::move(b)));

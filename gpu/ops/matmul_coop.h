@@ -18,8 +18,13 @@ namespace infer::gpu {
 Result<void> create_coop_kernels(const VulkanContext& ctx, WeightFormat format, bool gate_up,
                                  bool int8, MatvecKernels& k);
 
+// Makes k.coop_prep the int8 variant (coop_x_prep_x8) for the integer-dot matvecs where
+// create_coop_kernels made none (a device without cooperative matrices).
+Result<void> create_x8_prep(const VulkanContext& ctx, MatvecKernels& k);
+
 // Records coop_x_prep over x ([n_tokens, cols] f32) into k.coop_x (grown if need be) and returns
-// the binding of the prepared activations for matmul_coop.comp.
+// the binding of the prepared activations for matmul_coop.comp (or, int8, matvec_dot.comp's
+// X_PREPPED variants).
 Result<Binding> record_coop_x_prep(Recorder& rec, const MatvecKernels& k, Binding x, int64_t cols,
                                    uint32_t n_tokens);
 

@@ -38,6 +38,14 @@ constexpr uint32_t kDefaultDotSubgroups = 4;
 constexpr uint32_t kDotMaxGroupsOne = 64;
 constexpr uint32_t kDotMaxGroupsMany = 24;
 constexpr uint32_t kDotSharedBudget = 32 * 1024;
+constexpr uint32_t kDotUnbounded = 0xffffffffu;  // dot_groups_*: prepared x, any width
+
+// A positive integer from the environment, else `fallback`.
+uint32_t env_uint(const char* name, uint32_t fallback) {
+  const char* v = std::getenv(name);
+  const unsigned long n = v != nullptr ? std::strtoul(v, nullptr, 10) : 0;
+  return n > 0 ? uint32_t(n) : fallback;
+}
 
 // shaders/meson.build names the variants family + "_" + the format's name ("matmul_q4_0").
 std::string variant_name(const char* family, WeightFormat f) {
@@ -180,25 +188,44 @@ Result<MatvecKernels> create_matvec_kernels(const VulkanContext& ctx, WeightForm
   tuning = k.tuning;  // with the coop tile resolved
 
   if (dot) {
-    if (tuning.dot_subgroups_per_group == 0) tuning.dot_subgroups_per_group = kDefaultDotSubgroups;
+    if (tuning.dot_subgroups_per_group == 0) {
+      tuning.dot_subgroups_per_group = env_uint("INFER_DOT_SUBGROUPS", kDefaultDotSubgroups);
+    }
+    if (tuning.dot_rows_per_subgroup == 0) {
+      tuning.dot_rows_per_subgroup = env_uint("INFER_DOT_ROWS", tuning.rows_per_subgroup);
+    }
+    k.tuning.dot_rows_per_subgroup = tuning.dot_rows_per_subgroup;
+    if (tuning.dot_input == DotInput::kAuto) {
+      const char* v = std::getenv("INFER_INTDOT");
+      tuning.dot_input = v != nullptr && v[0] == '2' ? DotInput::kPrepared : DotInput::kShared;
+    }
+    k.tuning.dot_input = tuning.dot_input;
+    k.dot_prepared = tuning.dot_input == DotInput::kPrepared;
+    if (k.dot_prepared) INFER_TRY_VOID(create_x8_prep(ctx, k));
     tuning.dot_subgroups_per_group = std::min(tuning.dot_subgroups_per_group,
                                               std::max(1u, info.max_workgroup_invocations / subgroup));
     k.tuning.dot_subgroups_per_group = tuning.dot_subgroups_per_group;
     const ReduceShape dot_shape = reduce_shape(info, tuning.dot_subgroups_per_group);
     const uint32_t budget = std::min(props.limits.maxComputeSharedMemorySize, kDotSharedBudget);
     for (uint32_t tokens : {1u, tuning.tokens_per_group}) {
-      const uint32_t groups = std::min(tokens == 1 ? kDotMaxGroupsOne : kDotMaxGroupsMany,
-                                       budget / (tokens * INFER_MATVEC_DOT_GROUP_BYTES));
+      // Prepared x: no shared memory, so any width (the spec constant is unused).
+      const uint32_t groups =
+          k.dot_prepared ? kDotUnbounded
+                         : std::min(tokens == 1 ? kDotMaxGroupsOne : kDotMaxGroupsMany,
+                                    budget / (tokens * INFER_MATVEC_DOT_GROUP_BYTES));
       if (groups == 0) continue;  // the f32 kernel takes these products
       PipelineDesc d;
-      d.variant = variant_name(gate_up ? "gate_up_dot" : "matvec_dot", format);
+      d.variant = variant_name(
+          gate_up ? (k.dot_prepared ? "gate_up_dot_pre" : "gate_up_dot")
+                  : (k.dot_prepared ? "matvec_dot_pre" : "matvec_dot"),
+          format);
       d.bindings = desc.bindings;
       d.push_bytes = sizeof(shader::MatvecPush);
       d.spec = {{INFER_MATVEC_SPEC_LOCAL_SIZE, dot_shape.local_size},
-                {INFER_MATVEC_SPEC_ROWS, tuning.rows_per_subgroup},
+                {INFER_MATVEC_SPEC_ROWS, tuning.dot_rows_per_subgroup},
                 {INFER_MATVEC_SPEC_TOKENS, tokens},
                 {INFER_MATVEC_SPEC_SUBGROUPS, tuning.dot_subgroups_per_group},
-                {INFER_MATVEC_DOT_SPEC_GROUPS, groups}};
+                {INFER_MATVEC_DOT_SPEC_GROUPS, k.dot_prepared ? 1u : groups}};
       d.required_subgroup_size = dot_shape.required_subgroup_size;
       INFER_TRY(std::unique_ptr<Pipeline> p, Pipeline::create(ctx, d));
       (tokens == 1 ? k.dot_one_token : k.dot_many_tokens) = std::move(p);
@@ -339,7 +366,7 @@ Result<void> record_matvec_kernels(Recorder& rec, const MatvecKernels& k, const 
   const uint32_t rows_per_group = coop    ? t.coop_rows
                                   : small ? k.small_tile_rows
                                   : tiled ? t.tile_rows
-                                  : dot   ? t.dot_subgroups_per_group * t.rows_per_subgroup
+                                  : dot   ? t.dot_subgroups_per_group * t.dot_rows_per_subgroup
                                           : slots * rows_per_subgroup;
   const uint32_t tokens_per_group = coop            ? t.coop_tokens
                                     : small         ? k.small_tile_tokens
@@ -360,7 +387,7 @@ Result<void> record_matvec_kernels(Recorder& rec, const MatvecKernels& k, const 
     const char* v = std::getenv("INFER_MV_TWICE");
     return v != nullptr && v[0] == '1';
   }();
-  if (coop) {
+  if (coop || (dot && k.dot_prepared)) {
     INFER_TRY(const Binding prepared, record_coop_x_prep(rec, k, x, w.cols, n_tokens));
     x = prepared;
   }

@@ -54,6 +54,12 @@ Result<GpuMatrix> upload_matrix(const VulkanContext& ctx, const Matrix& m, std::
 // fails on a device without them.
 enum class IntDot { kAuto, kOff, kOn };
 
+// Where the integer-dot kernels get their int8 activations: kShared, each workgroup quantizes x
+// into shared memory itself (matvec_dot.comp's prologue); kPrepared, a dispatch before the
+// product quantizes it once for all (coop_x_prep_x8) and the kernel reads it (X_PREPPED).
+// kAuto: kPrepared where INFER_INTDOT=2, else kShared.
+enum class DotInput { kAuto, kShared, kPrepared };
+
 // How the cooperative-matrix kernel multiplies the activations' lo parts (shaders/matmul_coop.comp:
 // none, f16 activations alone; into the hi accumulators; into accumulators of their own).
 enum class CoopLo : uint32_t { kAuto, kNone, kShared, kApart };
@@ -94,7 +100,11 @@ struct MatvecTuning {
   // Plain ops: also make the one-token pipeline with the gelu-mul epilogue (record_gelu_mul),
   // which only INFER_PLE_EPILOGUE=1 uses; unmade, nothing compiles it at start-up.
   bool gelu_mul_epilogue = false;
-  uint32_t dot_subgroups_per_group = 0;  // matvec_dot.comp's workgroup (rows per subgroup as above)
+  // matvec_dot.comp's workgroup and rows a subgroup; zeros from INFER_DOT_SUBGROUPS and
+  // INFER_DOT_ROWS, then 4 and rows_per_subgroup.
+  uint32_t dot_subgroups_per_group = 0;
+  uint32_t dot_rows_per_subgroup = 0;
+  DotInput dot_input = DotInput::kAuto;
   // matvec.comp's rounds: each lane loads vec_unroll 16-byte vectors of each of its rows before
   // using any. A row of more than split_rounds rounds is split over up to max_split subgroups of
   // the workgroup (a divisor of subgroups_per_group; 1: never), each summing a part of its
@@ -165,6 +175,7 @@ struct MatvecKernels {
   // coop_x, which grows to the largest product recorded; buffers it outgrows stay alive with the
   // kernels, since recordings already made may still bind them.
   std::unique_ptr<Pipeline> coop_prep;
+  bool prep_int8 = false;  // coop_prep is coop_x_prep_x8 (coop_int8, or dot_prepared)
   mutable std::vector<std::unique_ptr<Buffer>> coop_x;
   // Integer-dot-product kernels (null when off) for T = 1 and small T, and the 256-column groups
   // of x their shared memory holds per token: wider rows take the f32 kernels.
@@ -172,6 +183,9 @@ struct MatvecKernels {
   std::unique_ptr<Pipeline> dot_many_tokens;
   uint32_t dot_groups_one = 0;
   uint32_t dot_groups_many = 0;
+  // The dot kernels read x as coop_prep (then coop_x_prep_x8) leaves it, recorded before each
+  // product (DotInput::kPrepared); no shared-memory bound on the columns.
+  bool dot_prepared = false;
 };
 
 // Whether a product of n_tokens over `rows` runs on the cooperative-matrix kernel with f16

@@ -69,6 +69,56 @@ TEST_F(GpuMatvecDot, MatchesInt8ReferenceOnRaggedShapes) {
   }
 }
 
+// x quantized by a dispatch before the product (DotInput::kPrepared, matvec_dot.comp's
+// X_PREPPED) on the ragged shapes, rows wider than the shared-memory kernel takes (16640 at
+// T = 1, 6400 at T = 2), the exact-half activations of QuantizesActivationsLikeTheCpu's kind,
+// other workgroup shapes (1 subgroup of 3 rows; 2 of 1 row) and gate-up.
+TEST_F(GpuMatvecDot, PreparedInputMatchesInt8Reference) {
+  ASSERT_TRUE(ctx_->info().integer_dot_product) << "no shaderIntegerDotProduct";
+  MatvecTuning on;
+  on.int_dot = IntDot::kOn;
+  on.dot_input = DotInput::kPrepared;
+  MatvecTuning narrow = on;
+  narrow.dot_subgroups_per_group = 1;
+  narrow.dot_rows_per_subgroup = 3;
+  MatvecTuning one_row = on;
+  one_row.dot_subgroups_per_group = 2;
+  one_row.dot_rows_per_subgroup = 1;
+  const Shape shapes[] = {{1, 32, 1},      {7, 288, 1},   {33, 544, 1},  {67, 1056, 2},
+                          {5, 800, 3},     {130, 2080, 5}, {3, 16640, 1}, {9, 6400, 2}};
+  for (WeightFormat f : {WeightFormat::kQ8_0, WeightFormat::kQ4_0}) {
+    for (const Shape& s : shapes) {
+      SCOPED_TRACE(shape_name(f, s));
+      const std::vector<float> x = random_vector(size_t(s.T * s.cols), uint32_t(s.cols + s.T));
+      EXPECT_TRUE(check_matvec_x(*ctx_, f, s.rows, s.cols, s.T, x, on));
+      if (s.cols <= 2080) {
+        EXPECT_TRUE(check_matvec_x(*ctx_, f, s.rows, s.cols, s.T, x, narrow));
+        EXPECT_TRUE(check_matvec_x(*ctx_, f, s.rows, s.cols, s.T, x, one_row));
+      }
+    }
+    std::vector<float> halves(64);
+    for (int64_t i = 0; i < 64; ++i) {
+      const float v = i % 32 == 0 ? 127.0f : std::min(float((i * 37) % 255 - 127) + 0.5f, 126.5f);
+      halves[size_t(i)] = i >= 32 ? std::ldexp(v, -20) : v;
+    }
+    EXPECT_TRUE(check_matvec_x(*ctx_, f, 9, 64, 1, halves, on));
+
+    SCOPED_TRACE("gate-up");
+    const int64_t I = 33, H = 544, T = 3;
+    const HostMatrix gate = random_matrix(f, I, H, 71);
+    const HostMatrix up = random_matrix(f, I, H, 72);
+    const std::vector<float> x = random_vector(size_t(T * H), 73, -2.0f, 2.0f);
+    for (uint32_t tokens : {1u, uint32_t(T)}) {
+      auto k = create_matvec_kernels(*ctx_, f, /*gate_up=*/true, on);
+      ASSERT_TRUE(k.ok()) << k.error().message;
+      ASSERT_TRUE(k->dot_prepared);
+      ASSERT_TRUE(activations_in_int8(*k, I, H, tokens));
+      const std::vector<float> act = run_gate_up(*ctx_, *k, gate.m, up.m, x, tokens);
+      expect_gate_up_matches(gate.m, up.m, through_q8_0(x, tokens, H), tokens, act);
+    }
+  }
+}
+
 // Rows wider than the kernel's shared memory, and IntDot::kOff, take matvec.comp
 // with f32 activations (checked against matmul_reference's tighter bound).
 TEST_F(GpuMatvecDot, FallsBackToF32Activations) {
