@@ -70,8 +70,8 @@ Result<bool> want_int_dot(const DeviceInfo& info, WeightFormat format, IntDot mo
     return true;
   }
   const char* on = std::getenv("INFER_INTDOT");
-  return info.integer_dot_product &&
-         (g_int_dot.load(std::memory_order_relaxed) || (on != nullptr && on[0] == '1'));
+  return info.integer_dot_product && (g_int_dot.load(std::memory_order_relaxed) ||
+                                      (on != nullptr && (on[0] == '1' || on[0] == '2')));
 }
 
 }  // namespace
