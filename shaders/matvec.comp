@@ -6,7 +6,7 @@
 //   PLE gate's epilogue: the element-wise step needs no other row, so it costs no dispatch)
 //   push: MatvecPush (matvec.h): its `split` subgroups share each row. spec: LOCAL_SIZE
 //   invocations = SUBGROUPS subgroups of the device's size; ROWS rows per subgroup, TOKENS tokens
-//   per workgroup, UNROLL vectors of each row a lane loads per round.
+//   per workgroup, UNROLL vectors of each row a lane loads per round, DEPTH rounds in flight.
 // The body (how rows and tokens are split over workgroups, subgroups and lanes) is
 // matvec_rows.glsl, shared with matvec_norm_in.comp.
 #version 450
@@ -39,6 +39,7 @@ layout(binding = INFER_MATVEC_BINDING_UP, std430) readonly buffer Mul { float mu
 #endif
 #include "common/weights.glsl"
 layout(constant_id = INFER_MATVEC_SPEC_UNROLL) const uint kUnroll = VEC_UNROLL;
+layout(constant_id = INFER_MATVEC_SPEC_DEPTH) const uint kDepth = 1;
 
 // x[t, c .. c + 3]; a quad past cols (zero weights) reads the last one instead.
 vec4 load_x_quad(uint t, uint c) {
@@ -52,6 +53,7 @@ vec4 load_x_quad(uint t, uint c) {
 #define MATVEC_Y y
 #define MATVEC_UNROLL kUnroll
 #define MATVEC_SPLIT pc.split
+#define MATVEC_DEPTH kDepth
 #include "matvec_rows.glsl"
 
 void main() { matvec_rows(); }

@@ -7,7 +7,10 @@
 // and optionally (matvec.comp does; by default VEC_UNROLL and 1)
 //   MATVEC_UNROLL: a constant, the vectors of each row a lane loads per round;
 //   MATVEC_SPLIT: a uniform uint dividing kSubgroups, the subgroups that share a row;
-//   MATVEC_PREFETCH (matvec_norm_in.comp): below.
+//   MATVEC_PREFETCH (matvec_norm_in.comp): below;
+//   MATVEC_DEPTH: a uniform uint, 2 to issue each round's loads before the previous round's
+//   arithmetic (twice the loads in flight, twice the registers for them), else 1.
+// (MATVEC_PREFETCH and MATVEC_DEPTH exclude each other.)
 // Workgroup g = x + z * num_x owns rows [slots * ROWS * g, ...), slots = SUBGROUPS / split; slot
 // s of them ROWS rows, summed by the split subgroups s * split .. s * split + split - 1: part p
 // reads the rows' chunks p, p + split, ... (a chunk = S consecutive 16-byte vectors, S the
@@ -23,6 +26,9 @@
 #endif
 #ifndef MATVEC_SPLIT
 #define MATVEC_SPLIT 1u  // the split branches below fold away, with the shared memory
+#endif
+#ifndef MATVEC_DEPTH
+#define MATVEC_DEPTH 1u
 #endif
 
 const uint kLoads = kMats * MATVEC_UNROLL * kRows;  // vectors in flight per lane
@@ -112,6 +118,10 @@ void matvec_rows() {
 
     float acc[kSums];
     for (uint i = 0; i < kSums; ++i) acc[i] = 0.0;
+#ifndef MATVEC_PREFETCH
+    uvec4 wv[kLoads], wv_next[kLoads];
+    uvec4 sv[MV_SCALE_LOADS], sv_next[MV_SCALE_LOADS];
+#endif
 
     for (uint c0 = part; c0 < n_chunks; c0 += split * MATVEC_UNROLL) {
       // Issue every load of this round first; a vector past the row repeats the last (its sum is
@@ -124,9 +134,10 @@ void matvec_rows() {
 #define wv mv_pre_w
 #define sv mv_pre_s
 #else
-      uvec4 wv[kLoads];
-      uvec4 sv[MV_SCALE_LOADS];
-      MV_LOAD_ROUND(wv, sv, rows, c0);
+      // Depth 2: this round's loads were issued in the previous one (or before the loop).
+      if (MATVEC_DEPTH < 2u || c0 == part) MV_LOAD_ROUND(wv, sv, rows, c0);
+      const uint c_next = c0 + split * MATVEC_UNROLL;
+      if (MATVEC_DEPTH >= 2u && c_next < n_chunks) MV_LOAD_ROUND(wv_next, sv_next, rows, c_next);
 #endif
       for (uint u = 0; u < MATVEC_UNROLL; ++u) {
         const uint j = (c0 + u * split) * lanes + lane;
@@ -148,6 +159,12 @@ void matvec_rows() {
           }
         }
       }
+#ifndef MATVEC_PREFETCH
+      if (MATVEC_DEPTH >= 2u) {  // element-wise: arrays sized by spec constants cannot be assigned
+        for (uint i = 0; i < kLoads; ++i) wv[i] = wv_next[i];
+        for (uint i = 0; i < MV_SCALE_LOADS; ++i) sv[i] = sv_next[i];
+      }
+#endif
     }
 
 #ifdef MATVEC_PREFETCH

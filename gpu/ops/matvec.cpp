@@ -125,7 +125,8 @@ Result<MatvecKernels> create_matvec_kernels(const VulkanContext& ctx, WeightForm
                  {INFER_MATVEC_SPEC_ROWS, tuning.rows_per_subgroup},
                  {INFER_MATVEC_SPEC_TOKENS, tokens},
                  {INFER_MATVEC_SPEC_SUBGROUPS, tuning.subgroups_per_group},
-                 {INFER_MATVEC_SPEC_UNROLL, tuning.vec_unroll}};
+                 {INFER_MATVEC_SPEC_UNROLL, tuning.vec_unroll},
+                 {INFER_MATVEC_SPEC_DEPTH, tuning.load_depth}};
     desc.required_subgroup_size = shape.required_subgroup_size;
     INFER_TRY(std::unique_ptr<Pipeline> p, Pipeline::create(ctx, desc));
     (tokens == 1 ? k.one_token : k.many_tokens) = std::move(p);

@@ -112,6 +112,9 @@ struct MatvecTuning {
   // A matrix of few rows also splits (while parts still get a chunk of vectors each) until its
   // grid has split_min_groups workgroups.
   uint32_t vec_unroll = 0;
+  // Rounds of loads in flight: 2 issues each round's loads before the previous round's
+  // arithmetic (matvec_rows.glsl's MATVEC_DEPTH), 1 not.
+  uint32_t load_depth = 0;
   uint32_t max_split = 0;
   uint32_t split_rounds = 0;
   uint32_t split_min_groups = 0;

@@ -43,6 +43,9 @@ namespace {
 //              gets a chunk of vectors) until its grid has this many workgroups. Default 256,
 //              above the SM count of an H200 (132) or B200 (148): a 1536-row Q4_0 matrix of
 //              2048 columns (one round) keeps the previous shape's 192 workgroups, not 96.
+//   DEPTH      rounds of loads in flight, 1 or 2: at 2 a lane issues the next round's loads
+//              before this round's arithmetic, so a row of several rounds waits on DRAM once,
+//              not once a round, at twice the registers for loads. Default 1.
 //   TOKENS     tokens a workgroup for 1 < T below the tiled kernel's threshold. Default 4.
 //   FILL       subgroups a compute core (SM, CU) should get from a one-token product on unsplit
 //              rows: below FILL x cores, a subgroup sums half the rows, down to 1. Default 12
@@ -56,6 +59,7 @@ namespace {
 constexpr uint32_t kDefaultSubgroups = 4;
 constexpr uint32_t kQuantizedSubgroups = 2;  // and SPLIT 1 (resolve_matvec_shape says why)
 constexpr uint32_t kDefaultTokens = 4;
+constexpr uint32_t kDefaultDepth = 1;
 constexpr uint32_t kDefaultSplitRounds = 1;
 constexpr uint32_t kDefaultMinGroups = 256;
 constexpr uint32_t kDefaultFill = 12;
@@ -115,6 +119,8 @@ void resolve_matvec_shape(const DeviceInfo& info, WeightFormat format, bool gate
   fill(t.rows_per_subgroup, "ROWS", default_rows_per_subgroup(info, format, gate_up));
   fill(t.tokens_per_group, "TOKENS", kDefaultTokens);
   fill(t.vec_unroll, "UNROLL", default_vec_unroll(info, format));
+  fill(t.load_depth, "DEPTH", kDefaultDepth);
+  t.load_depth = std::min(t.load_depth, 2u);
   fill(t.max_split, "SPLIT", quantized ? 1 : t.subgroups_per_group);
   t.max_split = std::min(t.max_split, t.subgroups_per_group);
   fill(t.split_rounds, "ROUNDS", kDefaultSplitRounds);

@@ -64,15 +64,24 @@ MatvecTuning narrowed() {
   return t;
 }
 
+// With the next round's loads issued before this round's arithmetic (MatvecTuning::load_depth 2).
+MatvecTuning deeper(MatvecTuning t) {
+  t.load_depth = 2;
+  return t;
+}
+
 // Default; the previous kernel's shape (2 subgroups, no split); 6 subgroups of 3 rows, 3 tokens,
 // one vector a round (splits of 1, 2, 3 or 6 subgroups, the odd ones ragged against every row);
 // 8 subgroups of 1 row, 2 tokens, 3 vectors a round, split while a part takes over 2 rounds;
-// rows narrowed per product.
+// rows narrowed per product; two rounds of loads in flight, unsplit and split with 3 vectors a
+// round (rows ending mid round).
 const Setting kSettings[] = {{"Default", {}},
                              {"Unsplit", shape(2, 0, 0, 0, 1, 0)},
                              {"Split3Rows3", shape(6, 3, 3, 1, 6, 1)},
                              {"Split8Unroll3", shape(8, 1, 2, 3, 8, 2)},
-                             {"Narrowed", narrowed()}};
+                             {"Narrowed", narrowed()},
+                             {"Depth2", deeper(shape(2, 0, 0, 0, 1, 0))},
+                             {"Depth2Split4Unroll3", deeper(shape(4, 2, 2, 3, 4, 1))}};
 
 class GpuMatvec
     : public GpuTest,
