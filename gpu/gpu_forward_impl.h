@@ -57,6 +57,10 @@ struct GpuOps {
   std::array<std::unique_ptr<MatvecNormInOp>, 4> matvec_norm_in;
   std::array<std::unique_ptr<MatvecNormInOp>, 4> gate_up_norm_in;
   bool norm_in_ple_only = false;
+  // Products on the integer-dot kernel with prepared x (INFER_INTDOT=2) take it from the
+  // add_norm before them (NormOps::writes_x8) rather than a dispatch of their own; false with
+  // INFER_X8_FUSE=0 (for A/B and the test that pins it).
+  bool x8_from_norm = true;
   // The device's minStorageBufferOffsetAlignment: where a slice may be bound at its offset.
   uint64_t binding_align = 1;
   // With INFER_PLE_EPILOGUE=1 decode's PLE gate takes gelu(·) ⊙ ple in its epilogue instead of a
@@ -81,6 +85,7 @@ struct GpuActivations {
   Buffer x, h, o;     // [C, H]: stream, normed block input, block output
   Buffer x_alt;       // [C, H]: the stream's other buffer: a product with the residual step in
                       // its prologue reads the stream from one and writes it to the other
+  Buffer h8;          // h as the integer-dot products take it: int8 [C, H], f32 scales [C, H/32]
   Buffer x2, m2;      // [C, H]: MoE expert input and output
   Buffer qkv;         // [C, rows of the widest stacked q|k|v projection]: raw projections
   Buffer q, att;      // [C, n_q·d_max]: q normed and rotated, attention output

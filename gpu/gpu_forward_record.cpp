@@ -71,13 +71,17 @@ struct ChunkRecorder {
   }
 
   // The pending step (and norm_w's norm into a.h, given) as separate dispatches, in place; what
-  // the product then reads: a.h given norm_w, else the stream.
-  Result<Binding> settle(Binding norm_w) {
+  // the product then reads: a.h given norm_w, else the stream. With want_x8 (the product takes
+  // int8 x) add_norm also quantizes a.h into a.h8 where it can, and *x8 says so.
+  Result<Binding> settle(Binding norm_w, bool want_x8 = false, Binding* x8 = nullptr) {
     const Binding x = whole(x_buf(s.cur));
     const bool norm = norm_w.buffer != nullptr;
     if (s.pending) {
+      const bool h8 = want_x8 && norm && ops.norm->writes_x8(H());
       INFER_TRY_VOID(ops.norm->add_norm(rec, x, whole(a.o), s.w_post, s.scale, norm_w,
-                                        norm ? whole(a.h) : Binding{}, T, H(), eps()));
+                                        norm ? whole(a.h) : Binding{}, T, H(), eps(),
+                                        h8 ? whole(a.h8) : Binding{}));
+      if (h8) *x8 = whole(a.h8);
       s.pending = false;
     } else if (norm && !s.h_ready) {
       INFER_TRY_VOID(ops.norm->rms_norm(rec, x, norm_w, whole(a.h), T, H(), eps()));
@@ -116,9 +120,13 @@ struct ChunkRecorder {
       s.pending = false;
       return Ok{};
     }
-    INFER_TRY(const Binding in, settle(norm_w));
-    if (up != nullptr) return ops.gate_up_for(m.format).record(rec, m, *up, in, y, T);
-    return matvec(m, in, y, T);
+    const bool want_x8 =
+        ops.x8_from_norm && (up != nullptr ? ops.gate_up_for(m.format).takes_x8(m.rows, m.cols, T)
+                                           : ops.matvec_for(m).takes_x8(m.rows, m.cols, T));
+    Binding x8;
+    INFER_TRY(const Binding in, settle(norm_w, want_x8, &x8));
+    if (up != nullptr) return ops.gate_up_for(m.format).record(rec, m, *up, in, y, T, x8);
+    return ops.matvec_for(m).record(rec, m, in, y, T, x8);
   }
 
   // Quiescence copies the stream after a layer from a.x (gpu_forward_quiescence.cpp): made there

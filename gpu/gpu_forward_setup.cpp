@@ -114,6 +114,8 @@ Result<void> create_ops(const VulkanContext& ctx, const ModelConfig& cfg, const 
   // its grid (12B Q4_0 gate-up 51.3 us against 40.7 + 7.0 apart, docs/bench/gpu-h200-s5-mv.json).
   // A device where a dependent dispatch costs more than the prologue (an APU) may gain: measure
   // there (the H200's: 2.0-2.4 us, the bench's sync_dependent_dispatch_us).
+  const char* x8_fuse = std::getenv("INFER_X8_FUSE");
+  ops.x8_from_norm = !(x8_fuse != nullptr && x8_fuse[0] == '0');
   const char* norm_in = std::getenv("INFER_NORM_IN");
   const char mode = norm_in == nullptr || norm_in[0] == '\0' ? '0' : norm_in[0];
   const bool gate_up_norm_in = mode == '2';
@@ -190,6 +192,7 @@ Result<void> create_activations(const VulkanContext& ctx, const ModelConfig& cfg
   INFER_TRY_VOID(make(a.x, C * H, BufferKind::kDevice, "x"));
   INFER_TRY_VOID(make(a.x_alt, C * H, BufferKind::kDevice, "x (other)"));
   INFER_TRY_VOID(make(a.h, C * H, BufferKind::kDevice, "h"));
+  INFER_TRY_VOID(make(a.h8, C * (H / 4 + H / 32 + 1), BufferKind::kDevice, "h (int8)"));
   INFER_TRY_VOID(make(a.o, C * H, BufferKind::kDevice, "o"));
   INFER_TRY_VOID(make(a.x2, moe ? C * H : 1, BufferKind::kDevice, "moe x2"));
   INFER_TRY_VOID(make(a.m2, moe ? C * H : 1, BufferKind::kDevice, "moe m2"));

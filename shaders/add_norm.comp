@@ -8,6 +8,9 @@
 //   FUSE_NEXT: next_w binding 3, [n] f32; h binding 4, [T, n] f32
 //   push: NormPush (norm.h), rows = T. spec: LOCAL_SIZE invocations, MAX_SUBGROUPS; HELD only:
 //   HELD, the elements an invocation holds (the host takes it for n <= LOCAL_SIZE · HELD).
+//   X8_OUT (with FUSE_NEXT and HELD): h also as the integer-dot matvecs take it, binding 5, as
+//   coop_x_prep.comp's X_Q8 writes it (int8 quads [T][n / 4], then f32 scales [T][n / 32],
+//   n % 32 == 0), so the next product needs no dispatch of its own to quantize it.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_shader_subgroup_basic : require
@@ -25,6 +28,11 @@ layout(binding = 2, std430) readonly buffer WPost { float w_post[]; };
 layout(binding = 3, std430) readonly buffer WNext { float next_w[]; };
 layout(binding = 4, std430) writeonly buffer Hout { float h[]; };
 #endif
+#ifdef X8_OUT
+layout(binding = 5, std430) writeonly buffer H8Q { uint h8_words[]; };
+layout(binding = 5, std430) writeonly buffer H8D { float h8_scales[]; };
+#include "common/quant_x.glsl"
+#endif
 
 shared float red_partial[kMaxSubgroups * 2];
 #include "common/reduce.glsl"
@@ -33,13 +41,39 @@ shared float red_partial[kMaxSubgroups * 2];
 layout(constant_id = INFER_NORM_SPEC_HELD) const uint kHeld = 8;
 #define ADD_NORM_HELD kHeld
 #endif
+#ifdef X8_OUT
+shared float h_row[gl_WorkGroupSize.x * kHeld];  // the row's h, for blocks across invocations
+#define ADD_NORM_H_SHARED h_row
+#endif
 #include "add_norm_row.glsl"
+
+#ifdef X8_OUT
+// Row t's h from h_row, block by block, quantized as coop_x_prep.comp does it.
+void write_x8(uint t) {
+  barrier();
+  const uint n = pc.n, blocks = n / 32;
+  for (uint b = gl_LocalInvocationID.x; b < blocks; b += gl_WorkGroupSize.x) {
+    vec4 v[8];
+    for (uint k = 0; k < 8; ++k) {
+      const uint c = 32 * b + 4 * k;
+      v[k] = vec4(h_row[c], h_row[c + 1], h_row[c + 2], h_row[c + 3]);
+    }
+    uint words[8];
+    const float d = quantize_block(v, words);
+    for (uint k = 0; k < 8; ++k) h8_words[t * (n / 4) + 8 * b + k] = words[k];
+    h8_scales[pc.rows * (n / 4) + t * blocks + b] = d;
+  }
+}
+#endif
 
 void main() {
   const uint t = row_index();
   if (t >= pc.rows) return;  // whole workgroup: the grid is rounded up in y
 #ifdef HELD
   add_norm_row_held(t * pc.n, pc.n);
+#ifdef X8_OUT
+  write_x8(t);
+#endif
 #else
   add_norm_row(t * pc.n, pc.n);
 #endif

@@ -5,7 +5,8 @@
 // stream, o, w_post (and next_w, h with FUSE_NEXT), a push block with eps and scale, and includes
 // norm_row.glsl. Call from uniform control flow: every invocation of the workgroup takes part.
 // ADD_NORM_BATCH: loads an invocation issues before using any (norm_row.glsl's kBatch unless the
-// includer, with a smaller workgroup, wants more in flight).
+// includer, with a smaller workgroup, wants more in flight). ADD_NORM_H_SHARED (held form): a
+// shared array that also gets h[row].
 
 #ifndef ADD_NORM_BATCH
 #define ADD_NORM_BATCH kBatch
@@ -84,7 +85,11 @@ void add_norm_row_held(uint base, uint n) {
 #if defined(FUSE_NEXT)
   const float next_inv = inv_rms(workgroup_sum(next_sum_sq), n, pc.eps);
   for (uint b = 0, i = gl_LocalInvocationID.x; b < kHold; ++b, i += step) {
-    if (i < n) h[base + i] = xv[b] * next_inv * nv[b];
+    const float hv = xv[b] * next_inv * nv[b];
+    if (i < n) h[base + i] = hv;
+#ifdef ADD_NORM_H_SHARED
+    if (i < n) ADD_NORM_H_SHARED[i] = hv;  // the includer's copy of the row (add_norm.comp X8_OUT)
+#endif
   }
 #endif
 }

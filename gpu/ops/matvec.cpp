@@ -292,13 +292,17 @@ bool activations_in_int8(const MatvecKernels& k, int64_t rows, int64_t cols, uin
   return dot_path(k, rows, cols, n_tokens) || (k.coop_int8 && coop_path(k, rows, cols, n_tokens));
 }
 
+bool takes_x8(const MatvecKernels& k, int64_t rows, int64_t cols, uint32_t n_tokens) {
+  return k.dot_prepared && dot_path(k, rows, cols, n_tokens);
+}
+
 bool runs_matvec_shader(const MatvecKernels& k, int64_t rows, int64_t cols, uint32_t n_tokens) {
   return !tiled_path(k, rows, n_tokens) && !dot_path(k, rows, cols, n_tokens);
 }
 
 Result<void> record_matvec_kernels(Recorder& rec, const MatvecKernels& k, const GpuMatrix& w,
                                    const GpuMatrix* up, Binding x, Binding y, uint32_t n_tokens,
-                                   Binding mul) {
+                                   Binding mul, Binding x8) {
   INFER_CHECK(w.format == k.format, "matvec: %s weights given to the %s op",
               weight_format_name(w.format), weight_format_name(k.format));
   INFER_CHECK(n_tokens > 0, "matvec: no tokens");
@@ -388,7 +392,14 @@ Result<void> record_matvec_kernels(Recorder& rec, const MatvecKernels& k, const 
     const char* v = std::getenv("INFER_MV_TWICE");
     return v != nullptr && v[0] == '1';
   }();
-  if (coop || (dot && k.dot_prepared)) {
+  if (x8.buffer != nullptr) {
+    INFER_CHECK(dot && k.dot_prepared, "matvec: int8 x given to a product of \"%s\" that takes f32",
+                w.buffer.name().c_str());
+    const VkDeviceSize bytes = VkDeviceSize(n_tokens) * VkDeviceSize(w.cols + w.cols / 8);
+    INFER_CHECK(x8.buffer->size() >= x8.offset + bytes, "matvec: int8 x \"%s\" under %llu bytes",
+                x8.buffer->name().c_str(), (unsigned long long)bytes);
+    x = x8;
+  } else if (coop || (dot && k.dot_prepared)) {
     INFER_TRY(const Binding prepared, record_coop_x_prep(rec, k, x, w.cols, n_tokens));
     x = prepared;
   }
@@ -412,8 +423,8 @@ Result<std::unique_ptr<MatvecOp>> MatvecOp::create(const VulkanContext& ctx, Wei
 MatvecOp::~MatvecOp() = default;
 
 Result<void> MatvecOp::record(Recorder& rec, const GpuMatrix& w, Binding x, Binding y,
-                              uint32_t n_tokens) const {
-  return record_matvec_kernels(rec, k_, w, nullptr, x, y, n_tokens);
+                              uint32_t n_tokens, Binding x8) const {
+  return record_matvec_kernels(rec, k_, w, nullptr, x, y, n_tokens, Binding{}, x8);
 }
 
 Result<void> MatvecOp::record_gelu_mul(Recorder& rec, const GpuMatrix& w, Binding x, Binding mul,

@@ -201,6 +201,10 @@ bool products_in_f16(const MatvecKernels& k, int64_t rows, int64_t cols, uint32_
 // on the cooperative-matrix prefill).
 bool activations_in_int8(const MatvecKernels& k, int64_t rows, int64_t cols, uint32_t n_tokens);
 
+// Whether such a product runs on the integer-dot kernel on prepared x (MatvecKernels::
+// dot_prepared): the product then takes x already quantized (record_matvec_kernels' x8).
+bool takes_x8(const MatvecKernels& k, int64_t rows, int64_t cols, uint32_t n_tokens);
+
 // Whether such a product runs on shaders/matvec.comp (neither tiled nor integer-dot).
 bool runs_matvec_shader(const MatvecKernels& k, int64_t rows, int64_t cols, uint32_t n_tokens);
 
@@ -233,10 +237,12 @@ Result<MatvecKernels> create_matvec_kernels(const VulkanContext& ctx, WeightForm
 // Records y[t, r] = sum_c W[r, c] * x[t, c] (gate_up: gelu(G[r]·x[t]) · (U[r]·x[t])) for t <
 // n_tokens. w (and up): [rows, cols] in the kernels' format; x: [n_tokens, cols] f32; y: [n_tokens,
 // rows] f32. up is nullptr unless gate_up. Given `mul` ([rows] f32; plain, T = 1, a product on
-// matvec.comp: gelu_mul_applies), y[r] = gelu(W[r] · x) · mul[r] instead.
+// matvec.comp: gelu_mul_applies), y[r] = gelu(W[r] · x) · mul[r] instead. Given x8 (where
+// takes_x8): x as coop_x_prep_x8 leaves it, made by the caller (add_norm's h8), used instead of
+// quantizing x here.
 Result<void> record_matvec_kernels(Recorder& rec, const MatvecKernels& k, const GpuMatrix& w,
                                    const GpuMatrix* up, Binding x, Binding y, uint32_t n_tokens,
-                                   Binding mul = {});
+                                   Binding mul = {}, Binding x8 = {});
 
 class MatvecOp {
  public:
@@ -245,8 +251,11 @@ class MatvecOp {
 
   // Records y[t, r] = sum_c W[r, c] * x[t, c] for t < n_tokens.
   // w: [rows, cols] in this op's format; x: [n_tokens, cols] f32; y: [n_tokens, rows] f32.
-  Result<void> record(Recorder& rec, const GpuMatrix& w, Binding x, Binding y,
-                      uint32_t n_tokens) const;
+  Result<void> record(Recorder& rec, const GpuMatrix& w, Binding x, Binding y, uint32_t n_tokens,
+                      Binding x8 = {}) const;
+  bool takes_x8(int64_t rows, int64_t cols, uint32_t n_tokens) const {
+    return gpu::takes_x8(k_, rows, cols, n_tokens);
+  }
   // Records y[r] = gelu(W[r] · x) · mul[r] for one token (mul: [rows] f32), where
   // gelu_mul_applies: the element-wise step in the product's epilogue, no dispatch of its own.
   Result<void> record_gelu_mul(Recorder& rec, const GpuMatrix& w, Binding x, Binding mul,

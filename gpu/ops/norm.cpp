@@ -28,6 +28,8 @@ constexpr uint32_t kShortRowPerInvocation = 8;
 // loop form. On the H200 held beat the loop form side by side (session 14 call 1): E2B Q4_0
 // 319.5 / 320.5 vs 310.8 / 306.8 t/s, 12B Q4_0 177.1 vs 173.6, 12B bf16 119.4 vs 117.1 / 117.9.
 constexpr uint32_t kMaxHeld = 16;
+// add_norm.comp's shared memory besides X8_OUT's row: the reduction's partials (and headroom).
+constexpr size_t kReduceSharedBytes = 1024;
 
 // held > 0: add_norm.comp's HELD variants, holding that many elements an invocation.
 Result<std::unique_ptr<Pipeline>> make(const VulkanContext& ctx, const char* variant,
@@ -57,6 +59,7 @@ struct NormOps::Pipelines {
       add_norm, add_norm_next, norm_sum;
   // The held add_norm variants (absent with INFER_NORM_HELD=0) and the longest row they take.
   std::unique_ptr<Pipeline> add_norm_held, add_norm_next_held;
+  std::unique_ptr<Pipeline> add_norm_next_held_x8;  // null where the row's copy does not fit
   uint32_t held_max = 0;
 
   Groups rows_grid(uint32_t rows) const { return wrapped_groups(ctx->info(), rows); }
@@ -91,6 +94,12 @@ Result<std::unique_ptr<NormOps>> NormOps::create(const VulkanContext& ctx, uint3
     INFER_TRY(p.add_norm_held, make(ctx, "add_norm_held", {Access::kReadWrite, R, R}, row, held));
     INFER_TRY(p.add_norm_next_held,
               make(ctx, "add_norm_next_held", {Access::kReadWrite, R, R, R, W}, row, held));
+    VkPhysicalDeviceProperties props;
+    vkGetPhysicalDeviceProperties(ctx.physical_device(), &props);
+    if (size_t(p.held_max) * 4 + kReduceSharedBytes <= props.limits.maxComputeSharedMemorySize) {
+      INFER_TRY(p.add_norm_next_held_x8, make(ctx, "add_norm_next_held_x8",
+                                              {Access::kReadWrite, R, R, R, W, W}, row, held));
+    }
   }
   return op;
 }
@@ -112,7 +121,8 @@ Result<void> NormOps::rms_norm(Recorder& rec, Binding x, Binding w, Binding out,
 }
 
 Result<void> NormOps::add_norm(Recorder& rec, Binding x, Binding o, Binding w_post, float scale,
-                               Binding next_w, Binding h, uint32_t T, uint32_t n, float eps) const {
+                               Binding next_w, Binding h, uint32_t T, uint32_t n, float eps,
+                               Binding h8) const {
   INFER_CHECK(T > 0 && n > 0, "add_norm: %u rows of %u", T, n);
   check_words("add_norm", "x", x, uint64_t(T) * n);
   check_words("add_norm", "o", o, uint64_t(T) * n);
@@ -125,8 +135,19 @@ Result<void> NormOps::add_norm(Recorder& rec, Binding x, Binding o, Binding w_po
   }
   check_words("add_norm", "next_w", next_w, n);
   check_words("add_norm", "h", h, uint64_t(T) * n);
+  if (h8.buffer != nullptr) {
+    INFER_CHECK(writes_x8(n), "add_norm: no int8 copy of h for rows of %u", n);
+    const uint64_t bytes = uint64_t(T) * (n + n / 8);  // an int8 a column, an f32 scale a block
+    INFER_CHECK(h8.buffer->size() >= h8.offset + bytes, "add_norm: h8 \"%s\" holds under %llu bytes",
+                h8.buffer->name().c_str(), (unsigned long long)bytes);
+    return rec.dispatch(*p_->add_norm_next_held_x8, {x, o, w_post, next_w, h, h8}, push, g);
+  }
   return rec.dispatch(held ? *p_->add_norm_next_held : *p_->add_norm_next,
                       {x, o, w_post, next_w, h}, push, g);
+}
+
+bool NormOps::writes_x8(uint32_t n) const {
+  return p_->add_norm_next_held_x8 != nullptr && n <= p_->held_max && n % 32 == 0;
 }
 
 Result<void> NormOps::norm_sum(Recorder& rec, Binding a, Binding wa, Binding b, Binding wb,

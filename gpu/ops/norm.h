@@ -34,8 +34,14 @@ class NormOps {
   // and then, when next_w.buffer != nullptr, h[t] = rmsnorm(x[t]) · next_w (the next block's
   // input norm, fused so the stream is read once). scale is the layer scalar on the layer's last
   // block (§4.4), else 1.
+  // Given h8 (where writes_x8(n)), h goes there too quantized for the integer-dot matvecs
+  // (shaders/coop_x_prep.comp's X_Q8 layout, T rows), so the next product skips that dispatch.
   Result<void> add_norm(Recorder& rec, Binding x, Binding o, Binding w_post, float scale,
-                        Binding next_w, Binding h, uint32_t T, uint32_t n, float eps) const;
+                        Binding next_w, Binding h, uint32_t T, uint32_t n, float eps,
+                        Binding h8 = {}) const;
+  // Whether add_norm takes h8 for rows of n: the held form's variant, made where its row fits in
+  // shared memory, and n % 32 == 0.
+  bool writes_x8(uint32_t n) const;
 
   // MoE's two branches (§4.4): out[t] = rmsnorm(a[t]) · wa + rmsnorm(b[t]) · wb, rows of n.
   // out may be the same range as a.
