@@ -58,8 +58,9 @@ struct GpuOps {
   std::array<std::unique_ptr<MatvecNormInOp>, 4> gate_up_norm_in;
   bool norm_in_ple_only = false;
   // Products on the integer-dot kernel with prepared x (INFER_INTDOT=2) take it from the
-  // add_norm before them (NormOps::writes_x8) rather than a dispatch of their own; false with
-  // INFER_X8_FUSE=0 (for A/B and the test that pins it).
+  // add_norm before them (NormOps::writes_x8), the down projection from gate-up (GateUpOp::
+  // writes_x8), rather than a dispatch of their own; false with INFER_X8_FUSE=0 (for A/B and
+  // the test that pins it).
   bool x8_from_norm = true;
   // The device's minStorageBufferOffsetAlignment: where a slice may be bound at its offset.
   uint64_t binding_align = 1;
@@ -90,6 +91,8 @@ struct GpuActivations {
   Buffer qkv;         // [C, rows of the widest stacked q|k|v projection]: raw projections
   Buffer q, att;      // [C, n_q·d_max]: q normed and rotated, attention output
   Buffer act;         // [C, I_max]
+  Buffer act8;        // act as the integer-dot down projection takes it (one token: int8 [I_max],
+                      // f32 scales [I_max / 32]), written by gate-up
   Buffer ple;         // [C, L·P]: per-layer inputs
   Buffer g;           // [C, P]: PLE gate
   Buffer moe_idx;     // uint [C, k]

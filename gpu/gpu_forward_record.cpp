@@ -102,8 +102,10 @@ struct ChunkRecorder {
     return plain->activations_in_int8(m.rows, m.cols, 1) ? nullptr : op;
   }
 
-  // y = m · in, in = rmsnorm(stream) · norm_w (given) or the stream; gate-up with `up`.
-  Result<void> product(const GpuMatrix& m, const GpuMatrix* up, Binding norm_w, Binding y) {
+  // y = m · in, in = rmsnorm(stream) · norm_w (given) or the stream; gate-up with `up` (and y
+  // also quantized into y8, given: GateUpOp::writes_x8).
+  Result<void> product(const GpuMatrix& m, const GpuMatrix* up, Binding norm_w, Binding y,
+                       Binding y8 = {}) {
     if (const MatvecNormInOp* op = ops.norm_in_ple_only ? nullptr : norm_in_for(m, up)) {
       NormIn ni;
       ni.x = whole(x_buf(s.cur));
@@ -125,7 +127,7 @@ struct ChunkRecorder {
                                            : ops.matvec_for(m).takes_x8(m.rows, m.cols, T));
     Binding x8;
     INFER_TRY(const Binding in, settle(norm_w, want_x8, &x8));
-    if (up != nullptr) return ops.gate_up_for(m.format).record(rec, m, *up, in, y, T, x8);
+    if (up != nullptr) return ops.gate_up_for(m.format).record(rec, m, *up, in, y, T, x8, y8);
     return ops.matvec_for(m).record(rec, m, in, y, T, x8);
   }
 
@@ -234,9 +236,16 @@ struct ChunkRecorder {
     INFER_CHECK(lw.gate_proj.format == lw.up_proj.format && lw.gate_proj.rows == I,
                 "layer %d: gate %s [%lld], up %s", i, weight_format_name(lw.gate_proj.format),
                 (long long)lw.gate_proj.rows, weight_format_name(lw.up_proj.format));
-    INFER_TRY_VOID(product(lw.gate_proj, &lw.up_proj, lw.pre_feedforward_layernorm, act));
+    // The down projection's int8 x from gate-up where both take it (and the prologue op, which
+    // writes f32, does not run gate-up: norm_in_for).
+    const MatvecOp& down = ops.matvec_for(lw.down_proj);
+    const bool act8 = ops.x8_from_norm && norm_in_for(lw.gate_proj, &lw.up_proj) == nullptr &&
+                      ops.gate_up_for(lw.gate_proj.format).writes_x8(I, H(), T) &&
+                      down.takes_x8(lw.down_proj.rows, lw.down_proj.cols, T);
+    const Binding x8 = act8 ? whole(a.act8) : Binding{};
+    INFER_TRY_VOID(product(lw.gate_proj, &lw.up_proj, lw.pre_feedforward_layernorm, act, x8));
     const uint32_t P = uint32_t(tc.hidden_size_per_layer_input);
-    INFER_TRY_VOID(matvec(lw.down_proj, act, o, T));
+    INFER_TRY_VOID(down.record(rec, lw.down_proj, act, o, T, x8));
     if (tc.enable_moe_block) {
       // The router and the experts read r = x, the stream before this block (§4.4): the
       // gate-up product above left it in place, no step pending.

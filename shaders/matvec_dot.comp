@@ -70,6 +70,38 @@ const float kMagicF = 12582912.0;
 
 const uint kLoads = kMats * VEC_UNROLL * kRows;  // weight vectors in flight per lane
 
+#ifdef X8_OUT
+// Gate-up, T = 1, SUBGROUPS · ROWS a multiple of 32: y also quantized as coop_x_prep.comp's
+// X_Q8 writes it (binding 4: int8 quads [rows / 4], then f32 scales [rows / 32]; rows % 32 == 0),
+// the down projection's x, so that it needs no dispatch of its own to quantize it. The
+// workgroup's rows are whole blocks; their values meet in shared memory.
+#if !defined(GATE_UP) || !defined(X_PREPPED)
+#error "X8_OUT takes GATE_UP and X_PREPPED"
+#endif
+layout(binding = 4, std430) writeonly buffer Y8Q { uint y8_words[]; };
+layout(binding = 4, std430) writeonly buffer Y8D { float y8_scales[]; };
+#include "common/quant_x.glsl"
+shared float act_rows[kSubgroups * kRows];
+
+void write_x8(uint group) {
+  barrier();
+  const uint per_group = kSubgroups * kRows;
+  for (uint b = gl_LocalInvocationIndex; b < per_group / 32; b += gl_WorkGroupSize.x) {
+    const uint row = group * per_group + 32 * b;
+    if (row >= pc.rows) break;  // later blocks are later rows
+    vec4 v[8];
+    for (uint k = 0; k < 8; ++k) {
+      const uint c = 32 * b + 4 * k;
+      v[k] = vec4(act_rows[c], act_rows[c + 1], act_rows[c + 2], act_rows[c + 3]);
+    }
+    uint words[8];
+    const float d = quantize_block(v, words);
+    for (uint k = 0; k < 8; ++k) y8_words[row / 4 + k] = words[k];
+    y8_scales[pc.rows / 4 + row / 32] = d;
+  }
+}
+#endif
+
 #ifdef X_PREPPED
 // The prepared x of quad c (columns c..c+3) and of its block, token t; columns past cols (the
 // last group's padding, zero weights) read the last quad, any finite value.
@@ -251,6 +283,9 @@ void main() {
 #ifdef GATE_UP
           const float g = acc[r * kTokens + t], u = acc[(kRows + r) * kTokens + t];
           y[(t0 + t) * pc.y_stride + row0 + r] = gelu_tanh(g) * u;
+#ifdef X8_OUT
+          act_rows[slot * kRows + r] = gelu_tanh(g) * u;  // T = 1
+#endif
 #else
           y[(t0 + t) * pc.y_stride + row0 + r] = acc[r * kTokens + t];
 #endif
@@ -258,4 +293,7 @@ void main() {
       }
     }
   }
+#ifdef X8_OUT
+  write_x8(group);
+#endif
 }

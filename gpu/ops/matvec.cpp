@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <numeric>
 #include <span>
 #include <string>
 #include <string_view>
@@ -231,6 +232,23 @@ Result<MatvecKernels> create_matvec_kernels(const VulkanContext& ctx, WeightForm
       INFER_TRY(std::unique_ptr<Pipeline> p, Pipeline::create(ctx, d));
       (tokens == 1 ? k.dot_one_token : k.dot_many_tokens) = std::move(p);
       (tokens == 1 ? k.dot_groups_one : k.dot_groups_many) = groups;
+      if (tokens == 1 && gate_up && k.dot_prepared) {
+        // Whole blocks of 32 rows a workgroup: subgroups · rows a multiple of 32.
+        const uint32_t rows = tuning.dot_rows_per_subgroup;
+        const uint32_t sg = 32 / std::gcd(rows, 32u);
+        if (sg * subgroup <= info.max_workgroup_invocations) {
+          const ReduceShape x8_shape = reduce_shape(info, sg);
+          d.variant = variant_name("gate_up_dot_pre_x8", format);
+          d.bindings.push_back(Access::kWrite);
+          for (SpecConstant& c : d.spec) {
+            if (c.id == INFER_MATVEC_SPEC_LOCAL_SIZE) c.value = x8_shape.local_size;
+            if (c.id == INFER_MATVEC_SPEC_SUBGROUPS) c.value = sg;
+          }
+          d.required_subgroup_size = x8_shape.required_subgroup_size;
+          INFER_TRY(k.dot_x8_out, Pipeline::create(ctx, d));
+          k.dot_x8_subgroups = sg;
+        }
+      }
     }
   }
   return k;
@@ -296,13 +314,18 @@ bool takes_x8(const MatvecKernels& k, int64_t rows, int64_t cols, uint32_t n_tok
   return k.dot_prepared && dot_path(k, rows, cols, n_tokens);
 }
 
+bool writes_x8(const MatvecKernels& k, int64_t rows, int64_t cols, uint32_t n_tokens) {
+  return k.dot_x8_out != nullptr && n_tokens == 1 && rows % 32 == 0 &&
+         takes_x8(k, rows, cols, n_tokens);
+}
+
 bool runs_matvec_shader(const MatvecKernels& k, int64_t rows, int64_t cols, uint32_t n_tokens) {
   return !tiled_path(k, rows, n_tokens) && !dot_path(k, rows, cols, n_tokens);
 }
 
 Result<void> record_matvec_kernels(Recorder& rec, const MatvecKernels& k, const GpuMatrix& w,
                                    const GpuMatrix* up, Binding x, Binding y, uint32_t n_tokens,
-                                   Binding mul, Binding x8) {
+                                   Binding mul, Binding x8, Binding y8) {
   INFER_CHECK(w.format == k.format, "matvec: %s weights given to the %s op",
               weight_format_name(w.format), weight_format_name(k.format));
   INFER_CHECK(n_tokens > 0, "matvec: no tokens");
@@ -359,7 +382,17 @@ Result<void> record_matvec_kernels(Recorder& rec, const MatvecKernels& k, const 
     rows_per_subgroup = shape.rows_per_subgroup;
     shaped = shape.pipeline;
   }
-  const Pipeline& p = coop    ? *k.coop
+  const bool x8_out = y8.buffer != nullptr;
+  if (x8_out) {
+    INFER_CHECK(writes_x8(k, w.rows, w.cols, n_tokens),
+                "matvec: int8 output asked of a product of \"%s\" that cannot write it",
+                w.buffer.name().c_str());
+    const VkDeviceSize bytes = VkDeviceSize(w.rows + w.rows / 8);
+    INFER_CHECK(y8.buffer->size() >= y8.offset + bytes, "matvec: int8 y \"%s\" under %llu bytes",
+                y8.buffer->name().c_str(), (unsigned long long)bytes);
+  }
+  const Pipeline& p = x8_out  ? *k.dot_x8_out
+                      : coop    ? *k.coop
                       : small ? *k.tiled_small
                       : tiled ? *k.tiled
                       : dot   ? (n_tokens == 1 ? *k.dot_one_token : *k.dot_many_tokens)
@@ -371,7 +404,8 @@ Result<void> record_matvec_kernels(Recorder& rec, const MatvecKernels& k, const 
   const uint32_t rows_per_group = coop    ? t.coop_rows
                                   : small ? k.small_tile_rows
                                   : tiled ? t.tile_rows
-                                  : dot   ? t.dot_subgroups_per_group * t.dot_rows_per_subgroup
+                                  : dot   ? (x8_out ? k.dot_x8_subgroups : t.dot_subgroups_per_group) *
+                                                t.dot_rows_per_subgroup
                                           : slots * rows_per_subgroup;
   const uint32_t tokens_per_group = coop            ? t.coop_tokens
                                     : small         ? k.small_tile_tokens
@@ -404,8 +438,8 @@ Result<void> record_matvec_kernels(Recorder& rec, const MatvecKernels& k, const 
     x = prepared;
   }
   const Binding bindings[] = {Binding{&w.buffer}, x, y,
-                              up != nullptr ? Binding{&up->buffer} : mul};
-  const size_t n_bindings = up != nullptr || gelu_mul ? 4 : 3;
+                              up != nullptr ? Binding{&up->buffer} : mul, y8};
+  const size_t n_bindings = x8_out ? 5 : up != nullptr || gelu_mul ? 4 : 3;
   for (int pass = twice ? 2 : 1; pass > 0; --pass) {
     INFER_TRY_VOID(rec.dispatch(p, std::span<const Binding>(bindings, n_bindings), &push,
                                 uint32_t(sizeof(push)), g));

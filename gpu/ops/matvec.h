@@ -189,6 +189,11 @@ struct MatvecKernels {
   // The dot kernels read x as coop_prep (then coop_x_prep_x8) leaves it, recorded before each
   // product (DotInput::kPrepared); no shared-memory bound on the columns.
   bool dot_prepared = false;
+  // Gate-up with dot_prepared, T = 1: the dot kernel that also writes its output quantized for
+  // the down projection (X8_OUT), at dot_x8_subgroups subgroups so a workgroup's rows are whole
+  // blocks of 32; null where that workgroup is too big for the device.
+  std::unique_ptr<Pipeline> dot_x8_out;
+  uint32_t dot_x8_subgroups = 0;
 };
 
 // Whether a product of n_tokens over `rows` runs on the cooperative-matrix kernel with f16
@@ -204,6 +209,10 @@ bool activations_in_int8(const MatvecKernels& k, int64_t rows, int64_t cols, uin
 // Whether such a product runs on the integer-dot kernel on prepared x (MatvecKernels::
 // dot_prepared): the product then takes x already quantized (record_matvec_kernels' x8).
 bool takes_x8(const MatvecKernels& k, int64_t rows, int64_t cols, uint32_t n_tokens);
+
+// Whether a gate-up product of `rows` (I) takes y8 (record_matvec_kernels): its output quantized
+// as takes_x8's products take it, written beside y.
+bool writes_x8(const MatvecKernels& k, int64_t rows, int64_t cols, uint32_t n_tokens);
 
 // Whether such a product runs on shaders/matvec.comp (neither tiled nor integer-dot).
 bool runs_matvec_shader(const MatvecKernels& k, int64_t rows, int64_t cols, uint32_t n_tokens);
@@ -239,10 +248,10 @@ Result<MatvecKernels> create_matvec_kernels(const VulkanContext& ctx, WeightForm
 // rows] f32. up is nullptr unless gate_up. Given `mul` ([rows] f32; plain, T = 1, a product on
 // matvec.comp: gelu_mul_applies), y[r] = gelu(W[r] · x) · mul[r] instead. Given x8 (where
 // takes_x8): x as coop_x_prep_x8 leaves it, made by the caller (add_norm's h8), used instead of
-// quantizing x here.
+// quantizing x here. Given y8 (gate-up, where writes_x8): y also quantized there.
 Result<void> record_matvec_kernels(Recorder& rec, const MatvecKernels& k, const GpuMatrix& w,
                                    const GpuMatrix* up, Binding x, Binding y, uint32_t n_tokens,
-                                   Binding mul = {}, Binding x8 = {});
+                                   Binding mul = {}, Binding x8 = {}, Binding y8 = {});
 
 class MatvecOp {
  public:

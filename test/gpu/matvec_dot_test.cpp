@@ -2,6 +2,7 @@
 // the CPU's int8 contract (model/ops/matmul.h matmul_reference_q8_x): ragged shapes, the
 // activations' rounding, workgroup shapes, gate-up, and the fall back to f32 activations.
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -115,6 +116,59 @@ TEST_F(GpuMatvecDot, PreparedInputMatchesInt8Reference) {
       ASSERT_TRUE(activations_in_int8(*k, I, H, tokens));
       const std::vector<float> act = run_gate_up(*ctx_, *k, gate.m, up.m, x, tokens);
       expect_gate_up_matches(gate.m, up.m, through_q8_0(x, tokens, H), tokens, act);
+    }
+  }
+}
+
+// Gate-up writing its output quantized for the down projection (X8_OUT, one token): the int8
+// quads and scales are the CPU's quantize_row_q8_0 of the act it wrote, bit for bit; I of 32
+// (one block, a partial workgroup) and 96 (3 blocks); rows a subgroup 2 and 3.
+TEST_F(GpuMatvecDot, GateUpWritesItsOutputQuantized) {
+  ASSERT_TRUE(ctx_->info().integer_dot_product) << "no shaderIntegerDotProduct";
+  for (WeightFormat f : {WeightFormat::kQ8_0, WeightFormat::kQ4_0}) {
+    for (uint32_t rows : {2u, 3u}) {
+      for (int64_t I : {32, 96}) {
+        SCOPED_TRACE(std::string(weight_format_name(f)) + " rows " + std::to_string(rows) +
+                     " I " + std::to_string(I));
+        MatvecTuning on;
+        on.int_dot = IntDot::kOn;
+        on.dot_input = DotInput::kPrepared;
+        on.dot_rows_per_subgroup = rows;
+        auto k = create_matvec_kernels(*ctx_, f, /*gate_up=*/true, on);
+        ASSERT_TRUE(k.ok()) << k.error().message;
+        const int64_t H = 288;
+        ASSERT_TRUE(writes_x8(*k, I, H, 1));
+        EXPECT_FALSE(writes_x8(*k, I + 16, H, 1));  // rows not whole blocks
+        EXPECT_FALSE(writes_x8(*k, I, H, 2));
+        const HostMatrix gate = random_matrix(f, I, H, uint32_t(I + 5));
+        const HostMatrix up = random_matrix(f, I, H, uint32_t(I + 6));
+        const std::vector<float> x = random_vector(size_t(H), 7, -2.0f, 2.0f);
+        auto g = upload_matrix(*ctx_, gate.m, "gate");
+        auto u = upload_matrix(*ctx_, up.m, "up");
+        auto xb = Buffer::create(*ctx_, size_t(H) * 4, BufferKind::kDevice, "x");
+        auto yb = Buffer::create(*ctx_, size_t(I) * 4, BufferKind::kDevice, "act");
+        auto y8 = Buffer::create(*ctx_, size_t(I + I / 8), BufferKind::kDevice, "act8");
+        auto rec = Recorder::create(*ctx_);
+        ASSERT_TRUE(g.ok() && u.ok() && xb.ok() && yb.ok() && y8.ok() && rec.ok());
+        ASSERT_TRUE(upload(*ctx_, *xb, 0, x.data(), size_t(H) * 4).ok());
+        ASSERT_TRUE((*rec)->begin().ok());
+        auto r = record_matvec_kernels(**rec, *k, *g, &*u, Binding{&*xb}, Binding{&*yb}, 1,
+                                       Binding{}, Binding{}, Binding{&*y8});
+        ASSERT_TRUE(r.ok()) << r.error().message;
+        ASSERT_TRUE((*rec)->submit_and_wait().ok());
+        std::vector<float> act(static_cast<size_t>(I));
+        std::vector<uint8_t> got(size_t(I + I / 8));
+        ASSERT_TRUE(download(*ctx_, *yb, 0, act.data(), act.size() * 4).ok());
+        ASSERT_TRUE(download(*ctx_, *y8, 0, got.data(), got.size()).ok());
+        std::vector<BlockQ8_0> want(static_cast<size_t>(I / 32));
+        quantize_row_q8_0(act.data(), want.data(), I);
+        for (int64_t b = 0; b < I / 32; ++b) {
+          float d = 0;
+          std::memcpy(&d, &got[size_t(I + 4 * b)], 4);
+          EXPECT_EQ(d, fp16_to_f32(want[size_t(b)].d)) << "block " << b;
+          EXPECT_EQ(0, std::memcmp(&got[size_t(32 * b)], want[size_t(b)].qs, 32)) << "block " << b;
+        }
+      }
     }
   }
 }
