@@ -57,11 +57,15 @@ struct GpuOps {
   std::array<std::unique_ptr<MatvecNormInOp>, 4> matvec_norm_in;
   std::array<std::unique_ptr<MatvecNormInOp>, 4> gate_up_norm_in;
   bool norm_in_ple_only = false;
-  // Products on the integer-dot kernel with prepared x (INFER_INTDOT=2) take it from the
-  // add_norm before them (NormOps::writes_x8), the down projection from gate-up (GateUpOp::
-  // writes_x8), rather than a dispatch of their own; false with INFER_X8_FUSE=0 (for A/B and
-  // the test that pins it).
+  // Products on the integer-dot kernel with prepared x take it from the add_norm before them
+  // (NormOps::writes_x8) rather than a dispatch of their own; false with INFER_X8_FUSE=0 (for
+  // A/B and the test that pins it). On the H200 (docs/bench/gpu-h200-s17-call3.json) add_norm
+  // took 7.7 us with the copy against 6.0 without, the dispatch it saves 4.7.
   bool x8_from_norm = true;
+  // The down projection's from gate-up (GateUpOp::writes_x8), opt-in (INFER_X8_GATE_UP=1): its
+  // workgroup of whole 32-row blocks (16 subgroups of 2 rows) took 12B's gate-up from 26.4 to
+  // 32.9 us, more than the 4.7 us dispatch it saves (same call).
+  bool x8_from_gate_up = false;
   // The device's minStorageBufferOffsetAlignment: where a slice may be bound at its offset.
   uint64_t binding_align = 1;
   // With INFER_PLE_EPILOGUE=1 decode's PLE gate takes gelu(·) ⊙ ple in its epilogue instead of a

@@ -239,7 +239,7 @@ struct ChunkRecorder {
     // The down projection's int8 x from gate-up where both take it (and the prologue op, which
     // writes f32, does not run gate-up: norm_in_for).
     const MatvecOp& down = ops.matvec_for(lw.down_proj);
-    const bool act8 = ops.x8_from_norm && norm_in_for(lw.gate_proj, &lw.up_proj) == nullptr &&
+    const bool act8 = ops.x8_from_gate_up && norm_in_for(lw.gate_proj, &lw.up_proj) == nullptr &&
                       ops.gate_up_for(lw.gate_proj.format).writes_x8(I, H(), T) &&
                       down.takes_x8(lw.down_proj.rows, lw.down_proj.cols, T);
     const Binding x8 = act8 ? whole(a.act8) : Binding{};

@@ -12,6 +12,10 @@
 namespace infer::gpu {
 namespace {
 
+// Models at least this wide take integer dots on their Q8_0/Q4_0 decode products (12B's 3840
+// gains, E2B's 1536 loses; E4B's 2560 is unmeasured and stays in f32).
+constexpr int64_t kIntDotMinHidden = 3072;
+
 void note_format(std::array<bool, 4>& used, const Matrix& m) {
   if (m.rows > 0) used[size_t(m.format)] = true;
 }
@@ -87,9 +91,23 @@ Result<void> create_ops(const VulkanContext& ctx, const ModelConfig& cfg, const 
   ops.long_cols = long_cols_env != nullptr && std::atoi(long_cols_env) > 0
                       ? std::atoi(long_cols_env)
                       : 8192;
+  // Q8_0/Q4_0 one-token products on integer dots, x quantized once a product (and by the
+  // add_norm before it where there is one: x8_from_norm), for models of H >= kIntDotMinHidden.
+  // Side by side on the H200 (docs/bench/gpu-h200-s17-call2.json, call3): 12B Q4_0 190.4 / 190.0
+  // t/s against 178.4 in f32 (its products 13.8 us against 17.7, gate-up 26.4 against 34.2),
+  // Q8_0 152.6 against 144.5; E2B Q4_0 291-305 against 340-349 (its products, 1536 wide, no
+  // faster; the quantizing dispatches cost more than they save). INFER_INTDOT (0 off, 1 each
+  // workgroup quantizing x itself, 2 prepared) overrides it for any model.
+  const bool int_dot = std::getenv("INFER_INTDOT") == nullptr &&
+                       tc.hidden_size >= kIntDotMinHidden && ctx.info().integer_dot_product;
   for (size_t f = 0; f < 4; ++f) {
+    MatvecTuning dots;
+    if (int_dot) {
+      dots.int_dot = IntDot::kOn;
+      dots.dot_input = DotInput::kPrepared;
+    }
     if (mv[f]) {
-      MatvecTuning tuning;
+      MatvecTuning tuning = dots;
       tuning.gelu_mul_epilogue = ops.ple_epilogue;
       INFER_TRY(ops.matvec[f], MatvecOp::create(ctx, WeightFormat(f), tuning));
       const bool splits = f == size_t(WeightFormat::kF32) || f == size_t(WeightFormat::kBF16);
@@ -99,7 +117,7 @@ Result<void> create_ops(const VulkanContext& ctx, const ModelConfig& cfg, const 
       }
     }
     if (gu[f]) {
-      INFER_TRY(ops.gate_up[f], GateUpOp::create(ctx, WeightFormat(f)));
+      INFER_TRY(ops.gate_up[f], GateUpOp::create(ctx, WeightFormat(f), dots));
     }
   }
   // Products that read the stream at T = 1 may take the step before them in their prologue (up
@@ -116,6 +134,8 @@ Result<void> create_ops(const VulkanContext& ctx, const ModelConfig& cfg, const 
   // there (the H200's: 2.0-2.4 us, the bench's sync_dependent_dispatch_us).
   const char* x8_fuse = std::getenv("INFER_X8_FUSE");
   ops.x8_from_norm = !(x8_fuse != nullptr && x8_fuse[0] == '0');
+  const char* x8_gate_up = std::getenv("INFER_X8_GATE_UP");
+  ops.x8_from_gate_up = ops.x8_from_norm && x8_gate_up != nullptr && x8_gate_up[0] == '1';
   const char* norm_in = std::getenv("INFER_NORM_IN");
   const char mode = norm_in == nullptr || norm_in[0] == '\0' ? '0' : norm_in[0];
   const bool gate_up_norm_in = mode == '2';

@@ -13,11 +13,12 @@ struct GateUpOp::Pipelines {
 
 GateUpOp::~GateUpOp() = default;
 
-Result<std::unique_ptr<GateUpOp>> GateUpOp::create(const VulkanContext& ctx, WeightFormat format) {
+Result<std::unique_ptr<GateUpOp>> GateUpOp::create(const VulkanContext& ctx, WeightFormat format,
+                                                   MatvecTuning tuning) {
   std::unique_ptr<GateUpOp> op(new GateUpOp());
   op->format_ = format;
   op->p_ = std::make_unique<Pipelines>();
-  INFER_TRY(op->p_->k, create_matvec_kernels(ctx, format, /*gate_up=*/true, MatvecTuning{}));
+  INFER_TRY(op->p_->k, create_matvec_kernels(ctx, format, /*gate_up=*/true, tuning));
   return op;
 }
 

@@ -19,7 +19,8 @@ class VulkanContext;
 
 class GateUpOp {
  public:
-  static Result<std::unique_ptr<GateUpOp>> create(const VulkanContext& ctx, WeightFormat format);
+  static Result<std::unique_ptr<GateUpOp>> create(const VulkanContext& ctx, WeightFormat format,
+                                                  MatvecTuning tuning = {});
   ~GateUpOp();
 
   // gate, up: [I, H] in this op's format; x: [T, H] f32; act: [T, I] f32.

@@ -1,7 +1,7 @@
 // The forward with integer-dot products on x quantized once a product (INFER_INTDOT=2,
 // Q4_0 and Q8_0 weights): add_norm quantizing the next product's input as it writes it
 // (NormOps::writes_x8, the default) and gate-up quantizing the down projection's (GateUpOp::
-// writes_x8) against a dispatch of its own before each product
+// writes_x8, INFER_X8_GATE_UP=1) against a dispatch of its own before each product
 // (INFER_X8_FUSE=0), on every fixture architecture: the dispatches it saves per decode token and
 // the same logits bit for bit (both quantize the same f32 h with quant_x.glsl, whose bits
 // matvec_dot_test.cpp pins against the CPU's quantize_row_q8_0), prompt chunks of T > 1 too.
@@ -29,10 +29,12 @@ using Case = test::FixtureCase;
 
 class ForwardIntDotGpu : public GpuFixtureTest {
  protected:
-  // A forward made while INFER_X8_FUSE = fuse, integer dots on prepared x.
-  std::unique_ptr<GpuForward> make(const Model& model, const char* fuse) {
+  // A forward made while INFER_X8_FUSE = fuse and INFER_X8_GATE_UP = gate_up, integer dots on
+  // prepared x.
+  std::unique_ptr<GpuForward> make(const Model& model, const char* fuse, const char* gate_up) {
     const test::ScopedEnv dots("INFER_INTDOT", "2");
     const test::ScopedEnv env("INFER_X8_FUSE", fuse);
+    const test::ScopedEnv env_gate_up("INFER_X8_GATE_UP", gate_up);
     auto f = GpuForward::create(*ctx_, model, pool_, test::kGoldenMaxPositions, 8);
     EXPECT_TRUE(f.ok()) << f.error().message;
     return f.ok() ? std::move(f).value() : nullptr;
@@ -60,26 +62,33 @@ TEST_P(ForwardIntDotGpu, NormQuantizedInputSavesDispatchesAndKeepsTheLogits) {
     auto m = Model::load(dir_, LoadOptions{quant, EmbedScale::kF32}, pool_);
     ASSERT_TRUE(m.ok()) << m.error().message;
     const Model& model = **m;
-    std::unique_ptr<GpuForward> apart = make(model, "0"), fused = make(model, "1");
-    ASSERT_TRUE(apart != nullptr && fused != nullptr);
-    const int a = apart->decode_counts().dispatches, f = fused->decode_counts().dispatches;
-    std::printf("[%s] decode dispatches: %d with add_norm's int8 h, %d with their own\n",
-                GetParam().name, f, a);
+    std::unique_ptr<GpuForward> apart = make(model, "0", "0"), fused = make(model, "1", "0"),
+                                gate_up = make(model, "1", "1");
+    ASSERT_TRUE(apart != nullptr && fused != nullptr && gate_up != nullptr);
+    const int a = apart->decode_counts().dispatches, f = fused->decode_counts().dispatches,
+              g = gate_up->decode_counts().dispatches;
+    std::printf("[%s] decode dispatches: %d with add_norm's int8 h, %d with gate-up's too, %d "
+                "with their own\n", GetParam().name, f, g, a);
     // At least the gate-up of every layer and the qkv of all but the first (whose input comes
-    // from rms_norm, not add_norm) take add_norm's copy, and every down projection gate-up's;
-    // none where rows of H cannot be quantized (dense-mini's 144: its products stay in the
-    // stored format, f32 activations).
+    // from rms_norm, not add_norm) take add_norm's copy, and with INFER_X8_GATE_UP=1 every down
+    // projection gate-up's; none where rows of H cannot be quantized (dense-mini's 144: its
+    // products stay in the stored format, f32 activations).
     const int L = model.config().text.num_hidden_layers;
     if (model.config().text.hidden_size % 32 == 0) {
-      EXPECT_GE(a - f, 3 * L - 1);
+      EXPECT_GE(a - f, 2 * L - 1);
+      EXPECT_EQ(f - g, L);
     } else {
       EXPECT_EQ(a, f);
+      EXPECT_EQ(f, g);
     }
-    const auto want = run(*apart), got = run(*fused);
-    ASSERT_EQ(want.size(), got.size());
-    for (size_t k = 0; k < want.size(); ++k) {
-      EXPECT_EQ(0, std::memcmp(want[k].data(), got[k].data(), want[k].size() * sizeof(float)))
-          << "step " << k;
+    const auto want = run(*apart);
+    for (GpuForward* other : {fused.get(), gate_up.get()}) {
+      const auto got = run(*other);
+      ASSERT_EQ(want.size(), got.size());
+      for (size_t k = 0; k < want.size(); ++k) {
+        EXPECT_EQ(0, std::memcmp(want[k].data(), got[k].data(), want[k].size() * sizeof(float)))
+            << "step " << k << (other == gate_up.get() ? " (gate-up's int8 act)" : "");
+      }
     }
   }
 }
