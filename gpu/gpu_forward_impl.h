@@ -94,6 +94,8 @@ struct GpuActivations {
   Buffer x2, m2;      // [C, H]: MoE expert input and output
   Buffer qkv;         // [C, rows of the widest stacked q|k|v projection]: raw projections
   Buffer q, att;      // [C, n_q·d_max]: q normed and rotated, attention output
+  Buffer att8;        // att as the integer-dot o projection takes it (one token: int8
+                      // [n_q·d_max], f32 scales [n_q·d_max / 32]), written by the attention
   Buffer act;         // [C, I_max]
   Buffer act8;        // act as the integer-dot down projection takes it (one token: int8 [I_max],
                       // f32 scales [I_max / 32]), written by gate-up

@@ -211,17 +211,22 @@ struct ChunkRecorder {
     ad.slots = ring.slots;
     ad.window = plan.type == LayerType::kSliding ? uint32_t(tc.sliding_window) : 0;
     ad.mode = ring.mode;  // a KV-shared layer rotates its donor's keys with its own RoPE
-    // qkv_prep and attention, one dispatch where the op can (AttentionOps::prep_attend).
+    // qkv_prep and attention, one dispatch where the op can (AttentionOps::prep_attend), its
+    // output also quantized for the o projection where both take that.
+    const MatvecOp& o_op = ops.matvec_for(lw.o_proj);
+    const bool att8 = ops.x8_from_norm && ops.attention->writes_out8(ad) &&
+                      o_op.takes_x8(lw.o_proj.rows, lw.o_proj.cols, T);
+    const Binding x8 = att8 ? whole(a.att8) : Binding{};
     INFER_TRY_VOID(ops.attention->prep_attend(rec, step, qs, ad, whole(a.qkv), lw.q_norm,
                                               lw.k_norm, lw.inv_freq, q, whole(ring.k),
-                                              whole(ring.v), whole(a.att)));
+                                              whole(ring.v), whole(a.att), x8));
     if (mass != nullptr && ad.mode == INFER_KV_TIERED) {
       // --evict mass: this full layer's share of each cached key's mass (the first one
       // overwrites the previous chunk's).
       INFER_TRY_VOID(mass->record(rec, step, ad, q, whole(ring.k), lw.inv_freq,
                                   i != first_mass_layer));
     }
-    INFER_TRY_VOID(matvec(lw.o_proj, whole(a.att), whole(a.o), T));
+    INFER_TRY_VOID(o_op.record(rec, lw.o_proj, whole(a.att), whole(a.o), T, x8));
     end_block(lw.post_attention_layernorm, 1.0f);
     return Ok{};
   }

@@ -219,6 +219,7 @@ Result<void> create_activations(const VulkanContext& ctx, const ModelConfig& cfg
   INFER_TRY_VOID(make(a.qkv, C * qkvd, BufferKind::kDevice, "qkv"));
   INFER_TRY_VOID(make(a.q, C * qd, BufferKind::kDevice, "q"));
   INFER_TRY_VOID(make(a.att, C * qd, BufferKind::kDevice, "att"));
+  INFER_TRY_VOID(make(a.att8, qd / 4 + qd / 32 + 1, BufferKind::kDevice, "att (int8)"));
   INFER_TRY_VOID(make(a.act, C * I, BufferKind::kDevice, "mlp act"));
   INFER_TRY_VOID(make(a.act8, I / 4 + I / 32 + 1, BufferKind::kDevice, "mlp act (int8)"));
   INFER_TRY_VOID(make(a.ple, C * LP, BufferKind::kDevice, "ple"));

@@ -317,7 +317,8 @@ Result<void> AttentionOps::attend(Recorder& rec, Binding step, const AttentionDi
 Result<void> AttentionOps::prep_attend(Recorder& rec, Binding step, const QkvShape& qs,
                                        const AttentionDims& dims, Binding qkv, Binding q_norm,
                                        Binding k_norm, Binding inv_freq, Binding q_out,
-                                       Binding k_cache, Binding v_cache, Binding out) const {
+                                       Binding k_cache, Binding v_cache, Binding out,
+                                       Binding out8) const {
   INFER_CHECK(qs.T == dims.T && qs.n_q == dims.n_q && qs.d == dims.d && qs.mode == dims.mode &&
                   (qs.n_kv == 0 || (qs.n_kv == dims.n_kv && qs.slots == dims.slots)),
               "prep_attend: qkv shape (T %u, n_q %u, n_kv %u, d %u, slots %u, mode %u) against "
@@ -325,6 +326,7 @@ Result<void> AttentionOps::prep_attend(Recorder& rec, Binding step, const QkvSha
               qs.T, qs.n_q, qs.n_kv, qs.d, qs.slots, qs.mode, dims.T, dims.n_q, dims.n_kv,
               dims.d, dims.slots, dims.mode);
   if (!fused_prep(dims)) {
+    INFER_CHECK(out8.buffer == nullptr, "prep_attend: int8 output without the fused kernel");
     const bool writes = qs.n_kv > 0;
     INFER_TRY_VOID(qkv_prep(rec, step, qs, qkv, q_norm, k_norm, inv_freq, q_out,
                             writes ? k_cache : Binding{}, writes ? v_cache : Binding{}));
@@ -352,7 +354,14 @@ Result<void> AttentionOps::prep_attend(Recorder& rec, Binding step, const QkvSha
   } else {
     k_norm = q_norm;  // read by no invocation's result; a binding still needs a buffer
   }
-  const SplitPrep prep{qs, q_norm, k_norm, q_out};
+  if (out8.buffer != nullptr) {
+    INFER_CHECK(writes_out8(dims), "prep_attend: no int8 output for d %u", dims.d);
+    const uint64_t bytes = q_row + q_row / 8;  // an int8 a column, an f32 scale a block
+    INFER_CHECK(out8.buffer->size() >= out8.offset + bytes,
+                "prep_attend: out8 \"%s\" holds under %llu bytes", out8.buffer->name().c_str(),
+                (unsigned long long)bytes);
+  }
+  const SplitPrep prep{qs, q_norm, k_norm, q_out, out8};
   return attend_split(rec, step, dims, qkv, k_cache, v_cache, out, inv_freq, &prep);
 }
 

@@ -7,6 +7,7 @@
 // attention_test.cpp (FusedPrepDecodeStepsMatchCpuAtEveryPosition).
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 #include <ostream>
 #include <random>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "gpu/ops/attention.h"
+#include "model/quant.h"
 #include "shaders/attention.h"
 #include "shaders/step.h"
 #include "test/gpu/attention_test_util.h"
@@ -48,7 +50,7 @@ std::string prep_name(const PrepCase& c) {
 
 // One layer's buffers: the raw row, the ring (the same random rows in both runs), q_out, out.
 struct PrepRun {
-  Buffer qkv, k_ring, v_ring, q_out, out;
+  Buffer qkv, k_ring, v_ring, q_out, out, out8;
 };
 
 void check_prep(const VulkanContext& ctx, const PrepCase& c) {
@@ -98,8 +100,14 @@ void check_prep(const VulkanContext& ctx, const PrepCase& c) {
     ASSERT_TRUE(rec.ok()) << rec.error().message;
     ASSERT_TRUE((*rec)->begin().ok());
     if (fused) {
+      // Where it can (d % 32 == 0), the fused run also writes out quantized (checked below).
+      Binding out8;
+      if (ops->writes_out8(dims)) {
+        r.out8 = device_buffer(ctx, std::vector<float>((q_n + q_n / 8) / 4, NAN), "out8");
+        out8 = Binding{&r.out8};
+      }
       auto res = ops->prep_attend(**rec, {&step.buffer}, qs, dims, {&r.qkv}, {&qn}, {&kn}, {&fb},
-                                  {&r.q_out}, {&r.k_ring}, {&r.v_ring}, {&r.out});
+                                  {&r.q_out}, {&r.k_ring}, {&r.v_ring}, {&r.out}, out8);
       ASSERT_TRUE(res.ok()) << res.error().message;
       EXPECT_EQ((*rec)->dispatch_count(), 1u);
     } else {
@@ -123,6 +131,21 @@ void check_prep(const VulkanContext& ctx, const PrepCase& c) {
                download_floats(ctx, runs[0].k_ring, ring_n), kPrepTol, "k ring");
   expect_close(download_floats(ctx, runs[1].v_ring, ring_n),
                download_floats(ctx, runs[0].v_ring, ring_n), kPrepTol, "v ring");
+  EXPECT_EQ(ops->writes_out8(dims), c.d % 32 == 0);
+  if (ops->writes_out8(dims)) {
+    // The int8 copy: the CPU's quantize_row_q8_0 of the fused run's own out, bit for bit (int8
+    // quads [q_n], then f32 scales [q_n / 32]).
+    const std::vector<float> out = download_floats(ctx, runs[1].out, q_n);
+    const std::vector<float> got = download_floats(ctx, runs[1].out8, (q_n + q_n / 8) / 4);
+    std::vector<BlockQ8_0> want(q_n / 32);
+    quantize_row_q8_0(out.data(), want.data(), int64_t(q_n));
+    for (size_t b = 0; b < want.size(); ++b) {
+      EXPECT_EQ(got[q_n / 4 + b], fp16_to_f32(want[b].d)) << "block " << b;
+      EXPECT_EQ(0, std::memcmp(reinterpret_cast<const uint8_t*>(got.data()) + 32 * b,
+                               want[b].qs, 32))
+          << "block " << b;
+    }
+  }
 }
 
 const PrepCase kPrepCases[] = {
