@@ -66,6 +66,11 @@ struct GpuOps {
   // workgroup of whole 32-row blocks (16 subgroups of 2 rows) took 12B's gate-up from 26.4 to
   // 32.9 us, more than the 4.7 us dispatch it saves (same call).
   bool x8_from_gate_up = false;
+  // The o projection's from the split decode attention (AttentionOps::writes_out8); off with
+  // INFER_X8_ATTN=0 (or INFER_X8_FUSE=0). Measured only together with add_norm's: 12B Q4_0
+  // 190.3 / 188.1 t/s against 187.3 with every int8 input from a dispatch of its own
+  // (docs/bench/gpu-h200-s17-call5.json); alone it is unmeasured.
+  bool x8_from_attention = true;
   // The device's minStorageBufferOffsetAlignment: where a slice may be bound at its offset.
   uint64_t binding_align = 1;
   // With INFER_PLE_EPILOGUE=1 decode's PLE gate takes gelu(·) ⊙ ple in its epilogue instead of a

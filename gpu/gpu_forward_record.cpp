@@ -214,7 +214,7 @@ struct ChunkRecorder {
     // qkv_prep and attention, one dispatch where the op can (AttentionOps::prep_attend), its
     // output also quantized for the o projection where both take that.
     const MatvecOp& o_op = ops.matvec_for(lw.o_proj);
-    const bool att8 = ops.x8_from_norm && ops.attention->writes_out8(ad) &&
+    const bool att8 = ops.x8_from_attention && ops.attention->writes_out8(ad) &&
                       o_op.takes_x8(lw.o_proj.rows, lw.o_proj.cols, T);
     const Binding x8 = att8 ? whole(a.att8) : Binding{};
     INFER_TRY_VOID(ops.attention->prep_attend(rec, step, qs, ad, whole(a.qkv), lw.q_norm,

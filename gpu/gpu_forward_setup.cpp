@@ -136,6 +136,8 @@ Result<void> create_ops(const VulkanContext& ctx, const ModelConfig& cfg, const 
   ops.x8_from_norm = !(x8_fuse != nullptr && x8_fuse[0] == '0');
   const char* x8_gate_up = std::getenv("INFER_X8_GATE_UP");
   ops.x8_from_gate_up = ops.x8_from_norm && x8_gate_up != nullptr && x8_gate_up[0] == '1';
+  const char* x8_attn = std::getenv("INFER_X8_ATTN");
+  ops.x8_from_attention = ops.x8_from_norm && !(x8_attn != nullptr && x8_attn[0] == '0');
   const char* norm_in = std::getenv("INFER_NORM_IN");
   const char mode = norm_in == nullptr || norm_in[0] == '\0' ? '0' : norm_in[0];
   const bool gate_up_norm_in = mode == '2';
