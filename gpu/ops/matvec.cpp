@@ -16,6 +16,7 @@
 #include "gpu/context.h"
 #include "gpu/ops/matmul_coop.h"
 #include "gpu/ops/matmul_tuning.h"
+#include "gpu/ops/matvec_dot.h"
 #include "gpu/ops/matvec_shape.h"
 #include "shaders/matvec.h"
 
@@ -30,24 +31,6 @@ static_assert(sizeof(shader::MatvecPush) == 6 * sizeof(uint32_t),
 // row on every GPU we know of (32-wide NVIDIA/Intel, 64-wide AMD), and a modest count on CPU
 // drivers.
 constexpr uint32_t kTargetInvocations = 128;
-// matvec_dot.comp: every workgroup quantizes its tokens of x (~10 instructions an activation)
-// before its rows' dot products (~1.5 a weight and row for Q4_0), so it takes more rows than
-// matvec.comp to amortize that: 4 subgroups. Its shared memory holds up to 64 groups of x (16384
-// columns, 18 KB: a 12B model's down projection) for T = 1, 24 groups (6144 columns) a token for
-// several, within 32 KB; wider rows take matvec.comp.
-constexpr uint32_t kDefaultDotSubgroups = 4;
-constexpr uint32_t kDotMaxGroupsOne = 64;
-constexpr uint32_t kDotMaxGroupsMany = 24;
-constexpr uint32_t kDotSharedBudget = 32 * 1024;
-constexpr uint32_t kDotUnbounded = 0xffffffffu;  // dot_groups_*: prepared x, any width
-
-// A positive integer from the environment, else `fallback`.
-uint32_t env_uint(const char* name, uint32_t fallback) {
-  const char* v = std::getenv(name);
-  const unsigned long n = v != nullptr ? std::strtoul(v, nullptr, 10) : 0;
-  return n > 0 ? uint32_t(n) : fallback;
-}
-
 // shaders/meson.build names the variants family + "_" + the format's name ("matmul_q4_0").
 std::string variant_name(const char* family, WeightFormat f) {
   return std::string(family) + "_" + weight_format_name(f);
@@ -189,68 +172,7 @@ Result<MatvecKernels> create_matvec_kernels(const VulkanContext& ctx, WeightForm
   INFER_TRY_VOID(create_coop_kernels(ctx, format, gate_up, dot, k));
   tuning = k.tuning;  // with the coop tile resolved
 
-  if (dot) {
-    if (tuning.dot_subgroups_per_group == 0) {
-      tuning.dot_subgroups_per_group = env_uint("INFER_DOT_SUBGROUPS", kDefaultDotSubgroups);
-    }
-    if (tuning.dot_rows_per_subgroup == 0) {
-      tuning.dot_rows_per_subgroup = env_uint("INFER_DOT_ROWS", tuning.rows_per_subgroup);
-    }
-    k.tuning.dot_rows_per_subgroup = tuning.dot_rows_per_subgroup;
-    if (tuning.dot_input == DotInput::kAuto) {
-      const char* v = std::getenv("INFER_INTDOT");
-      tuning.dot_input = v != nullptr && v[0] == '2' ? DotInput::kPrepared : DotInput::kShared;
-    }
-    k.tuning.dot_input = tuning.dot_input;
-    k.dot_prepared = tuning.dot_input == DotInput::kPrepared;
-    if (k.dot_prepared) INFER_TRY_VOID(create_x8_prep(ctx, k));
-    tuning.dot_subgroups_per_group = std::min(tuning.dot_subgroups_per_group,
-                                              std::max(1u, info.max_workgroup_invocations / subgroup));
-    k.tuning.dot_subgroups_per_group = tuning.dot_subgroups_per_group;
-    const ReduceShape dot_shape = reduce_shape(info, tuning.dot_subgroups_per_group);
-    const uint32_t budget = std::min(props.limits.maxComputeSharedMemorySize, kDotSharedBudget);
-    for (uint32_t tokens : {1u, tuning.tokens_per_group}) {
-      // Prepared x: no shared memory, so any width (the spec constant is unused).
-      const uint32_t groups =
-          k.dot_prepared ? kDotUnbounded
-                         : std::min(tokens == 1 ? kDotMaxGroupsOne : kDotMaxGroupsMany,
-                                    budget / (tokens * INFER_MATVEC_DOT_GROUP_BYTES));
-      if (groups == 0) continue;  // the f32 kernel takes these products
-      PipelineDesc d;
-      d.variant = variant_name(
-          gate_up ? (k.dot_prepared ? "gate_up_dot_pre" : "gate_up_dot")
-                  : (k.dot_prepared ? "matvec_dot_pre" : "matvec_dot"),
-          format);
-      d.bindings = desc.bindings;
-      d.push_bytes = sizeof(shader::MatvecPush);
-      d.spec = {{INFER_MATVEC_SPEC_LOCAL_SIZE, dot_shape.local_size},
-                {INFER_MATVEC_SPEC_ROWS, tuning.dot_rows_per_subgroup},
-                {INFER_MATVEC_SPEC_TOKENS, tokens},
-                {INFER_MATVEC_SPEC_SUBGROUPS, tuning.dot_subgroups_per_group},
-                {INFER_MATVEC_DOT_SPEC_GROUPS, k.dot_prepared ? 1u : groups}};
-      d.required_subgroup_size = dot_shape.required_subgroup_size;
-      INFER_TRY(std::unique_ptr<Pipeline> p, Pipeline::create(ctx, d));
-      (tokens == 1 ? k.dot_one_token : k.dot_many_tokens) = std::move(p);
-      (tokens == 1 ? k.dot_groups_one : k.dot_groups_many) = groups;
-      if (tokens == 1 && gate_up && k.dot_prepared) {
-        // Whole blocks of 32 rows a workgroup: subgroups · rows a multiple of 32.
-        const uint32_t rows = tuning.dot_rows_per_subgroup;
-        const uint32_t sg = 32 / std::gcd(rows, 32u);
-        if (sg * subgroup <= info.max_workgroup_invocations) {
-          const ReduceShape x8_shape = reduce_shape(info, sg);
-          d.variant = variant_name("gate_up_dot_pre_x8", format);
-          d.bindings.push_back(Access::kWrite);
-          for (SpecConstant& c : d.spec) {
-            if (c.id == INFER_MATVEC_SPEC_LOCAL_SIZE) c.value = x8_shape.local_size;
-            if (c.id == INFER_MATVEC_SPEC_SUBGROUPS) c.value = sg;
-          }
-          d.required_subgroup_size = x8_shape.required_subgroup_size;
-          INFER_TRY(k.dot_x8_out, Pipeline::create(ctx, d));
-          k.dot_x8_subgroups = sg;
-        }
-      }
-    }
-  }
+  if (dot) INFER_TRY_VOID(create_dot_kernels(ctx, props, desc.bindings, tuning, k));
   return k;
 }
 

@@ -36,9 +36,7 @@ class ForwardIntDotGpu : public GpuFixtureTest {
     const test::ScopedEnv dots("INFER_INTDOT", "2");
     const test::ScopedEnv env("INFER_X8_FUSE", fuse);
     const test::ScopedEnv env_gate_up("INFER_X8_GATE_UP", gate_up);
-    auto f = GpuForward::create(*ctx_, model, pool_, test::kGoldenMaxPositions, 8);
-    EXPECT_TRUE(f.ok()) << f.error().message;
-    return f.ok() ? std::move(f).value() : nullptr;
+    return make_forward(model);
   }
 
   // The prompt's last logits, then 6 greedy decode steps' logits.

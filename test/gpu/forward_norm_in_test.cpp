@@ -37,9 +37,7 @@ class ForwardNormInGpu : public GpuFixtureTest {
   // A forward made while `var` = value ("INFER_NORM_IN", "0": no fusion).
   std::unique_ptr<GpuForward> make(const Model& model, const char* var, const char* value) {
     const test::ScopedEnv env(var, value);
-    auto f = GpuForward::create(*ctx_, model, pool_, test::kGoldenMaxPositions, 8);
-    EXPECT_TRUE(f.ok()) << f.error().message;
-    return f.ok() ? std::move(f).value() : nullptr;
+    return make_forward(model);
   }
 
   // Greedy from the prompt through decode (8 steps, logits) then decode_greedy (8 steps, each
