@@ -98,10 +98,15 @@ Result<void> create_ops(const VulkanContext& ctx, const ModelConfig& cfg, const 
   // Q8_0 152.6 against 144.5; E2B Q4_0 291-305 against 340-349 (its products, 1536 wide, no
   // faster; the quantizing dispatches cost more than they save). INFER_INTDOT (0 off, 1 each
   // workgroup quantizing x itself, 2 prepared) overrides it for any model.
+  const char* x8_fuse = std::getenv("INFER_X8_FUSE");
+  ops.x8_from_norm = !(x8_fuse != nullptr && x8_fuse[0] == '0');
+  const char* x8_gate_up = std::getenv("INFER_X8_GATE_UP");
+  ops.x8_from_gate_up = ops.x8_from_norm && x8_gate_up != nullptr && x8_gate_up[0] == '1';
   const bool int_dot = std::getenv("INFER_INTDOT") == nullptr &&
                        tc.hidden_size >= kIntDotMinHidden && ctx.info().integer_dot_product;
   for (size_t f = 0; f < 4; ++f) {
     MatvecTuning dots;
+    dots.dot_x8_out = ops.x8_from_gate_up;
     if (int_dot) {
       dots.int_dot = IntDot::kOn;
       dots.dot_input = DotInput::kPrepared;
@@ -132,10 +137,6 @@ Result<void> create_ops(const VulkanContext& ctx, const ModelConfig& cfg, const 
   // its grid (12B Q4_0 gate-up 51.3 us against 40.7 + 7.0 apart, docs/bench/gpu-h200-s5-mv.json).
   // A device where a dependent dispatch costs more than the prologue (an APU) may gain: measure
   // there (the H200's: 2.0-2.4 us, the bench's sync_dependent_dispatch_us).
-  const char* x8_fuse = std::getenv("INFER_X8_FUSE");
-  ops.x8_from_norm = !(x8_fuse != nullptr && x8_fuse[0] == '0');
-  const char* x8_gate_up = std::getenv("INFER_X8_GATE_UP");
-  ops.x8_from_gate_up = ops.x8_from_norm && x8_gate_up != nullptr && x8_gate_up[0] == '1';
   const char* x8_attn = std::getenv("INFER_X8_ATTN");
   ops.x8_from_attention = ops.x8_from_norm && !(x8_attn != nullptr && x8_attn[0] == '0');
   const char* norm_in = std::getenv("INFER_NORM_IN");

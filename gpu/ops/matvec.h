@@ -105,6 +105,9 @@ struct MatvecTuning {
   uint32_t dot_subgroups_per_group = 0;
   uint32_t dot_rows_per_subgroup = 0;
   DotInput dot_input = DotInput::kAuto;
+  // Gate-up with prepared x: also make the kernel that writes its output quantized
+  // (MatvecKernels::dot_x8_out), which only INFER_X8_GATE_UP=1 uses; unmade, nothing compiles it.
+  bool dot_x8_out = false;
   // matvec.comp's rounds: each lane loads vec_unroll 16-byte vectors of each of its rows before
   // using any. A row of more than split_rounds rounds is split over up to max_split subgroups of
   // the workgroup (a divisor of subgroups_per_group; 1: never), each summing a part of its

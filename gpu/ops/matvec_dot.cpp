@@ -89,7 +89,7 @@ Result<void> create_dot_kernels(const VulkanContext& ctx, const VkPhysicalDevice
     INFER_TRY(std::unique_ptr<Pipeline> p, Pipeline::create(ctx, d));
     (tokens == 1 ? k.dot_one_token : k.dot_many_tokens) = std::move(p);
     (tokens == 1 ? k.dot_groups_one : k.dot_groups_many) = groups;
-    if (tokens == 1 && gate_up && k.dot_prepared) {
+    if (tokens == 1 && gate_up && k.dot_prepared && tuning.dot_x8_out) {
       // Whole blocks of 32 rows a workgroup: subgroups · rows a multiple of 32.
       const uint32_t rows = tuning.dot_rows_per_subgroup;
       const uint32_t sg = 32 / std::gcd(rows, 32u);

@@ -134,6 +134,7 @@ TEST_F(GpuMatvecDot, GateUpWritesItsOutputQuantized) {
         on.int_dot = IntDot::kOn;
         on.dot_input = DotInput::kPrepared;
         on.dot_rows_per_subgroup = rows;
+        on.dot_x8_out = true;
         auto k = create_matvec_kernels(*ctx_, f, /*gate_up=*/true, on);
         ASSERT_TRUE(k.ok()) << k.error().message;
         const int64_t H = 288;
