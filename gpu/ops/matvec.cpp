@@ -6,7 +6,6 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
-#include <numeric>
 #include <span>
 #include <string>
 #include <string_view>
