@@ -20,15 +20,6 @@ static_assert(sizeof(shader::DecodeAttendPush) == 11 * sizeof(uint32_t),
 
 }  // namespace
 
-uint32_t env_uint(const char* name, uint32_t fallback, uint32_t lo, uint32_t hi) {
-  const char* v = std::getenv(name);
-  if (v == nullptr || *v == '\0') return fallback;
-  char* end = nullptr;
-  const unsigned long x = std::strtoul(v, &end, 10);
-  if (end == v || *end != '\0') return fallback;
-  return uint32_t(std::clamp<unsigned long>(x, lo, hi));
-}
-
 // Read once per AttentionOps::create. At E2B's 640 keys every K/V byte is read in 1-5 us at
 // the H200's bandwidth: the passes are bound by memory latency, so the knobs trade loads in
 // flight per invocation (registers) against workgroups (parallelism) and serial rounds.

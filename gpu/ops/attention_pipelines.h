@@ -59,9 +59,6 @@ uint32_t split_heads();
 // attend_split's keys a tile up to d 256 (INFER_ATTN_SPLIT_TILE).
 uint32_t split_small_tile();
 
-// `name` from the environment if set to a number, clamped to [lo, hi]; else `fallback`.
-uint32_t env_uint(const char* name, uint32_t fallback, uint32_t lo, uint32_t hi);
-
 struct AttentionOps::Pipelines {
   const VulkanContext* ctx = nullptr;
   Limits limits;

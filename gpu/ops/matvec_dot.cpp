@@ -11,6 +11,7 @@
 #include "gpu/context.h"
 #include "gpu/ops/matmul_coop.h"
 #include "gpu/ops/matvec_dot.h"
+#include "gpu/ops/op_common.h"
 #include "shaders/matvec.h"
 
 namespace infer::gpu {
@@ -27,13 +28,6 @@ constexpr uint32_t kDotMaxGroupsMany = 24;
 constexpr uint32_t kDotSharedBudget = 32 * 1024;
 constexpr uint32_t kDotUnbounded = 0xffffffffu;  // dot_groups_*: prepared x, any width
 
-// A positive integer from the environment, else `fallback`.
-uint32_t env_uint(const char* name, uint32_t fallback) {
-  const char* v = std::getenv(name);
-  const unsigned long n = v != nullptr ? std::strtoul(v, nullptr, 10) : 0;
-  return n > 0 ? uint32_t(n) : fallback;
-}
-
 std::string variant_name(const char* family, WeightFormat f) {
   return std::string(family) + "_" + weight_format_name(f);
 }
@@ -48,10 +42,10 @@ Result<void> create_dot_kernels(const VulkanContext& ctx, const VkPhysicalDevice
   const bool gate_up = k.gate_up;
   const WeightFormat format = k.format;
   if (tuning.dot_subgroups_per_group == 0) {
-    tuning.dot_subgroups_per_group = env_uint("INFER_DOT_SUBGROUPS", kDefaultDotSubgroups);
+    tuning.dot_subgroups_per_group = env_uint("INFER_DOT_SUBGROUPS", kDefaultDotSubgroups, 1, 64);
   }
   if (tuning.dot_rows_per_subgroup == 0) {
-    tuning.dot_rows_per_subgroup = env_uint("INFER_DOT_ROWS", tuning.rows_per_subgroup);
+    tuning.dot_rows_per_subgroup = env_uint("INFER_DOT_ROWS", tuning.rows_per_subgroup, 1, 16);
   }
   k.tuning.dot_rows_per_subgroup = tuning.dot_rows_per_subgroup;
   if (tuning.dot_input == DotInput::kAuto) {
