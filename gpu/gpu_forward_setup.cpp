@@ -7,6 +7,7 @@
 #include "base/check.h"
 #include "gpu/context.h"
 #include "gpu/gpu_forward_impl.h"
+#include "gpu/ops/op_common.h"
 #include "shaders/step.h"
 
 namespace infer::gpu {
@@ -215,16 +216,16 @@ Result<void> create_activations(const VulkanContext& ctx, const ModelConfig& cfg
   INFER_TRY_VOID(make(a.x, C * H, BufferKind::kDevice, "x"));
   INFER_TRY_VOID(make(a.x_alt, C * H, BufferKind::kDevice, "x (other)"));
   INFER_TRY_VOID(make(a.h, C * H, BufferKind::kDevice, "h"));
-  INFER_TRY_VOID(make(a.h8, C * (H / 4 + H / 32 + 1), BufferKind::kDevice, "h (int8)"));
+  INFER_TRY_VOID(make(a.h8, div_up(x8_bytes(C, H), 4), BufferKind::kDevice, "h (int8)"));
   INFER_TRY_VOID(make(a.o, C * H, BufferKind::kDevice, "o"));
   INFER_TRY_VOID(make(a.x2, moe ? C * H : 1, BufferKind::kDevice, "moe x2"));
   INFER_TRY_VOID(make(a.m2, moe ? C * H : 1, BufferKind::kDevice, "moe m2"));
   INFER_TRY_VOID(make(a.qkv, C * qkvd, BufferKind::kDevice, "qkv"));
   INFER_TRY_VOID(make(a.q, C * qd, BufferKind::kDevice, "q"));
   INFER_TRY_VOID(make(a.att, C * qd, BufferKind::kDevice, "att"));
-  INFER_TRY_VOID(make(a.att8, qd / 4 + qd / 32 + 1, BufferKind::kDevice, "att (int8)"));
+  INFER_TRY_VOID(make(a.att8, div_up(x8_bytes(1, qd), 4), BufferKind::kDevice, "att (int8)"));
   INFER_TRY_VOID(make(a.act, C * I, BufferKind::kDevice, "mlp act"));
-  INFER_TRY_VOID(make(a.act8, I / 4 + I / 32 + 1, BufferKind::kDevice, "mlp act (int8)"));
+  INFER_TRY_VOID(make(a.act8, div_up(x8_bytes(1, I), 4), BufferKind::kDevice, "mlp act (int8)"));
   INFER_TRY_VOID(make(a.ple, C * LP, BufferKind::kDevice, "ple"));
   INFER_TRY_VOID(make(a.g, C * P, BufferKind::kDevice, "ple gate"));
   INFER_TRY_VOID(make(a.moe_idx, moe ? C * k : 1, BufferKind::kDevice, "moe idx"));

@@ -356,7 +356,7 @@ Result<void> AttentionOps::prep_attend(Recorder& rec, Binding step, const QkvSha
   }
   if (out8.buffer != nullptr) {
     INFER_CHECK(writes_out8(dims), "prep_attend: no int8 output for d %u", dims.d);
-    const uint64_t bytes = q_row + q_row / 8;  // an int8 a column, an f32 scale a block
+    const uint64_t bytes = x8_bytes(1, q_row);
     INFER_CHECK(out8.buffer->size() >= out8.offset + bytes,
                 "prep_attend: out8 \"%s\" holds under %llu bytes", out8.buffer->name().c_str(),
                 (unsigned long long)bytes);

@@ -68,7 +68,7 @@ Result<Binding> record_coop_x_prep(Recorder& rec, const MatvecKernels& k, Bindin
                                    uint32_t n_tokens) {
   // f16 pairs: 16 bytes a quad; int8: 4 bytes a quad and a 4-byte scale a block of 8 quads.
   const VkDeviceSize n = VkDeviceSize(n_tokens) * VkDeviceSize(cols);
-  const VkDeviceSize bytes = k.prep_int8 ? n + n / 8 : 4 * n;
+  const VkDeviceSize bytes = k.prep_int8 ? x8_bytes(n_tokens, uint64_t(cols)) : 4 * n;
   if (k.coop_x.empty() || k.coop_x.back()->size() < bytes) {
     INFER_TRY(Buffer b, Buffer::create(rec.context(), bytes, BufferKind::kDevice, "coop x"));
     k.coop_x.push_back(std::make_unique<Buffer>(std::move(b)));

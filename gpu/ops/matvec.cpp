@@ -17,6 +17,7 @@
 #include "gpu/ops/matmul_tuning.h"
 #include "gpu/ops/matvec_dot.h"
 #include "gpu/ops/matvec_shape.h"
+#include "gpu/ops/op_common.h"
 #include "shaders/matvec.h"
 
 namespace infer::gpu {
@@ -308,7 +309,7 @@ Result<void> record_matvec_kernels(Recorder& rec, const MatvecKernels& k, const 
     INFER_CHECK(writes_x8(k, w.rows, w.cols, n_tokens),
                 "matvec: int8 output asked of a product of \"%s\" that cannot write it",
                 w.buffer.name().c_str());
-    const VkDeviceSize bytes = VkDeviceSize(w.rows + w.rows / 8);
+    const VkDeviceSize bytes = x8_bytes(1, uint64_t(w.rows));
     INFER_CHECK(y8.buffer->size() >= y8.offset + bytes, "matvec: int8 y \"%s\" under %llu bytes",
                 y8.buffer->name().c_str(), (unsigned long long)bytes);
   }
@@ -350,7 +351,7 @@ Result<void> record_matvec_kernels(Recorder& rec, const MatvecKernels& k, const 
   if (x8.buffer != nullptr) {
     INFER_CHECK(dot && k.dot_prepared, "matvec: int8 x given to a product of \"%s\" that takes f32",
                 w.buffer.name().c_str());
-    const VkDeviceSize bytes = VkDeviceSize(n_tokens) * VkDeviceSize(w.cols + w.cols / 8);
+    const VkDeviceSize bytes = x8_bytes(n_tokens, uint64_t(w.cols));
     INFER_CHECK(x8.buffer->size() >= x8.offset + bytes, "matvec: int8 x \"%s\" under %llu bytes",
                 x8.buffer->name().c_str(), (unsigned long long)bytes);
     x = x8;

@@ -137,7 +137,7 @@ Result<void> NormOps::add_norm(Recorder& rec, Binding x, Binding o, Binding w_po
   check_words("add_norm", "h", h, uint64_t(T) * n);
   if (h8.buffer != nullptr) {
     INFER_CHECK(writes_x8(n), "add_norm: no int8 copy of h for rows of %u", n);
-    const uint64_t bytes = uint64_t(T) * (n + n / 8);  // an int8 a column, an f32 scale a block
+    const uint64_t bytes = x8_bytes(T, n);
     INFER_CHECK(h8.buffer->size() >= h8.offset + bytes, "add_norm: h8 \"%s\" holds under %llu bytes",
                 h8.buffer->name().c_str(), (unsigned long long)bytes);
     return rec.dispatch(*p_->add_norm_next_held_x8, {x, o, w_post, next_w, h, h8}, push, g);

@@ -40,6 +40,13 @@ inline uint32_t env_uint(const char* name, uint32_t fallback, uint32_t lo, uint3
   return uint32_t(std::clamp<unsigned long>(x, lo, hi));
 }
 
+// Bytes of n_tokens rows of `cols` activations quantized for the integer-dot products
+// (shaders/coop_x_prep.comp's X_Q8 layout, which add_norm, the split decode attention and
+// gate-up also write): an int8 a column, then an f32 scale a block of 32.
+constexpr uint64_t x8_bytes(uint64_t n_tokens, uint64_t cols) {
+  return n_tokens * (cols + cols / 8);
+}
+
 // ceil(a / b): workgroups for a items, b a workgroup (and the like).
 constexpr uint32_t div_up(uint64_t a, uint64_t b) { return uint32_t((a + b - 1) / b); }
 
