@@ -53,15 +53,8 @@ void write_x8(uint t) {
   barrier();
   const uint n = pc.n, blocks = n / 32;
   for (uint b = gl_LocalInvocationID.x; b < blocks; b += gl_WorkGroupSize.x) {
-    vec4 v[8];
-    for (uint k = 0; k < 8; ++k) {
-      const uint c = 32 * b + 4 * k;
-      v[k] = vec4(h_row[c], h_row[c + 1], h_row[c + 2], h_row[c + 3]);
-    }
-    uint words[8];
-    const float d = quantize_block(v, words);
-    for (uint k = 0; k < 8; ++k) h8_words[t * (n / 4) + 8 * b + k] = words[k];
-    h8_scales[pc.rows * (n / 4) + t * blocks + b] = d;
+    QUANT_X_STORE_BLOCK(h_row, 32 * b, h8_words, t * (n / 4) + 8 * b, h8_scales,
+                        pc.rows * (n / 4) + t * blocks + b);
   }
 }
 #endif

@@ -101,16 +101,8 @@ void write_out8(uint h0, uint n_heads) {
   barrier();
   const uint cols = pc.n_q * kD;
   for (uint b = gl_LocalInvocationIndex; b < n_heads * kD / 32; b += gl_WorkGroupSize.x) {
-    vec4 v[8];
-    for (uint k = 0; k < 8; ++k) {
-      const uint c = 32 * b + 4 * k;
-      v[k] = vec4(q_sh[c], q_sh[c + 1], q_sh[c + 2], q_sh[c + 3]);
-    }
-    uint words[8];
-    const float d = quantize_block(v, words);
     const uint c0 = h0 * kD + 32 * b;  // the block's first column of out
-    for (uint k = 0; k < 8; ++k) out8_words[c0 / 4 + k] = words[k];
-    out8_scales[cols / 4 + c0 / 32] = d;
+    QUANT_X_STORE_BLOCK(q_sh, 32 * b, out8_words, c0 / 4, out8_scales, cols / 4 + c0 / 32);
   }
 }
 #endif

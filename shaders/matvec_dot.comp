@@ -89,15 +89,7 @@ void write_x8(uint group) {
   for (uint b = gl_LocalInvocationIndex; b < per_group / 32; b += gl_WorkGroupSize.x) {
     const uint row = group * per_group + 32 * b;
     if (row >= pc.rows) break;  // later blocks are later rows
-    vec4 v[8];
-    for (uint k = 0; k < 8; ++k) {
-      const uint c = 32 * b + 4 * k;
-      v[k] = vec4(act_rows[c], act_rows[c + 1], act_rows[c + 2], act_rows[c + 3]);
-    }
-    uint words[8];
-    const float d = quantize_block(v, words);
-    for (uint k = 0; k < 8; ++k) y8_words[row / 4 + k] = words[k];
-    y8_scales[pc.rows / 4 + row / 32] = d;
+    QUANT_X_STORE_BLOCK(act_rows, 32 * b, y8_words, row / 4, y8_scales, pc.rows / 4 + row / 32);
   }
 }
 #endif

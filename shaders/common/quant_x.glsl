@@ -53,3 +53,20 @@ float quantize_block(vec4 v[8], out uint words[8]) {
   }
   return round_f16(d);
 }
+
+// Quantizes the 32 floats src[first .. first + 31] (an array the includer holds: shared memory)
+// and writes them in coop_x_prep.comp's X_Q8 layout: their 8 words to words[word0 .. word0 + 7]
+// and their scale to scales[scale_at]. A macro: GLSL functions take no arrays of the caller's
+// storage.
+#define QUANT_X_STORE_BLOCK(src, first, words, word0, scales, scale_at)                     \
+  {                                                                                          \
+    vec4 qx_v[8];                                                                            \
+    for (uint qx_k = 0; qx_k < 8; ++qx_k) {                                                  \
+      const uint qx_c = (first) + 4 * qx_k;                                                  \
+      qx_v[qx_k] = vec4(src[qx_c], src[qx_c + 1], src[qx_c + 2], src[qx_c + 3]);            \
+    }                                                                                        \
+    uint qx_words[8];                                                                        \
+    const float qx_d = quantize_block(qx_v, qx_words);                                       \
+    for (uint qx_k = 0; qx_k < 8; ++qx_k) words[(word0) + qx_k] = qx_words[qx_k];           \
+    scales[scale_at] = qx_d;                                                                 \
+  }
