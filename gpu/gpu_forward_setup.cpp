@@ -57,7 +57,6 @@ Result<void> create_ops(const VulkanContext& ctx, const ModelConfig& cfg, const 
   // (INFER_NORM_IN=p, same 428 dispatches) lost as much. Unexplained; an APU may differ.
   const char* ple_epilogue = std::getenv("INFER_PLE_EPILOGUE");
   ops.ple_epilogue = ple_epilogue != nullptr && ple_epilogue[0] == '1';
-  INFER_TRY(ops.norm, NormOps::create(ctx, uint32_t(tc.hidden_size)));
   INFER_TRY(ops.embed, EmbedOps::create(ctx));
   INFER_TRY(ops.elementwise, ElementwiseOps::create(ctx));
 
@@ -138,6 +137,13 @@ Result<void> create_ops(const VulkanContext& ctx, const ModelConfig& cfg, const 
   // its grid (12B Q4_0 gate-up 51.3 us against 40.7 + 7.0 apart, docs/bench/gpu-h200-s5-mv.json).
   // A device where a dependent dispatch costs more than the prologue (an APU) may gain: measure
   // there (the H200's: 2.0-2.4 us, the bench's sync_dependent_dispatch_us).
+  // add_norm's int8 h only where a product can take it (gate-up's prepared x follows the plain
+  // op's choice: same tuning, same format).
+  bool int8_h = false;
+  for (const std::unique_ptr<MatvecOp>& op : ops.matvec) {
+    int8_h = int8_h || (op != nullptr && op->dot_prepared());
+  }
+  INFER_TRY(ops.norm, NormOps::create(ctx, uint32_t(tc.hidden_size), ops.x8_from_norm && int8_h));
   const char* x8_attn = std::getenv("INFER_X8_ATTN");
   ops.x8_from_attention = ops.x8_from_norm && !(x8_attn != nullptr && x8_attn[0] == '0');
   const char* norm_in = std::getenv("INFER_NORM_IN");

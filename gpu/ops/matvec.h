@@ -268,6 +268,7 @@ class MatvecOp {
   bool takes_x8(int64_t rows, int64_t cols, uint32_t n_tokens) const {
     return gpu::takes_x8(k_, rows, cols, n_tokens);
   }
+  bool dot_prepared() const { return k_.dot_prepared; }  // some products may take x8
   // Records y[r] = gelu(W[r] · x) · mul[r] for one token (mul: [rows] f32), where
   // gelu_mul_applies: the element-wise step in the product's epilogue, no dispatch of its own.
   Result<void> record_gelu_mul(Recorder& rec, const GpuMatrix& w, Binding x, Binding mul,

@@ -67,7 +67,8 @@ struct NormOps::Pipelines {
 
 NormOps::~NormOps() = default;
 
-Result<std::unique_ptr<NormOps>> NormOps::create(const VulkanContext& ctx, uint32_t row_n) {
+Result<std::unique_ptr<NormOps>> NormOps::create(const VulkanContext& ctx, uint32_t row_n,
+                                                 bool int8_h) {
   std::unique_ptr<NormOps> op(new NormOps());
   op->p_ = std::make_unique<Pipelines>();
   Pipelines& p = *op->p_;
@@ -96,7 +97,8 @@ Result<std::unique_ptr<NormOps>> NormOps::create(const VulkanContext& ctx, uint3
               make(ctx, "add_norm_next_held", {Access::kReadWrite, R, R, R, W}, row, held));
     VkPhysicalDeviceProperties props;
     vkGetPhysicalDeviceProperties(ctx.physical_device(), &props);
-    if (size_t(p.held_max) * 4 + kReduceSharedBytes <= props.limits.maxComputeSharedMemorySize) {
+    if (int8_h &&
+        size_t(p.held_max) * 4 + kReduceSharedBytes <= props.limits.maxComputeSharedMemorySize) {
       INFER_TRY(p.add_norm_next_held_x8, make(ctx, "add_norm_next_held_x8",
                                               {Access::kReadWrite, R, R, R, W, W}, row, held));
     }

@@ -19,8 +19,10 @@ class NormOps {
   // row_n: the longest row the model normalizes (H), when known. The whole-row pipelines then
   // get no more invocations than it has elements (a small model on a CPU device such as
   // lavapipe, where idle invocations of a 512-wide workgroup cost ~8x the work); 0: the full
-  // 512. Any n still works on any pipeline.
-  static Result<std::unique_ptr<NormOps>> create(const VulkanContext& ctx, uint32_t row_n = 0);
+  // 512. Any n still works on any pipeline. int8_h: also make add_norm's variant that writes h
+  // quantized (writes_x8), for a forward whose products take int8 x.
+  static Result<std::unique_ptr<NormOps>> create(const VulkanContext& ctx, uint32_t row_n = 0,
+                                                 bool int8_h = false);
   ~NormOps();
 
   // out[r, :] = rmsnorm(x[r, :]) · w for r < rows, rows of n floats (H for the stream, d per
