@@ -65,7 +65,7 @@ enum class DotInput { kAuto, kShared, kPrepared };
 enum class CoopLo : uint32_t { kAuto, kNone, kShared, kApart };
 
 // What kAuto means for kernels created afterwards (default off). Off: every product keeps f32
-// activations, matmul_reference's contract, as the CPU's set_matmul_f32_activations(true) does;
+// activations, matmul_reference's contract, as the CPU's set_matmul_activations(kF32) does;
 // the GPU tests turn both off to compare whole forward passes with the CPU
 // (test/gpu/gpu_test_env.cpp), while the matvec tests ask for kOn.
 void set_matvec_int_dot(bool on);

@@ -84,6 +84,44 @@ void matmul_rows_generic(const Matrix& w, const float* x, int64_t T, float* y, i
   }
 }
 
+void matmul_rows_generic_q8_x(const Matrix& w, const float* x, int64_t T, float* y, int64_t r0,
+                              int64_t r1) {
+  if (w.format != WeightFormat::kQ8_0 && w.format != WeightFormat::kQ4_0) {
+    matmul_rows_generic(w, x, T, y, r0, r1);
+    return;
+  }
+  // Token by token, block by block: each block of x quantized once (on the stack, nothing
+  // allocated) and met by every row of the range, so a row's sum runs over its blocks in order
+  // whatever T or the split.
+  const int64_t nb = w.cols / kQK;
+  for (int64_t t = 0; t < T; ++t) {
+    float* yt = y + t * w.rows;
+    for (int64_t r = r0; r < r1; ++r) yt[r] = 0.0f;
+    for (int64_t b = 0; b < nb; ++b) {
+      BlockQ8_0 xb;
+      quantize_row_q8_0(x + t * w.cols + b * kQK, &xb, kQK);
+      const float dx = fp16_to_f32(xb.d);
+      for (int64_t r = r0; r < r1; ++r) {
+        int32_t dot = 0;  // exact: at most 32 · 128 · 127 in magnitude
+        float dw = 0.0f;
+        if (w.format == WeightFormat::kQ8_0) {
+          const BlockQ8_0& wb = reinterpret_cast<const BlockQ8_0*>(w.row(r))[b];
+          for (int j = 0; j < kQK; ++j) dot += int32_t(wb.qs[j]) * xb.qs[j];
+          dw = fp16_to_f32(wb.d);
+        } else {
+          const BlockQ4_0& wb = reinterpret_cast<const BlockQ4_0*>(w.row(r))[b];
+          for (int j = 0; j < kQK / 2; ++j) {
+            dot += (int32_t(wb.qs[j] & 15) - 8) * xb.qs[j];
+            dot += (int32_t(wb.qs[j] >> 4) - 8) * xb.qs[j + kQK / 2];
+          }
+          dw = fp16_to_f32(wb.d);
+        }
+        yt[r] += float(dot) * (dw * dx);
+      }
+    }
+  }
+}
+
 namespace {
 
 std::vector<MatmulKernel> supported_kernels() {
@@ -103,6 +141,7 @@ std::vector<MatmulKernel> supported_kernels() {
   }
 #endif
   k.push_back({"generic", matmul_rows_generic});
+  k.push_back({"generic_q8_x", matmul_rows_generic_q8_x, true});
   return k;
 }
 
@@ -129,11 +168,12 @@ const MatmulKernel& active_kernel() {
 
 const char* matmul_isa() { return active_kernel().name; }
 
-void set_matmul_f32_activations(bool on) {
+void set_matmul_activations(MatmulActivations mode) {
   const MatmulKernel* chosen = &kernels().front();
-  if (on) {
+  if (mode != MatmulActivations::kFastest) {
+    const bool quantize = mode == MatmulActivations::kInt8;
     for (const MatmulKernel& k : kernels()) {
-      if (!k.quantizes_x) {
+      if (k.quantizes_x == quantize) {
         chosen = &k;
         break;
       }

@@ -47,9 +47,12 @@ void matmul_reference_q8_x(const Matrix& w, const float* x, int64_t T, float* y)
 // The path matmul() uses on this CPU: "avx512vnni", "avx512", "avx2" or "generic".
 const char* matmul_isa();
 
-// On: Q8_0/Q4_0 weights meet f32 activations (matmul_reference's contract) even where an integer
-// kernel exists, the semantics the GPU backend computes, so it can be compared with the CPU on the
-// same quantized weights. Off (the default): the fastest kernel, which may quantize activations.
-void set_matmul_f32_activations(bool on);
+// Which kernel matmul() runs. kFastest (the default): the fastest, which may quantize
+// activations. kF32: Q8_0/Q4_0 weights meet f32 activations (matmul_reference's contract) even
+// where an integer kernel exists, the semantics the GPU's f32 products compute. kInt8: they meet
+// x quantized to Q8_0 (matmul_reference_q8_x's contract) on every CPU, the portable kernel where
+// there is no integer one, the semantics of the GPU's integer-dot products.
+enum class MatmulActivations { kFastest, kF32, kInt8 };
+void set_matmul_activations(MatmulActivations mode);
 
 }  // namespace infer

@@ -35,8 +35,15 @@ void matmul_rows_avx512(const Matrix& w, const float* x, int64_t T, float* y, in
 // matmul_rows_avx512.
 void matmul_rows_avx512_vnni(const Matrix& w, const float* x, int64_t T, float* y, int64_t r0,
                              int64_t r1);
+// Q8_0/Q4_0 with Q8_0 activations in portable C++ (matmul_reference_q8_x's contract, f32 sums
+// block by block): the integer contract on CPUs without an integer kernel, for comparisons with
+// the GPU's integer-dot forward (set_matmul_activations(kInt8)); other formats as
+// matmul_rows_generic.
+void matmul_rows_generic_q8_x(const Matrix& w, const float* x, int64_t T, float* y, int64_t r0,
+                              int64_t r1);
 
-// The kernels this CPU can run, best first; matmul() uses the first.
+// The kernels this CPU can run, best first; matmul() uses the first. The portable integer one
+// comes last, after the portable f32 one: it is never the fastest.
 std::span<const MatmulKernel> matmul_kernels();
 
 // matmul() with a given kernel, rows split over the pool.

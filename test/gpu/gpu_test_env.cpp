@@ -33,7 +33,7 @@ namespace {
 // integer-dot matvecs quantize too, but its other kernels (MoE, tiled prefill) do not, so whole
 // forward passes compare in f32; test/gpu/matvec_test.cpp tests those kernels (IntDot::kOn).
 [[maybe_unused]] const bool kCpuF32Activations = [] {
-  set_matmul_f32_activations(true);
+  set_matmul_activations(MatmulActivations::kF32);
   set_matvec_int_dot(false);
   return true;
 }();

@@ -81,7 +81,7 @@ TEST_P(ForwardQuant, LoadsRunsAndReportsGreedyAgreement) {
   // can move an activation by a whole quantization step, so that run is only reported; the
   // integer kernel itself is checked bit-exact across T and thread splits in matmul_test.
   for (bool f32_activations : {true, false}) {
-    set_matmul_f32_activations(f32_activations);
+    set_matmul_activations(f32_activations ? MatmulActivations::kF32 : MatmulActivations::kFastest);
     std::vector<float> whole(golden.prompt_ids.size() * size_t(V)), split(whole.size());
     CpuForward a(model, pool, 256, 256), b(model, pool, 256, 1);
     ASSERT_TRUE(a.prefill(golden.prompt_ids, whole.data(), true).ok());
@@ -93,7 +93,7 @@ TEST_P(ForwardQuant, LoadsRunsAndReportsGreedyAgreement) {
     // move by 0.5-10, see below), far from it they would mean a broken chunked path.
     EXPECT_LE(diff, f32_activations ? 1e-3f : 0.5f);
   }
-  set_matmul_f32_activations(false);
+  set_matmul_activations(MatmulActivations::kFastest);
   CpuForward fwd(model, pool, 256, 64);
   std::vector<float> logits(static_cast<size_t>(V));
   ASSERT_TRUE(fwd.prefill(golden.prompt_ids, logits.data()).ok());

@@ -157,7 +157,11 @@ INSTANTIATE_TEST_SUITE_P(MatmulAllKernels, MatmulKernelTest, testing::ValuesIn(a
 
 TEST(Matmul, UsesTheBestKernelThisCpuHas) {
   EXPECT_STREQ(matmul_isa(), matmul_kernels().front().name);
-  EXPECT_STREQ(matmul_kernels().back().name, "generic");
+  // The portable kernels close the list, f32 then int8: never the fastest where another runs.
+  const auto kernels = matmul_kernels();
+  ASSERT_GE(kernels.size(), 2u);
+  EXPECT_STREQ(kernels[kernels.size() - 2].name, "generic");
+  EXPECT_STREQ(kernels.back().name, "generic_q8_x");
 #if defined(__x86_64__)
   const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                      __builtin_cpu_supports("avx512vl");
@@ -169,6 +173,24 @@ TEST(Matmul, UsesTheBestKernelThisCpuHas) {
     EXPECT_STREQ(matmul_isa(), "avx2");
   }
 #endif
+}
+
+// The activation mode picks the first kernel of its contract: kInt8 the integer one on every CPU
+// (the portable one where the CPU has none), kF32 never one that quantizes x.
+TEST(Matmul, ActivationModeChoosesTheKernelsContract) {
+  const auto quantizes = [] {
+    for (const MatmulKernel& k : matmul_kernels()) {
+      if (std::strcmp(k.name, matmul_isa()) == 0) return k.quantizes_x;
+    }
+    ADD_FAILURE() << "no kernel " << matmul_isa();
+    return false;
+  };
+  set_matmul_activations(MatmulActivations::kInt8);
+  EXPECT_TRUE(quantizes()) << matmul_isa();
+  set_matmul_activations(MatmulActivations::kF32);
+  EXPECT_FALSE(quantizes()) << matmul_isa();
+  set_matmul_activations(MatmulActivations::kFastest);
+  EXPECT_STREQ(matmul_isa(), matmul_kernels().front().name);
 }
 
 TEST(Matmul, DefaultPathMatchesReference) {
