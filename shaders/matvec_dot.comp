@@ -21,6 +21,7 @@
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #extension GL_EXT_spirv_intrinsics : require
+#extension GL_KHR_memory_scope_semantics : require
 
 #include "matvec.h"
 
@@ -36,7 +37,11 @@ layout(binding = 1, std430) readonly buffer XD { float xq_scales[]; };
 #else
 layout(binding = 1, std430) readonly buffer X4 { vec4 x4[]; };
 #endif
+#ifdef X8_OUT
+layout(binding = 2, std430) coherent buffer Y { float y[]; };  // read back: see write_x8
+#else
 layout(binding = 2, std430) writeonly buffer Y { float y[]; };
+#endif
 
 #ifdef GATE_UP
 #define W_PAIR
@@ -71,25 +76,57 @@ const float kMagicF = 12582912.0;
 const uint kLoads = kMats * VEC_UNROLL * kRows;  // weight vectors in flight per lane
 
 #ifdef X8_OUT
-// Gate-up, T = 1, SUBGROUPS · ROWS a multiple of 32: y also quantized as coop_x_prep.comp's
-// X_Q8 writes it (binding 4: int8 quads [rows / 4], then f32 scales [rows / 32]; rows % 32 == 0),
-// the down projection's x, so that it needs no dispatch of its own to quantize it. The
-// workgroup's rows are whole blocks; their values meet in shared memory.
+// Gate-up, T = 1: y also quantized as coop_x_prep.comp's X_Q8 writes it (binding 4: int8 quads
+// [rows / 4], then f32 scales [rows / 32]; rows % 32 == 0), the down projection's x, so that it
+// needs no dispatch of its own to quantize it. A workgroup of SUBGROUPS · ROWS rows either holds
+// whole blocks of 32 (a multiple of 32: its rows meet in shared memory) or a part of one (a
+// divisor of 32, the host's choice): then the last of the block's workgroups to finish, found
+// with a counter per block (binding 5, zero between dispatches; acquire/release at device scope,
+// as attend_split.comp's merge), reads the block's 32 values back and quantizes it.
 #if !defined(GATE_UP) || !defined(X_PREPPED)
 #error "X8_OUT takes GATE_UP and X_PREPPED"
 #endif
 layout(binding = 4, std430) writeonly buffer Y8Q { uint y8_words[]; };
 layout(binding = 4, std430) writeonly buffer Y8D { float y8_scales[]; };
+layout(binding = 5, std430) coherent buffer Counters { uint block_counters[]; };
 #include "common/quant_x.glsl"
-shared float act_rows[kSubgroups * kRows];
+shared float act_rows[kSubgroups * kRows + 32];
+shared bool last_sh;
 
 void write_x8(uint group) {
-  barrier();
   const uint per_group = kSubgroups * kRows;
-  for (uint b = gl_LocalInvocationIndex; b < per_group / 32; b += gl_WorkGroupSize.x) {
-    const uint row = group * per_group + 32 * b;
-    if (row >= pc.rows) break;  // later blocks are later rows
-    QUANT_X_STORE_BLOCK(act_rows, 32 * b, y8_words, row / 4, y8_scales, pc.rows / 4 + row / 32);
+  if (per_group % 32 == 0) {  // spec constants: one branch folds away
+    barrier();
+    for (uint b = gl_LocalInvocationIndex; b < per_group / 32; b += gl_WorkGroupSize.x) {
+      const uint row = group * per_group + 32 * b;
+      if (row >= pc.rows) break;  // later blocks are later rows
+      QUANT_X_STORE_BLOCK(act_rows, 32 * b, y8_words, row / 4, y8_scales, pc.rows / 4 + row / 32);
+    }
+    return;
+  }
+  const uint block = group * per_group / 32;  // every workgroup's rows are in range (host)
+  // The release half orders every invocation's y writes before invocation 0's device-scope
+  // atomic; the acquire half of the barrier after it makes the block's other rows visible.
+  controlBarrier(gl_ScopeWorkgroup, gl_ScopeDevice, gl_StorageSemanticsBuffer,
+                 gl_SemanticsAcquireRelease);
+  if (gl_LocalInvocationIndex == 0) {
+    const uint before = atomicAdd(block_counters[block], 1u, gl_ScopeDevice,
+                                  gl_StorageSemanticsBuffer, gl_SemanticsAcquireRelease);
+    last_sh = before == 32 / per_group - 1;
+    if (last_sh) {  // every workgroup of the block has counted: reset for the next dispatch
+      atomicStore(block_counters[block], 0u, gl_ScopeDevice, gl_StorageSemanticsBuffer,
+                  gl_SemanticsRelaxed);
+    }
+  }
+  controlBarrier(gl_ScopeWorkgroup, gl_ScopeDevice,
+                 gl_StorageSemanticsBuffer | gl_StorageSemanticsShared, gl_SemanticsAcquireRelease);
+  if (!last_sh) return;  // uniform: the workgroup's one shared flag
+  for (uint i = gl_LocalInvocationIndex; i < 32; i += gl_WorkGroupSize.x) {
+    act_rows[i] = y[32 * block + i];
+  }
+  barrier();
+  if (gl_LocalInvocationIndex == 0) {
+    QUANT_X_STORE_BLOCK(act_rows, 0, y8_words, 8 * block, y8_scales, pc.rows / 4 + block);
   }
 }
 #endif

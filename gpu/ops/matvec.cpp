@@ -238,7 +238,7 @@ bool takes_x8(const MatvecKernels& k, int64_t rows, int64_t cols, uint32_t n_tok
 
 bool writes_x8(const MatvecKernels& k, int64_t rows, int64_t cols, uint32_t n_tokens) {
   return k.dot_x8_out != nullptr && n_tokens == 1 && rows % 32 == 0 &&
-         takes_x8(k, rows, cols, n_tokens);
+         rows / 32 <= MatvecKernels::kX8CounterBlocks && takes_x8(k, rows, cols, n_tokens);
 }
 
 bool runs_matvec_shader(const MatvecKernels& k, int64_t rows, int64_t cols, uint32_t n_tokens) {
@@ -360,8 +360,9 @@ Result<void> record_matvec_kernels(Recorder& rec, const MatvecKernels& k, const 
     x = prepared;
   }
   const Binding bindings[] = {Binding{&w.buffer}, x, y,
-                              up != nullptr ? Binding{&up->buffer} : mul, y8};
-  const size_t n_bindings = x8_out ? 5 : up != nullptr || gelu_mul ? 4 : 3;
+                              up != nullptr ? Binding{&up->buffer} : mul, y8,
+                              Binding{&k.x8_counters}};
+  const size_t n_bindings = x8_out ? 6 : up != nullptr || gelu_mul ? 4 : 3;
   for (int pass = twice ? 2 : 1; pass > 0; --pass) {
     INFER_TRY_VOID(rec.dispatch(p, std::span<const Binding>(bindings, n_bindings), &push,
                                 uint32_t(sizeof(push)), g));

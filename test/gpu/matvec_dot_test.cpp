@@ -126,17 +126,19 @@ TEST_F(GpuMatvecDot, PreparedInputMatchesInt8Reference) {
 TEST_F(GpuMatvecDot, GateUpWritesItsOutputQuantized) {
   ASSERT_TRUE(ctx_->info().integer_dot_product) << "no shaderIntegerDotProduct";
   for (WeightFormat f : {WeightFormat::kQ8_0, WeightFormat::kQ4_0}) {
-    for (uint32_t rows : {2u, 3u}) {
+    // 4 subgroups of 2, 4 or 8 rows: 4, 2 or 1 workgroups a block (the last one quantizes it);
+    // of 3 rows: whole blocks a workgroup (32 subgroups).
+    for (uint32_t rows : {2u, 3u, 4u, 8u}) {
+      MatvecTuning on;
+      on.int_dot = IntDot::kOn;
+      on.dot_input = DotInput::kPrepared;
+      on.dot_rows_per_subgroup = rows;
+      on.dot_x8_out = true;
+      auto k = create_matvec_kernels(*ctx_, f, /*gate_up=*/true, on);
+      ASSERT_TRUE(k.ok()) << k.error().message;
       for (int64_t I : {32, 96}) {
         SCOPED_TRACE(std::string(weight_format_name(f)) + " rows " + std::to_string(rows) +
                      " I " + std::to_string(I));
-        MatvecTuning on;
-        on.int_dot = IntDot::kOn;
-        on.dot_input = DotInput::kPrepared;
-        on.dot_rows_per_subgroup = rows;
-        on.dot_x8_out = true;
-        auto k = create_matvec_kernels(*ctx_, f, /*gate_up=*/true, on);
-        ASSERT_TRUE(k.ok()) << k.error().message;
         const int64_t H = 288;
         ASSERT_TRUE(writes_x8(*k, I, H, 1));
         EXPECT_FALSE(writes_x8(*k, I + 16, H, 1));  // rows not whole blocks
@@ -149,13 +151,21 @@ TEST_F(GpuMatvecDot, GateUpWritesItsOutputQuantized) {
         auto xb = Buffer::create(*ctx_, size_t(H) * 4, BufferKind::kDevice, "x");
         auto yb = Buffer::create(*ctx_, size_t(I) * 4, BufferKind::kDevice, "act");
         auto y8 = Buffer::create(*ctx_, size_t(I + I / 8), BufferKind::kDevice, "act8");
+        auto zeros = Buffer::create(*ctx_, size_t(I + I / 8), BufferKind::kDevice, "zeros");
         auto rec = Recorder::create(*ctx_);
-        ASSERT_TRUE(g.ok() && u.ok() && xb.ok() && yb.ok() && y8.ok() && rec.ok());
+        ASSERT_TRUE(g.ok() && u.ok() && xb.ok() && yb.ok() && y8.ok() && zeros.ok() && rec.ok());
         ASSERT_TRUE(upload(*ctx_, *xb, 0, x.data(), size_t(H) * 4).ok());
+        const std::vector<uint8_t> none(size_t(I + I / 8), 0);
+        ASSERT_TRUE(upload(*ctx_, *zeros, 0, none.data(), none.size()).ok());
+        // Twice, y8 cleared between: the second product's blocks are quantized only if the
+        // first left the block counters at zero.
         ASSERT_TRUE((*rec)->begin().ok());
-        auto r = record_matvec_kernels(**rec, *k, *g, &*u, Binding{&*xb}, Binding{&*yb}, 1,
-                                       Binding{}, Binding{}, Binding{&*y8});
-        ASSERT_TRUE(r.ok()) << r.error().message;
+        for (int pass = 0; pass < 2; ++pass) {
+          if (pass == 1) (*rec)->copy(*zeros, 0, *y8, 0, none.size());
+          auto r = record_matvec_kernels(**rec, *k, *g, &*u, Binding{&*xb}, Binding{&*yb}, 1,
+                                         Binding{}, Binding{}, Binding{&*y8});
+          ASSERT_TRUE(r.ok()) << r.error().message;
+        }
         ASSERT_TRUE((*rec)->submit_and_wait().ok());
         std::vector<float> act(static_cast<size_t>(I));
         std::vector<uint8_t> got(size_t(I + I / 8));
