@@ -38,7 +38,7 @@ layout(binding = 1, std430) readonly buffer XD { float xq_scales[]; };
 layout(binding = 1, std430) readonly buffer X4 { vec4 x4[]; };
 #endif
 #ifdef X8_OUT
-layout(binding = 2, std430) coherent buffer Y { float y[]; };  // read back: see write_x8
+layout(binding = 2, std430) coherent buffer Y { float y[]; };  // read back: see arrive_x8
 #else
 layout(binding = 2, std430) writeonly buffer Y { float y[]; };
 #endif
@@ -78,11 +78,12 @@ const uint kLoads = kMats * VEC_UNROLL * kRows;  // weight vectors in flight per
 #ifdef X8_OUT
 // Gate-up, T = 1: y also quantized as coop_x_prep.comp's X_Q8 writes it (binding 4: int8 quads
 // [rows / 4], then f32 scales [rows / 32]; rows % 32 == 0), the down projection's x, so that it
-// needs no dispatch of its own to quantize it. A workgroup of SUBGROUPS · ROWS rows either holds
-// whole blocks of 32 (a multiple of 32: its rows meet in shared memory) or a part of one (a
-// divisor of 32, the host's choice): then the last of the block's workgroups to finish, found
-// with a counter per block (binding 5, zero between dispatches; acquire/release at device scope,
-// as attend_split.comp's merge), reads the block's 32 values back and quantizes it.
+// needs no dispatch of its own to quantize it. A subgroup's ROWS rows lie in one block of 32 (ROWS
+// divides 32: the host's choice); the lane that writes them counts them in on the block's counter
+// (binding 5, zero between dispatches), and the one that completes the block reads its 32 values
+// back and quantizes it. Release on every arrival, acquire only on the last (a fence after its
+// atomic): an acquire on every workgroup cost gate-up ~7 us on the H200 (session 18 call 1), as a
+// workgroup's rows meeting in shared memory over 512 invocations had (session 17).
 #if !defined(GATE_UP) || !defined(X_PREPPED)
 #error "X8_OUT takes GATE_UP and X_PREPPED"
 #endif
@@ -90,44 +91,21 @@ layout(binding = 4, std430) writeonly buffer Y8Q { uint y8_words[]; };
 layout(binding = 4, std430) writeonly buffer Y8D { float y8_scales[]; };
 layout(binding = 5, std430) coherent buffer Counters { uint block_counters[]; };
 #include "common/quant_x.glsl"
-shared float act_rows[kSubgroups * kRows + 32];
-shared bool last_sh;
 
-void write_x8(uint group) {
-  const uint per_group = kSubgroups * kRows;
-  if (per_group % 32 == 0) {  // spec constants: one branch folds away
-    barrier();
-    for (uint b = gl_LocalInvocationIndex; b < per_group / 32; b += gl_WorkGroupSize.x) {
-      const uint row = group * per_group + 32 * b;
-      if (row >= pc.rows) break;  // later blocks are later rows
-      QUANT_X_STORE_BLOCK(act_rows, 32 * b, y8_words, row / 4, y8_scales, pc.rows / 4 + row / 32);
-    }
-    return;
-  }
-  const uint block = group * per_group / 32;  // every workgroup's rows are in range (host)
-  // The release half orders every invocation's y writes before invocation 0's device-scope
-  // atomic; the acquire half of the barrier after it makes the block's other rows visible.
-  controlBarrier(gl_ScopeWorkgroup, gl_ScopeDevice, gl_StorageSemanticsBuffer,
-                 gl_SemanticsAcquireRelease);
-  if (gl_LocalInvocationIndex == 0) {
-    const uint before = atomicAdd(block_counters[block], 1u, gl_ScopeDevice,
-                                  gl_StorageSemanticsBuffer, gl_SemanticsAcquireRelease);
-    last_sh = before == 32 / per_group - 1;
-    if (last_sh) {  // every workgroup of the block has counted: reset for the next dispatch
-      atomicStore(block_counters[block], 0u, gl_ScopeDevice, gl_StorageSemanticsBuffer,
-                  gl_SemanticsRelaxed);
-    }
-  }
-  controlBarrier(gl_ScopeWorkgroup, gl_ScopeDevice,
-                 gl_StorageSemanticsBuffer | gl_StorageSemanticsShared, gl_SemanticsAcquireRelease);
-  if (!last_sh) return;  // uniform: the workgroup's one shared flag
-  for (uint i = gl_LocalInvocationIndex; i < 32; i += gl_WorkGroupSize.x) {
-    act_rows[i] = y[32 * block + i];
-  }
-  barrier();
-  if (gl_LocalInvocationIndex == 0) {
-    QUANT_X_STORE_BLOCK(act_rows, 0, y8_words, 8 * block, y8_scales, pc.rows / 4 + block);
-  }
+// By the lane that wrote rows row0 .. row0 + ROWS - 1 of y, after writing them.
+void arrive_x8(uint row0) {
+  const uint block = row0 / 32;
+  const uint before = atomicAdd(block_counters[block], 1u, gl_ScopeDevice,
+                                gl_StorageSemanticsBuffer, gl_SemanticsRelease);
+  if (before != 32 / kRows - 1) return;
+  // The block's last rows: every other arrival's writes made visible, the counter reset for the
+  // next dispatch (ordered after this one by the recorder's barrier), the block quantized.
+  memoryBarrier(gl_ScopeDevice, gl_StorageSemanticsBuffer, gl_SemanticsAcquire);
+  atomicStore(block_counters[block], 0u, gl_ScopeDevice, gl_StorageSemanticsBuffer,
+              gl_SemanticsRelaxed);
+  float vals[32];
+  for (uint i = 0; i < 32; ++i) vals[i] = y[32 * block + i];
+  QUANT_X_STORE_BLOCK(vals, 0, y8_words, 8 * block, y8_scales, pc.rows / 4 + block);
 }
 #endif
 
@@ -312,17 +290,14 @@ void main() {
 #ifdef GATE_UP
           const float g = acc[r * kTokens + t], u = acc[(kRows + r) * kTokens + t];
           y[(t0 + t) * pc.y_stride + row0 + r] = gelu_tanh(g) * u;
-#ifdef X8_OUT
-          act_rows[slot * kRows + r] = gelu_tanh(g) * u;  // T = 1
-#endif
 #else
           y[(t0 + t) * pc.y_stride + row0 + r] = acc[r * kTokens + t];
 #endif
         }
       }
+#ifdef X8_OUT
+      if (row0 < pc.rows) arrive_x8(row0);  // T = 1, whole blocks: every row exists
+#endif
     }
   }
-#ifdef X8_OUT
-  write_x8(group);
-#endif
 }

@@ -326,8 +326,7 @@ Result<void> record_matvec_kernels(Recorder& rec, const MatvecKernels& k, const 
   const uint32_t rows_per_group = coop    ? t.coop_rows
                                   : small ? k.small_tile_rows
                                   : tiled ? t.tile_rows
-                                  : dot   ? (x8_out ? k.dot_x8_subgroups : t.dot_subgroups_per_group) *
-                                                t.dot_rows_per_subgroup
+                                  : dot   ? t.dot_subgroups_per_group * t.dot_rows_per_subgroup
                                           : slots * rows_per_subgroup;
   const uint32_t tokens_per_group = coop            ? t.coop_tokens
                                     : small         ? k.small_tile_tokens

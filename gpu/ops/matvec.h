@@ -193,13 +193,11 @@ struct MatvecKernels {
   // product (DotInput::kPrepared); no shared-memory bound on the columns.
   bool dot_prepared = false;
   // Gate-up with dot_prepared, T = 1: the dot kernel that also writes its output quantized for
-  // the down projection (X8_OUT), at dot_x8_subgroups subgroups so a workgroup's rows divide a
-  // block of 32 (the block's last workgroup quantizes it, through x8_counters: one word a block,
-  // zero between dispatches, kX8CounterBlocks of them) or are whole blocks; null where that
-  // workgroup is too big for the device.
+  // the down projection (X8_OUT), in the same shape; each block of 32 rows is quantized by the
+  // lane that completes it, through x8_counters (one word a block, zero between dispatches,
+  // kX8CounterBlocks of them). Null where a subgroup's rows do not divide 32.
   static constexpr uint32_t kX8CounterBlocks = 4096;
   std::unique_ptr<Pipeline> dot_x8_out;
-  uint32_t dot_x8_subgroups = 0;
   Buffer x8_counters;
 };
 

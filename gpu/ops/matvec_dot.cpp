@@ -3,7 +3,6 @@
 // writing its output quantized too), for gpu/ops/matvec.cpp.
 #include <algorithm>
 #include <cstdlib>
-#include <numeric>
 #include <string>
 #include <vector>
 
@@ -83,31 +82,18 @@ Result<void> create_dot_kernels(const VulkanContext& ctx, const VkPhysicalDevice
     INFER_TRY(std::unique_ptr<Pipeline> p, Pipeline::create(ctx, d));
     (tokens == 1 ? k.dot_one_token : k.dot_many_tokens) = std::move(p);
     (tokens == 1 ? k.dot_groups_one : k.dot_groups_many) = groups;
-    if (tokens == 1 && gate_up && k.dot_prepared && tuning.dot_x8_out) {
-      // The plain shape where its rows divide a block of 32 (a block's last workgroup quantizes
-      // it: matvec_dot.comp's write_x8), else whole blocks a workgroup: subgroups · rows a
-      // multiple of 32.
-      const uint32_t rows = tuning.dot_rows_per_subgroup;
-      const uint32_t per_group = tuning.dot_subgroups_per_group * rows;
-      const uint32_t sg = 32 % per_group == 0 ? tuning.dot_subgroups_per_group
-                                              : 32 / std::gcd(rows, 32u);
-      if (sg * subgroup <= info.max_workgroup_invocations) {
-        const ReduceShape x8_shape = reduce_shape(info, sg);
-        d.variant = variant_name("gate_up_dot_pre_x8", format);
-        d.bindings.push_back(Access::kWrite);      // 4: y quantized
-        d.bindings.push_back(Access::kReadWrite);  // 5: the blocks' counters
-        for (SpecConstant& c : d.spec) {
-          if (c.id == INFER_MATVEC_SPEC_LOCAL_SIZE) c.value = x8_shape.local_size;
-          if (c.id == INFER_MATVEC_SPEC_SUBGROUPS) c.value = sg;
-        }
-        d.required_subgroup_size = x8_shape.required_subgroup_size;
-        INFER_TRY(k.dot_x8_out, Pipeline::create(ctx, d));
-        k.dot_x8_subgroups = sg;
-        const std::vector<uint32_t> zeros(MatvecKernels::kX8CounterBlocks, 0u);
-        INFER_TRY(k.x8_counters, Buffer::create(ctx, zeros.size() * sizeof(uint32_t),
-                                                BufferKind::kDevice, "gate-up x8 block counters"));
-        INFER_TRY_VOID(upload(ctx, k.x8_counters, 0, zeros.data(), zeros.size() * sizeof(uint32_t)));
-      }
+    if (tokens == 1 && gate_up && k.dot_prepared && tuning.dot_x8_out &&
+        32 % tuning.dot_rows_per_subgroup == 0) {
+      // The same shape: a subgroup's rows lie in one block of 32, whose last rows' lane
+      // quantizes it (matvec_dot.comp's arrive_x8).
+      d.variant = variant_name("gate_up_dot_pre_x8", format);
+      d.bindings.push_back(Access::kWrite);      // 4: y quantized
+      d.bindings.push_back(Access::kReadWrite);  // 5: the blocks' counters
+      INFER_TRY(k.dot_x8_out, Pipeline::create(ctx, d));
+      const std::vector<uint32_t> zeros(MatvecKernels::kX8CounterBlocks, 0u);
+      INFER_TRY(k.x8_counters, Buffer::create(ctx, zeros.size() * sizeof(uint32_t),
+                                              BufferKind::kDevice, "gate-up x8 block counters"));
+      INFER_TRY_VOID(upload(ctx, k.x8_counters, 0, zeros.data(), zeros.size() * sizeof(uint32_t)));
     }
   }
   return Ok{};
