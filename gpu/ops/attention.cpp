@@ -167,7 +167,6 @@ Result<std::unique_ptr<AttentionOps>> AttentionOps::create(const VulkanContext& 
   p.split_keys = split_min_keys();
   p.split_heads = split_heads();
   p.split_tile = split_small_tile();
-  p.split_groups = split_max_groups(info);
   // qkv_prep folded into the split decode (prep_attend); INFER_ATTN_PREP=0: apart. On the H200
   // (docs/bench/gpu-h200-s16-call2.json): E2B Q4_0 342.7 / 344.7 t/s against 337.9 apart, 12B
   // Q4_0 178.2 / 177.2 against 175.7; 12B's d-256 layers 21.6 us against 19.1 + 5.5.

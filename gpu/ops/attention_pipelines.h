@@ -58,9 +58,6 @@ uint32_t split_min_keys();
 uint32_t split_heads();
 // attend_split's keys a tile up to d 256 (INFER_ATTN_SPLIT_TILE).
 uint32_t split_small_tile();
-// attend_split's workgroups at most, so that its splits run in one wave (INFER_ATTN_SPLIT_GROUPS;
-// 0: no bound).
-uint32_t split_max_groups(const DeviceInfo& info);
 
 struct AttentionOps::Pipelines {
   const VulkanContext* ctx = nullptr;
@@ -77,7 +74,6 @@ struct AttentionOps::Pipelines {
   uint32_t split_keys = 16;   // attend_split: keys a split at least (split_min_keys())
   uint32_t split_heads = 1;   // attend_split: query heads a workgroup at most (split_heads())
   uint32_t split_tile = 32;   // attend_split: keys a tile up to d 256 (split_small_tile())
-  uint32_t split_groups = 0;  // attend_split: workgroups at most, 0 none (split_max_groups())
   bool fuse_prep = true;      // prep_attend: qkv_prep folded into attend_split (INFER_ATTN_PREP)
   uint32_t max_shared_bytes = 0;  // the device's limit a workgroup
   std::unique_ptr<Pipeline> commit;

@@ -75,29 +75,11 @@ uint32_t split_small_tile() {
   return tile >= 32 ? 32 : tile >= 16 ? 16 : 8;
 }
 
-uint32_t split_max_groups(const DeviceInfo& info) {
-  // Splits past what the device holds at once run in a second wave, nearly doubling the
-  // dispatch: on the H200 the kernel takes 128 registers at 256 invocations, 2 workgroups an SM,
-  // so 12B's 16 heads x 20 splits at 640 keys (320 workgroups on 264 places) took 21.2 us a
-  // layer against 17.8 with splits of 64 keys (160 workgroups; E2B's 8 heads fit either way;
-  // docs/bench/gpu-h200-s18-call1.json). By default 2 workgroups a compute core where the
-  // driver says how many; INFER_ATTN_SPLIT_GROUPS sets the bound (0: none). Read at create.
-  const uint32_t by_cores = 2 * info.compute_cores;
-  return env_uint("INFER_ATTN_SPLIT_GROUPS", by_cores, 0, 1u << 20);
-}
-
 uint32_t AttentionOps::decode_splits(const AttentionDims& dims) const {
-  const Pipelines& p = *p_;
-  const SplitDecode mode = p.split_decode;
+  const SplitDecode mode = p_->split_decode;
   if (mode == SplitDecode::kNone || (mode == SplitDecode::kAuto && dims.d > kSplitMaxD)) return 0;
-  uint32_t n = std::clamp(div_up(max_decode_keys(dims, p.limits.max_positions), p.split_keys), 1u,
-                          kMaxSplits);
-  if (p.split_groups > 0) {  // within one wave where the bound allows a split a head group
-    const SplitShape s = split_shape(dims, p.decode_rows, p.split_heads, p.split_tile,
-                                     p.ctx->info().max_workgroup_invocations);
-    n = std::min(n, std::max(1u, p.split_groups / s.head_groups));
-  }
-  return n;
+  return std::clamp(div_up(max_decode_keys(dims, p_->limits.max_positions), p_->split_keys), 1u,
+                    kMaxSplits);
 }
 
 uint32_t AttentionOps::decode_min_keys_per_split() const { return p_->split_keys; }

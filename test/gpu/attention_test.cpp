@@ -228,24 +228,6 @@ TEST_F(SplitDecode, HeadGroupsAndTilesKeepItRight) {
   }
 }
 
-// A bound on the split decode's workgroups (INFER_ATTN_SPLIT_GROUPS; by default 2 a compute core
-// where the driver says, none on lavapipe) caps the splits at the bound over the head groups,
-// at least one: 1 group (one split a case, every key in it) and 3 (a few splits, each longer
-// than the default's), on every decode case.
-TEST_F(SplitDecode, WorkgroupBoundCapsTheSplits) {
-  for (const char* bound : {"1", "3"}) {
-    const ScopedEnv groups("INFER_ATTN_SPLIT_GROUPS", bound);
-    for (const AttendCase& c : decode_cases()) {
-      SCOPED_TRACE(attend_name(c) + " bound " + bound);
-      AttendRig rig(*ctx_, c, c.pos0 + 1);
-      const uint32_t head_groups = c.n_kv * (c.n_q / c.n_kv);  // a head a workgroup (default)
-      const uint32_t want = std::max(1u, uint32_t(std::atoi(bound)) / head_groups);
-      ASSERT_EQ(rig.ops().decode_splits(rig.dims()), want);
-      for (uint32_t pos0 : {0u, c.pos0 / 3, c.pos0}) rig.check(pos0, pos0 + 3);
-    }
-  }
-}
-
 // Defaults put 640 keys in one pass-1 round a workgroup and a few pass-2 ranges; the knobs
 // (read at create) here force several pass-1 rounds and blocks per workgroup, pass-2 rounds
 // with a ragged last one, ranges that merge, odd dim chunks (past d in the last) and unpinned
