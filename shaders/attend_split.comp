@@ -37,7 +37,6 @@ layout(constant_id = INFER_ATTN_SPEC_TILE) const uint kTile = 32;
 layout(constant_id = INFER_ATTN_SPEC_MAX_D) const uint kD = 256;
 layout(constant_id = INFER_ATTN_SPEC_DIMS) const uint kDims = 1;
 layout(constant_id = INFER_ATTN_SPEC_SLICE) const uint kSlice = 32;
-layout(constant_id = INFER_ATTN_SPEC_ACQUIRE_ALL) const bool kAcquireAll = false;
 
 layout(binding = 0, std430) readonly buffer Step { uint step[]; };
 #ifndef INFER_ATTN_PREP
@@ -280,49 +279,26 @@ void main() {
     scratch[ml0 + (split * pc.n_q + h0 + lid) * 2 + 1] = l_sh[lid];
   }
   // Count this split in; the last of the n_active merges. The release barrier orders every
-  // invocation's partial writes before invocation 0's device-scope atomic. Only the merging
-  // workgroup acquires (a fence after invocation 0's atomic, then a barrier that passes it to
-  // the whole workgroup): every split acquiring took the 12B's gate-up 7 us longer on the H200
-  // where its int8 output used this pattern (session 18).
-  if (kAcquireAll) {  // spec constant: one branch folds away
-    controlBarrier(gl_ScopeWorkgroup, gl_ScopeDevice, gl_StorageSemanticsBuffer,
-                   gl_SemanticsAcquireRelease);
-    if (lid == 0) {
-      const uint counter = gl_WorkGroupID.z;
-      const uint before = atomicAdd(counters[counter], 1u, gl_ScopeDevice,
-                                    gl_StorageSemanticsBuffer, gl_SemanticsAcquireRelease);
-      last_sh = before == n_active - 1;
-      if (last_sh) {
-        atomicStore(counters[counter], 0u, gl_ScopeDevice, gl_StorageSemanticsBuffer,
-                    gl_SemanticsRelaxed);
-      }
+  // invocation's partial writes before invocation 0's device-scope atomic; the acquire one
+  // after it makes the other splits' partials visible to the whole merging workgroup.
+  controlBarrier(gl_ScopeWorkgroup, gl_ScopeDevice, gl_StorageSemanticsBuffer,
+                 gl_SemanticsAcquireRelease);
+  if (lid == 0) {
+    const uint counter = gl_WorkGroupID.z;
+    const uint before = atomicAdd(counters[counter], 1u, gl_ScopeDevice,
+                                  gl_StorageSemanticsBuffer, gl_SemanticsAcquireRelease);
+    last_sh = before == n_active - 1;
+    // Every split has counted: reset for the next replay (ordered after this dispatch by the
+    // recorder's barrier).
+    if (last_sh) {
+      atomicStore(counters[counter], 0u, gl_ScopeDevice, gl_StorageSemanticsBuffer,
+                  gl_SemanticsRelaxed);
     }
-    controlBarrier(gl_ScopeWorkgroup, gl_ScopeDevice,
-                   gl_StorageSemanticsBuffer | gl_StorageSemanticsShared,
-                   gl_SemanticsAcquireRelease);
-    if (!last_sh) return;
-  } else {
-    controlBarrier(gl_ScopeWorkgroup, gl_ScopeDevice, gl_StorageSemanticsBuffer,
-                   gl_SemanticsRelease);
-    if (lid == 0) {
-      const uint counter = gl_WorkGroupID.z;
-      const uint before = atomicAdd(counters[counter], 1u, gl_ScopeDevice,
-                                    gl_StorageSemanticsBuffer, gl_SemanticsRelease);
-      last_sh = before == n_active - 1;
-      // Every split has counted: reset for the next replay (ordered after this dispatch by the
-      // recorder's barrier).
-      if (last_sh) {
-        memoryBarrier(gl_ScopeDevice, gl_StorageSemanticsBuffer, gl_SemanticsAcquire);
-        atomicStore(counters[counter], 0u, gl_ScopeDevice, gl_StorageSemanticsBuffer,
-                    gl_SemanticsRelaxed);
-      }
-    }
-    barrier();
-    if (!last_sh) return;  // uniform: the workgroup's one shared flag
-    controlBarrier(gl_ScopeWorkgroup, gl_ScopeDevice,
-                   gl_StorageSemanticsBuffer | gl_StorageSemanticsShared,
-                   gl_SemanticsAcquireRelease);
   }
+  controlBarrier(gl_ScopeWorkgroup, gl_ScopeDevice,
+                 gl_StorageSemanticsBuffer | gl_StorageSemanticsShared,
+                 gl_SemanticsAcquireRelease);
+  if (!last_sh) return;
 
   // out = sum_s e^(m_s - M) o_s / sum_s e^(m_s - M) l_s, M = max_s m_s (§4.7: one softmax).
   // Every (head, split) pair's (m, l) loaded at once, an invocation each; then an invocation a

@@ -157,6 +157,5 @@ INFER_PUSH_END(MassPush)
 #define INFER_ATTN_SPEC_SLICE 11         // attend_tiled: dims of a staged Q/K slice
 #define INFER_ATTN_SPEC_V_KEYS 12        // attend_tiled: keys of a staged V sub-tile
 #define INFER_ATTN_SPEC_STAGE_VECS 13    // attend_tiled: vec4s of the shared staging region
-#define INFER_ATTN_SPEC_ACQUIRE_ALL 14   // attend_split: every split acquires (A/B, session 18)
 
 #endif  // INFER_SHADERS_ATTENTION_H_

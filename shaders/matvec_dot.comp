@@ -82,8 +82,11 @@ const uint kLoads = kMats * VEC_UNROLL * kRows;  // weight vectors in flight per
 // divides 32: the host's choice); the lane that writes them counts them in on the block's counter
 // (binding 5, zero between dispatches), and the one that completes the block reads its 32 values
 // back and quantizes it. Release on every arrival, acquire only on the last (a fence after its
-// atomic): an acquire on every workgroup cost gate-up ~7 us on the H200 (session 18 call 1), as a
-// workgroup's rows meeting in shared memory over 512 invocations had (session 17).
+// atomic). On the H200 (12B Q4_0, docs/bench/gpu-h200-s18-call2.json) gate-up takes 31.7 us so
+// against 26.2 + 5.2 for the plain kernel and the down projection's prep dispatch: a tie, so it
+// stays opt-in (INFER_X8_GATE_UP=1). Earlier forms were slower: a counter a workgroup with a
+// device-scope acquire in every one 33.6 us (call 1), whole blocks a 512-invocation workgroup
+// 32.9 (session 17).
 #if !defined(GATE_UP) || !defined(X_PREPPED)
 #error "X8_OUT takes GATE_UP and X_PREPPED"
 #endif

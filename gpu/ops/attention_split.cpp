@@ -124,8 +124,7 @@ Result<void> AttentionOps::attend_split(Recorder& rec, Binding step, const Atten
                    {INFER_ATTN_SPEC_TILE, s.tile},
                    {INFER_ATTN_SPEC_MAX_D, dims.d},
                    {INFER_ATTN_SPEC_DIMS, div_up(dims.d, s.local)},
-                   {INFER_ATTN_SPEC_SLICE, div_up(dims.d, lanes)},
-                   {INFER_ATTN_SPEC_ACQUIRE_ALL, env_uint("INFER_ATTN_ACQUIRE_ALL", 0, 0, 1)}},
+                   {INFER_ATTN_SPEC_SLICE, div_up(dims.d, lanes)}},
                   dims.mode, s.local);
   }));
   const shader::AttendPush sp = attend_push(dims, decode_splits(dims), s.heads, 1, p.split_keys);
