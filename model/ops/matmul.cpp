@@ -11,6 +11,29 @@
 
 namespace infer {
 
+namespace {
+
+// Block b of Q8_0/Q4_0 row r against a Q8_0 block of x: the exact integer dot (at most
+// 32 · 128 · 127 in magnitude) and, in *dw, the weights' scale.
+int32_t block_dot_q8_x(const Matrix& w, int64_t r, int64_t b, const BlockQ8_0& xb, float* dw) {
+  int32_t dot = 0;
+  if (w.format == WeightFormat::kQ8_0) {
+    const BlockQ8_0& wb = reinterpret_cast<const BlockQ8_0*>(w.row(r))[b];
+    for (int j = 0; j < kQK; ++j) dot += int32_t(wb.qs[j]) * xb.qs[j];
+    *dw = fp16_to_f32(wb.d);
+    return dot;
+  }
+  const BlockQ4_0& wb = reinterpret_cast<const BlockQ4_0*>(w.row(r))[b];
+  for (int j = 0; j < kQK / 2; ++j) {
+    dot += (int32_t(wb.qs[j] & 15) - 8) * xb.qs[j];
+    dot += (int32_t(wb.qs[j] >> 4) - 8) * xb.qs[j + kQK / 2];
+  }
+  *dw = fp16_to_f32(wb.d);
+  return dot;
+}
+
+}  // namespace
+
 void matmul_reference(const Matrix& w, const float* x, int64_t T, float* y) {
   std::vector<float> row(size_t(w.cols));
   for (int64_t r = 0; r < w.rows; ++r) {
@@ -35,20 +58,8 @@ void matmul_reference_q8_x(const Matrix& w, const float* x, int64_t T, float* y)
       double sum = 0.0;
       for (int64_t b = 0; b < nb; ++b) {
         const BlockQ8_0& xb = xq[size_t(t * nb + b)];
-        int32_t dot = 0;  // exact: at most 32 · 128 · 127 in magnitude
         float dw = 0.0f;
-        if (w.format == WeightFormat::kQ8_0) {
-          const BlockQ8_0& wb = reinterpret_cast<const BlockQ8_0*>(w.row(r))[b];
-          for (int j = 0; j < kQK; ++j) dot += int32_t(wb.qs[j]) * xb.qs[j];
-          dw = fp16_to_f32(wb.d);
-        } else {
-          const BlockQ4_0& wb = reinterpret_cast<const BlockQ4_0*>(w.row(r))[b];
-          for (int j = 0; j < kQK / 2; ++j) {
-            dot += (int32_t(wb.qs[j] & 15) - 8) * xb.qs[j];
-            dot += (int32_t(wb.qs[j] >> 4) - 8) * xb.qs[j + kQK / 2];
-          }
-          dw = fp16_to_f32(wb.d);
-        }
+        const int32_t dot = block_dot_q8_x(w, r, b, xb, &dw);
         sum += double(dot) * double(dw) * double(fp16_to_f32(xb.d));
       }
       y[t * w.rows + r] = float(sum);
@@ -102,20 +113,8 @@ void matmul_rows_generic_q8_x(const Matrix& w, const float* x, int64_t T, float*
       quantize_row_q8_0(x + t * w.cols + b * kQK, &xb, kQK);
       const float dx = fp16_to_f32(xb.d);
       for (int64_t r = r0; r < r1; ++r) {
-        int32_t dot = 0;  // exact: at most 32 · 128 · 127 in magnitude
         float dw = 0.0f;
-        if (w.format == WeightFormat::kQ8_0) {
-          const BlockQ8_0& wb = reinterpret_cast<const BlockQ8_0*>(w.row(r))[b];
-          for (int j = 0; j < kQK; ++j) dot += int32_t(wb.qs[j]) * xb.qs[j];
-          dw = fp16_to_f32(wb.d);
-        } else {
-          const BlockQ4_0& wb = reinterpret_cast<const BlockQ4_0*>(w.row(r))[b];
-          for (int j = 0; j < kQK / 2; ++j) {
-            dot += (int32_t(wb.qs[j] & 15) - 8) * xb.qs[j];
-            dot += (int32_t(wb.qs[j] >> 4) - 8) * xb.qs[j + kQK / 2];
-          }
-          dw = fp16_to_f32(wb.d);
-        }
+        const int32_t dot = block_dot_q8_x(w, r, b, xb, &dw);
         yt[r] += float(dot) * (dw * dx);
       }
     }
