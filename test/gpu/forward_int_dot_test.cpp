@@ -104,9 +104,7 @@ TEST_P(ForwardIntDotGpu, NormQuantizedInputSavesDispatchesAndKeepsTheLogits) {
 }
 
 INSTANTIATE_TEST_SUITE_P(ForwardFixtures, ForwardIntDotGpu, ::testing::ValuesIn(test::kFixtureCases),
-                         [](const ::testing::TestParamInfo<Case>& info) {
-                           return std::string(info.param.name);
-                         });
+                         test::ParamName());
 
 // The integer-dot forward (the default of models of H >= 3072) against the CPU computing the same
 // contract: every Q8_0/Q4_0 product meets x quantized to Q8_0 blocks on both sides. The prompt
@@ -198,9 +196,7 @@ TEST_P(ForwardIntDotVsCpu, TokenByTokenMatchesTheCpusInt8Forward) {
 
 constexpr Case kDenseCases[] = {{"e2b-mini", "E2bMini"}, {"dense-mini", "DenseMini"}};
 INSTANTIATE_TEST_SUITE_P(DenseFixtures, ForwardIntDotVsCpu, ::testing::ValuesIn(kDenseCases),
-                         [](const ::testing::TestParamInfo<Case>& info) {
-                           return std::string(info.param.name);
-                         });
+                         test::ParamName());
 
 }  // namespace
 }  // namespace infer::gpu

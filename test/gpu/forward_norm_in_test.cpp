@@ -209,9 +209,7 @@ TEST_P(ForwardNormInGpu, StepWordsInHostOrDeviceMemoryKeepTheTokens) {
 
 INSTANTIATE_TEST_SUITE_P(ForwardFixtures, ForwardNormInGpu,
                          ::testing::ValuesIn(test::kArchitectureCases),
-                         [](const ::testing::TestParamInfo<Case>& info) {
-                           return std::string(info.param.name);
-                         });
+                         test::ParamName());
 
 }  // namespace
 }  // namespace infer::gpu

@@ -310,9 +310,7 @@ TEST_P(ForwardGpu, DecodeRecordsFewDispatchesPerLayer) {
 
 INSTANTIATE_TEST_SUITE_P(ForwardFixtures, ForwardGpu,
                          ::testing::ValuesIn(test::kFixtureCases),
-                         [](const ::testing::TestParamInfo<Case>& info) {
-                           return std::string(info.param.name);
-                         });
+                         test::ParamName());
 
 // e2b-vocab: the full 262,144-token vocabulary (a head the argmax splits over many workgroups).
 // Last prompt logits of every prompt; the greedy continuation of the first (on lavapipe each

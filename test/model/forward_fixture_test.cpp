@@ -147,9 +147,7 @@ TEST_P(ForwardFixture, RejectsStreamsPastMaxPositionsAndBadIds) {
 
 INSTANTIATE_TEST_SUITE_P(ForwardFixtures, ForwardFixture,
                          ::testing::ValuesIn(test::kFixtureCases),
-                         [](const ::testing::TestParamInfo<Case>& info) {
-                           return std::string(info.param.name);
-                         });
+                         test::ParamName());
 
 }  // namespace
 }  // namespace infer

@@ -129,9 +129,7 @@ INSTANTIATE_TEST_SUITE_P(ForwardFixtures, ForwardQuant,
                                            QuantCase{"dense-mini", Quant::kQ4_0, "DenseMiniQ4"},
                                            QuantCase{"moe-mini", Quant::kQ8_0, "MoeMiniQ8"},
                                            QuantCase{"moe-mini", Quant::kQ4_0, "MoeMiniQ4"}),
-                         [](const ::testing::TestParamInfo<QuantCase>& info) {
-                           return std::string(info.param.name);
-                         });
+                         test::ParamName());
 
 }  // namespace
 }  // namespace infer

@@ -28,6 +28,15 @@ inline constexpr FixtureCase kFixtureCases[] = {
 inline constexpr FixtureCase kArchitectureCases[] = {
     {"e2b-mini", "E2bMini"}, {"dense-mini", "DenseMini"}, {"moe-mini", "MoeMini"}};
 
+// The test-name suffix of a parameter with a `name` (FixtureCase and the like), for
+// INSTANTIATE_TEST_SUITE_P(..., ParamName()).
+struct ParamName {
+  template <class Info>
+  std::string operator()(const Info& info) const {
+    return info.param.name;
+  }
+};
+
 // A tensor of golden.safetensors widened to double-free storage: F32 in f32, I64 in i64.
 struct GoldenTensor {
   std::vector<int64_t> shape;

@@ -151,7 +151,7 @@ TEST_P(QuiescenceFixture, ThresholdZeroIsExactAndLowerLayersNeverChange) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, QuiescenceFixture, ::testing::ValuesIn(test::kFixtureCases),
-                         [](const auto& info) { return std::string(info.param.name); });
+                         test::ParamName());
 
 // dense-mini (6 layers, none KV-shared; skip depth 2): a forced skip still writes layer 5's (full
 // attention, in the ring) K/V rows at the skipped position, and they are what its carried input

@@ -94,9 +94,7 @@ TEST_P(RingFixture, EqualsTheGoldenModelWhileTheStreamFits) {
 }
 
 INSTANTIATE_TEST_SUITE_P(RingFixtures, RingFixture, ::testing::ValuesIn(test::kFixtureCases),
-                         [](const ::testing::TestParamInfo<test::FixtureCase>& info) {
-                           return std::string(info.param.name);
-                         });
+                         test::ParamName());
 
 // Past A + W the ring drops tokens: the logits of positions that fit still match the golden ones,
 // later ones differ (the model no longer sees the dropped tokens) but stay finite.
