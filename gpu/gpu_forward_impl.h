@@ -76,14 +76,6 @@ struct GpuOps {
   // With INFER_PLE_EPILOGUE=1 decode's PLE gate takes gelu(·) ⊙ ple in its epilogue instead of a
   // gelu_mul dispatch after it (opt-in: slower on the H200, gpu_forward_setup.cpp says why).
   bool ple_epilogue = false;
-  // Decode's L2 prefetches (ElementwiseOps::prefetch, opt-in while measured): up to
-  // prefetch_o_bytes of the o projection's weights beside the attention before it
-  // (INFER_PREFETCH_O_MB), up to prefetch_next_bytes of a product's beside the add_norm or
-  // rms_norm before it (INFER_PREFETCH_MB; gate-up: half from each matrix), on prefetch_groups
-  // workgroups (INFER_PREFETCH_GROUPS, default twice the compute cores).
-  uint64_t prefetch_o_bytes = 0;
-  uint64_t prefetch_next_bytes = 0;
-  uint32_t prefetch_groups = 0;
 
   const MatvecOp& matvec_for(WeightFormat f) const;
   // m's op: the long-row one where made and m's rows are long enough, else matvec_for.

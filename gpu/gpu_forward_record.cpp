@@ -102,14 +102,6 @@ struct ChunkRecorder {
     return plain->activations_in_int8(m.rows, m.cols, 1) ? nullptr : op;
   }
 
-  // Decode: the first `bytes` of m's weights read into L2 beside the dispatch just recorded
-  // (GpuOps::prefetch_*); nothing orders on it.
-  Result<void> prefetch(const GpuMatrix& m, uint64_t bytes) const {
-    if (T != 1 || bytes == 0) return Ok{};
-    return ops.elementwise->prefetch(rec, m.buffer, 0, std::min(bytes, m.buffer.size()) / 16 * 16,
-                                     ops.prefetch_groups);
-  }
-
   // y = m · in, in = rmsnorm(stream) · norm_w (given) or the stream; gate-up with `up` (and y
   // also quantized into y8, given: GateUpOp::writes_x8).
   Result<void> product(const GpuMatrix& m, const GpuMatrix* up, Binding norm_w, Binding y,
@@ -134,13 +126,7 @@ struct ChunkRecorder {
         ops.x8_from_norm && (up != nullptr ? ops.gate_up_for(m.format).takes_x8(m.rows, m.cols, T)
                                            : ops.matvec_for(m).takes_x8(m.rows, m.cols, T));
     Binding x8;
-    const bool settles = s.pending || (norm_w.buffer != nullptr && !s.h_ready);
     INFER_TRY(const Binding in, settle(norm_w, want_x8, &x8));
-    if (settles && ops.prefetch_next_bytes != 0) {  // beside the add_norm / rms_norm
-      const uint64_t share = up != nullptr ? ops.prefetch_next_bytes / 2 : ops.prefetch_next_bytes;
-      INFER_TRY_VOID(prefetch(m, share));
-      if (up != nullptr) INFER_TRY_VOID(prefetch(*up, share));
-    }
     if (up != nullptr) return ops.gate_up_for(m.format).record(rec, m, *up, in, y, T, x8, y8);
     return ops.matvec_for(m).record(rec, m, in, y, T, x8);
   }
@@ -240,7 +226,6 @@ struct ChunkRecorder {
       INFER_TRY_VOID(mass->record(rec, step, ad, q, whole(ring.k), lw.inv_freq,
                                   i != first_mass_layer));
     }
-    INFER_TRY_VOID(prefetch(lw.o_proj, ops.prefetch_o_bytes));
     INFER_TRY_VOID(o_op.record(rec, lw.o_proj, whole(a.att), whole(a.o), T, x8));
     end_block(lw.post_attention_layernorm, 1.0f);
     return Ok{};

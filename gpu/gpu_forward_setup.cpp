@@ -57,15 +57,6 @@ Result<void> create_ops(const VulkanContext& ctx, const ModelConfig& cfg, const 
   // (INFER_NORM_IN=p, same 428 dispatches) lost as much. Unexplained; an APU may differ.
   const char* ple_epilogue = std::getenv("INFER_PLE_EPILOGUE");
   ops.ple_epilogue = ple_epilogue != nullptr && ple_epilogue[0] == '1';
-  auto env_mb = [](const char* name) -> uint64_t {
-    const char* v = std::getenv(name);
-    return v == nullptr ? 0 : uint64_t(std::strtoull(v, nullptr, 10)) << 20;
-  };
-  ops.prefetch_o_bytes = env_mb("INFER_PREFETCH_O_MB");
-  ops.prefetch_next_bytes = env_mb("INFER_PREFETCH_MB");
-  const char* prefetch_groups = std::getenv("INFER_PREFETCH_GROUPS");
-  ops.prefetch_groups = prefetch_groups != nullptr ? uint32_t(std::strtoul(prefetch_groups, nullptr, 10)) : 0;
-  if (ops.prefetch_groups == 0) ops.prefetch_groups = 2 * std::max(1u, ctx.info().compute_cores);
   INFER_TRY(ops.embed, EmbedOps::create(ctx));
   INFER_TRY(ops.elementwise, ElementwiseOps::create(ctx));
 

@@ -1,7 +1,7 @@
 // Push and specialization constants of gelu_mul.comp, softcap.comp, argmax.comp and top_k.comp,
 // shared with gpu/ops/elementwise.cpp (which static_asserts the sizes). C/GLSL common subset:
 // 32-bit scalars only. GLSL declares one push block per shader: each .comp defines which first
-// (INFER_GELU_MUL, INFER_SOFTCAP, INFER_SELECT, INFER_PREFETCH).
+// (INFER_GELU_MUL, INFER_SOFTCAP, INFER_SELECT).
 #ifndef INFER_SHADERS_ELEMENTWISE_H_
 #define INFER_SHADERS_ELEMENTWISE_H_
 
@@ -41,15 +41,6 @@ uint from_logits;   // 1: input is logits; 0: values and indices of an earlier p
 uint write_values;  // 0: write indices only (argmax's last pass)
 uint chunk;         // top_k: entries read between flushes (a multiple of the workgroup size)
 INFER_PUSH_END(SelectPush)
-#endif
-
-#if defined(__cplusplus) || defined(INFER_PREFETCH)
-// prefetch.comp: reads src[first .. first + n) (uvec4s) and writes the sink only if write_sink.
-INFER_PUSH_BEGIN(PrefetchPush)
-uint first;
-uint n;
-uint write_sink;  // always 0 from the host
-INFER_PUSH_END(PrefetchPush)
 #endif
 
 // Specialization constant ids, chosen per device at pipeline creation.

@@ -20,8 +20,6 @@ static_assert(sizeof(shader::SoftcapPush) == 2 * sizeof(uint32_t),
               "SoftcapPush must match shaders/elementwise.h (32-bit scalars only)");
 static_assert(sizeof(shader::SelectPush) == 7 * sizeof(uint32_t),
               "SelectPush must match shaders/elementwise.h (32-bit scalars only)");
-static_assert(sizeof(shader::PrefetchPush) == 3 * sizeof(uint32_t),
-              "PrefetchPush must match shaders/elementwise.h (32-bit scalars only)");
 
 constexpr uint32_t kInvocations = 256;
 // Workgroups argmax / top-k aim for across all rows: enough to spread one 262144-logit row over
@@ -68,11 +66,10 @@ struct ElementwiseOps::Pipelines {
   const VulkanContext* ctx = nullptr;
   uint32_t local = 0;      // every pipeline's workgroup size
   uint32_t sort_size = 0;  // top_k's shared entries
-  std::unique_ptr<Pipeline> gelu_mul, softcap, argmax, top_k, prefetch;
+  std::unique_ptr<Pipeline> gelu_mul, softcap, argmax, top_k;
   // First-pass results of split rows, and the binding of values argmax's last pass does not
   // write.
   Buffer scratch_values, scratch_indices, unused_out;
-  Buffer prefetch_sink;  // prefetch.comp's, never written
 
   Result<void> select(Recorder& rec, const Pipeline& p, Binding logits, Binding values,
                       Binding indices, uint32_t T, uint32_t V, uint32_t k, uint32_t min_seg,
@@ -118,16 +115,11 @@ Result<std::unique_ptr<ElementwiseOps>> ElementwiseOps::create(const VulkanConte
   INFER_TRY(p.top_k, make("top_k", {R, R, W, W}, sizeof(shader::SelectPush),
                           {{INFER_ELEMENTWISE_SPEC_SORT_SIZE, p.sort_size}}));
 
-  // The sink is bound as read: prefetch.comp writes it only on a flag the host never sets, so
-  // the recorder orders nothing on it (every prefetch shares it).
-  INFER_TRY(p.prefetch, make("prefetch", {R, R}, sizeof(shader::PrefetchPush), {}));
-
   INFER_TRY(p.scratch_values,
             Buffer::create(ctx, kScratchEntries * 4, BufferKind::kDevice, "select scratch values"));
   INFER_TRY(p.scratch_indices, Buffer::create(ctx, kScratchEntries * 4, BufferKind::kDevice,
                                               "select scratch indices"));
   INFER_TRY(p.unused_out, Buffer::create(ctx, 16, BufferKind::kDevice, "select unused output"));
-  INFER_TRY(p.prefetch_sink, Buffer::create(ctx, 16, BufferKind::kDevice, "prefetch sink"));
   return op;
 }
 
@@ -161,20 +153,6 @@ Result<void> ElementwiseOps::softcap(Recorder& rec, Binding y, uint32_t count, f
   const shader::SoftcapPush push{count, cap};
   const uint32_t groups = uint32_t((uint64_t(count) + p_->local - 1) / p_->local);
   return rec.dispatch(*p_->softcap, {y}, push, wrapped_groups(p_->ctx->info(), groups));
-}
-
-Result<void> ElementwiseOps::prefetch(Recorder& rec, const Buffer& src, uint64_t offset,
-                                      uint64_t bytes, uint32_t groups) const {
-  INFER_CHECK(offset % 16 == 0 && bytes % 16 == 0 && offset + bytes <= src.size() &&
-                  offset / 16 + bytes / 16 <= UINT32_MAX && groups > 0,
-              "prefetch: %llu bytes at %llu of \"%s\" (%llu bytes), %u workgroups",
-              (unsigned long long)bytes, (unsigned long long)offset, src.name().c_str(),
-              (unsigned long long)src.size(), groups);
-  if (bytes == 0) return Ok{};
-  const shader::PrefetchPush push{uint32_t(offset / 16), uint32_t(bytes / 16), 0};
-  Groups g;
-  g.x = std::min(groups, p_->ctx->info().max_workgroup_count[0]);
-  return rec.dispatch(*p_->prefetch, {whole(src), whole(p_->prefetch_sink)}, push, g);
 }
 
 Result<void> ElementwiseOps::Pipelines::select(Recorder& rec, const Pipeline& p, Binding logits,

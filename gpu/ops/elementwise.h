@@ -35,13 +35,6 @@ class ElementwiseOps {
   // The k largest logits of each row, descending (ties: lower index first): values f32 [T, k],
   // indices uint32 [T, k]; k <= kMaxTopK. The host samples from them (temperature, top-p).
   static constexpr uint32_t kMaxTopK = 128;
-
-  // Reads bytes [offset, offset + bytes) of src (both multiples of 16) on `groups` workgroups and
-  // drops them: decode records it beside a step that leaves memory bandwidth idle, so that the
-  // product after that step finds its weights in the device's L2 (INFER_PREFETCH_*, GpuOps). It
-  // writes nothing a later command reads, so it orders after nothing and nothing after it.
-  Result<void> prefetch(Recorder& rec, const Buffer& src, uint64_t offset, uint64_t bytes,
-                        uint32_t groups) const;
   Result<void> top_k(Recorder& rec, Binding logits, Binding values, Binding indices, uint32_t T,
                      uint32_t V, uint32_t k) const;
 
