@@ -281,11 +281,13 @@ Result<void> Recorder::dispatch(const Pipeline& pipeline, std::span<const Bindin
   }
   vkUpdateDescriptorSets(ctx_.device(), uint32_t(bindings.size()), writes, 0, nullptr);
 
+  // INFER_BARRIERS' after:/before: rules (diagnosis): prefix matches on the pipeline's name.
   const std::string& name = pipeline.name();
-  const bool skip = skip_next_barrier_ ||
-                    (!skip_before_.empty() && name.compare(0, skip_before_.size(), skip_before_) == 0);
-  skip_next_barrier_ =
-      !skip_after_.empty() && name.compare(0, skip_after_.size(), skip_after_) == 0;
+  auto starts = [&](const std::string& p) {
+    return !p.empty() && name.compare(0, p.size(), p) == 0;
+  };
+  const bool skip = skip_next_barrier_ || starts(skip_before_);
+  skip_next_barrier_ = starts(skip_after_);
   order(std::span<const Use>(uses, bindings.size()), VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT,
         VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT, skip);
   vkCmdBindPipeline(cb_, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.handle());
