@@ -217,7 +217,7 @@ TEST(Trace, APipelineSessionTracesEveryActorTokenAndPrefillChunk) {
 TEST(Trace, OnTheGpuSubmitAndWaitSpansNestInTheirStep) {
   const fs::path path = temp_path("trace-gpu"), err = temp_path("trace-gpu-stderr");
   const std::string cmd =
-      "printf 'Hi\\n' | ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 '" +
+      "printf 'Hi\\n' | ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:verify_asan_link_order=0 '" +
       (build_dir() / "infer").string() + "' --gpu --model '" +
       (shared_fixtures() / "gemma4-text" / "e2b-vocab").string() +
       "' -n 3 --temperature 0 --trace '" + path.string() + "' > /dev/null 2> '" + err.string() +

@@ -28,9 +28,12 @@ RunResult infer(const std::vector<std::string>& args) { return run_binary(infer_
 // goes, so LeakSanitizer finds a 128-byte block of theirs unreferenced and cannot name its
 // module (session 7, Mesa 22.3.6-1+deb12u2); with the libraries preloaded, and so never
 // unloaded, nothing leaks. So leak checking is off for these runs only; gpu_test checks our
-// GPU code for leaks with the drivers pinned (test/gpu/gpu_test_env.cpp).
+// GPU code for leaks with the drivers pinned (test/gpu/gpu_test_env.cpp). These options replace
+// the suite's, whose verify_asan_link_order=0 they keep: .ci/run preloads a block cache ahead of
+// the ASan runtime (test/sanitizers/big_block_cache.c).
+constexpr const char* kAsanNoLeaks = "detect_leaks=0:abort_on_error=1:verify_asan_link_order=0";
 RunResult infer_gpu(const std::vector<std::string>& args) {
-  return run_binary(infer_binary(), args, {{"ASAN_OPTIONS", "detect_leaks=0:abort_on_error=1"}});
+  return run_binary(infer_binary(), args, {{"ASAN_OPTIONS", kAsanNoLeaks}});
 }
 
 fs::path fixture(const std::string& name) { return repo_fixtures() / "gemma4-text" / name; }
@@ -121,8 +124,7 @@ TEST(InferCli, GpuPrefillChunkKnobKeepsTheTokensAndRefusesBadValues) {
                                          "--prompt-ids", join(prompt, ","), "-n",
                                          std::to_string(expected.size()), "--output", "ids",
                                          "--temperature", "0"};
-  const std::pair<std::string, std::string> no_leaks{"ASAN_OPTIONS",
-                                                     "detect_leaks=0:abort_on_error=1"};
+  const std::pair<std::string, std::string> no_leaks{"ASAN_OPTIONS", kAsanNoLeaks};
   const RunResult r = run_binary(infer_binary(), args, {no_leaks, {"INFER_PREFILL_CHUNK", "5"}});
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out, join(expected, " ") + "\n");
