@@ -101,11 +101,28 @@ TEST(ThreadPool, WakesSleepingWorkers) {
 }
 
 TEST(ThreadPool, DestroysWithSleepingWorkers) {
+  // Workers asleep on the condition variable must wake and join when the pool is destroyed; a
+  // destructor that missed the wake-up would hang, so it runs on its own thread with a deadline.
   auto pool = std::make_unique<ThreadPool>(4);
-  pool->parallel_for(8, [](int64_t, int64_t) {});
+  std::atomic<int64_t> covered{0};
+  pool->parallel_for(8, [&](int64_t b, int64_t e) { covered.fetch_add(e - b); });
+  EXPECT_EQ(covered.load(), 8);
   std::this_thread::sleep_for(std::chrono::milliseconds(3));
-  pool.reset();  // must join, not hang
-  SUCCEED();
+  std::atomic<bool> joined{false};
+  std::thread destroyer([&] {
+    pool.reset();
+    joined.store(true);
+  });
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!joined.load() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  if (!joined.load()) {
+    destroyer.detach();  // still blocked in the destructor: report, do not terminate
+    FAIL() << "~ThreadPool did not join its sleeping workers within 10 s";
+  }
+  destroyer.join();
+  EXPECT_EQ(pool, nullptr);
 }
 
 }  // namespace
