@@ -47,7 +47,8 @@ struct DeviceInfo {
   // INFER_COOPMAT=0 is in the environment.
   bool coop_matrix_nv = false;
   // shaderIntegerDotProduct (core in Vulkan 1.3) enabled: Q8_0/Q4_0 matvecs quantize activations
-  // to int8 and use 4 x int8 dot products (shaders/matvec_dot.comp) when INFER_INTDOT=1 asks.
+  // to int8 and use 4 x int8 dot products (shaders/matvec_dot.comp) where the forward's tuning
+  // asks (gpu/tuning.h's int_dot).
   // Accelerated: the driver says packed signed 4x8-bit dot products are native instructions.
   bool integer_dot_product = false;
   bool integer_dot_accelerated = false;

@@ -18,7 +18,6 @@
 #include "gpu/ops/elementwise.h"
 #include "gpu/ops/embed.h"
 #include "gpu/ops/matvec.h"
-#include "gpu/ops/matvec_norm_in.h"
 #include "gpu/ops/mlp.h"
 #include "gpu/ops/moe.h"
 #include "gpu/ops/norm.h"
@@ -50,40 +49,19 @@ struct GpuOps {
   int64_t long_cols = 0;
   std::array<std::unique_ptr<GateUpOp>, 4> gate_up;
   std::unique_ptr<MoeOps> moe;
-  // Decode's products that start a block, with the step before them in their prologue
-  // (gpu/ops/matvec_norm_in.h), by WeightFormat: none by default or with INFER_NORM_IN=0; the
-  // PLE projection's only with p (norm_in_ple_only); every plain product with 1, gate-up too
-  // with 2; none where the device has no room (gpu_forward_setup.cpp says why).
-  std::array<std::unique_ptr<MatvecNormInOp>, 4> matvec_norm_in;
-  std::array<std::unique_ptr<MatvecNormInOp>, 4> gate_up_norm_in;
-  bool norm_in_ple_only = false;
   // Products on the integer-dot kernel with prepared x take it from the add_norm before them
   // (NormOps::writes_x8) rather than a dispatch of their own; false with INFER_X8_FUSE=0 (for
   // A/B and the test that pins it). On the H200 (docs/bench/gpu-h200-s17-call3.json) add_norm
   // took 7.7 us with the copy against 6.0 without, the dispatch it saves 4.7.
   bool x8_from_norm = true;
-  // The down projection's from gate-up (GateUpOp::writes_x8), opt-in (INFER_X8_GATE_UP=1): its
-  // workgroup of whole 32-row blocks (16 subgroups of 2 rows) took 12B's gate-up from 26.4 to
-  // 32.9 us, more than the 4.7 us dispatch it saves (same call).
-  bool x8_from_gate_up = false;
   // The o projection's from the split decode attention (AttentionOps::writes_out8); off with
   // INFER_X8_ATTN=0 (or INFER_X8_FUSE=0). Measured only together with add_norm's: 12B Q4_0
   // 190.3 / 188.1 t/s against 187.3 with every int8 input from a dispatch of its own
   // (docs/bench/gpu-h200-s17-call5.json); alone it is unmeasured.
   bool x8_from_attention = true;
-  // The device's minStorageBufferOffsetAlignment: where a slice may be bound at its offset.
-  uint64_t binding_align = 1;
-  // With INFER_PLE_EPILOGUE=1 decode's PLE gate takes gelu(·) ⊙ ple in its epilogue instead of a
-  // gelu_mul dispatch after it (opt-in: slower on the H200, gpu_forward_setup.cpp says why).
-  bool ple_epilogue = false;
-
   const MatvecOp& matvec_for(WeightFormat f) const;
   // m's op: the long-row one where made and m's rows are long enough, else matvec_for.
   const MatvecOp& matvec_for(const GpuMatrix& m) const;
-  // The plain op that takes gelu(m · x) ⊙ ple in m's epilogue, the ple slice bound at
-  // `offset` bytes, or null: T = 1, asked for (INFER_PLE_EPILOGUE=1), no prologue op
-  // (INFER_NORM_IN: those take the step), m's product on matvec.comp, an offset the device allows.
-  const MatvecOp* ple_epilogue_op(const GpuMatrix& m, uint32_t T, uint64_t offset) const;
   const GateUpOp& gate_up_for(WeightFormat f) const;
 };
 
@@ -93,8 +71,8 @@ struct GpuActivations {
   Buffer step_dev;    // KV ring only: the step copied to the device at the chunk's start
   Buffer ple_rows;    // host-written [C, L·P]: the PLE table rows of the chunk's ids (§4.3.1)
   Buffer x, h, o;     // [C, H]: stream, normed block input, block output
-  Buffer x_alt;       // [C, H]: the stream's other buffer: a product with the residual step in
-                      // its prologue reads the stream from one and writes it to the other
+  Buffer x_alt;       // [C, H]: the stream before a layer's last step, where quiescence copies
+                      // the stream after it (ChunkRecorder::expose_stream)
   Buffer h8;          // h as the integer-dot products take it: int8 [C, H], f32 scales [C, H/32]
   Buffer x2, m2;      // [C, H]: MoE expert input and output
   Buffer qkv;         // [C, rows of the widest stacked q|k|v projection]: raw projections
@@ -102,8 +80,6 @@ struct GpuActivations {
   Buffer att8;        // att as the integer-dot o projection takes it (one token: int8
                       // [n_q·d_max], f32 scales [n_q·d_max / 32]), written by the attention
   Buffer act;         // [C, I_max]
-  Buffer act8;        // act as the integer-dot down projection takes it (one token: int8 [I_max],
-                      // f32 scales [I_max / 32]), written by gate-up
   Buffer ple;         // [C, L·P]: per-layer inputs
   Buffer g;           // [C, P]: PLE gate
   Buffer moe_idx;     // uint [C, k]

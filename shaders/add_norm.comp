@@ -1,8 +1,7 @@
 // The residual step that ends a block (GEMMA4_TEXT.md §4.4), one workgroup per token t:
 //   x[t] = (x[t] + rmsnorm(o[t]) · w_post) · scale
 // and with FUSE_NEXT h[t] = rmsnorm(x[t]) · next_w, the next block's input norm, while x[t] is
-// still in the cache (add_norm_row.glsl). Decode's products take the same step in their
-// prologue instead (matvec_norm_in.comp).
+// still in the cache (add_norm_row.glsl).
 //   x: binding 0, [T, n] f32 (read and written)   o: binding 1, [T, n] f32
 //   w_post: binding 2, [n] f32
 //   FUSE_NEXT: next_w binding 3, [n] f32; h binding 4, [T, n] f32

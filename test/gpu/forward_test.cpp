@@ -288,10 +288,9 @@ TEST_P(ForwardGpu, DecodeRecordsFewDispatchesPerLayer) {
   const bool ple = model->config().text.hidden_size_per_layer_input > 0;
   const bool moe = model->config().text.enable_moe_block;
   // Per layer, at most: qkv matvec, qkv_prep, attend (two dispatches, scores and softmax · V;
-  // one split, with qkv_prep in it), o_proj, add_norm, gate_up, down, add_norm (INFER_NORM_IN=1
-  // folds the add_norms into the products after them: forward_norm_in_test.cpp counts those);
-  // PLE adds gate, gelu_mul, projection, add_norm; MoE adds router (2), rms_norm, experts (2), norm_sum, and its down
-  // projection's add_norm apart. Outside the layers: embed (+ PLE projection and inputs), first
+  // one split, with qkv_prep in it), o_proj, add_norm, gate_up, down, add_norm; PLE adds gate,
+  // gelu_mul, projection, add_norm; MoE adds router (2), rms_norm, experts (2), norm_sum, and its
+  // down projection's add_norm apart. Outside the layers: embed (+ PLE projection and inputs), first
   // norm, head matvec, softcap, argmax.
   const int per_layer = 9 + (ple ? 4 : 0) + (moe ? 7 : 0);
   std::printf("[%s] decode: %d dispatches, %d barriers (%d buffer barriers), %d layers\n",

@@ -28,13 +28,12 @@ namespace {
   return true;
 }();
 
-// The GPU computes with f32 activations; the CPU reference it is compared with must too, even on
-// CPUs whose integer kernels quantize activations to Q8_0 (model/ops/matmul.h). The GPU's
-// integer-dot matvecs quantize too, but its other kernels (MoE, tiled prefill) do not, so whole
-// forward passes compare in f32; test/gpu/matvec_test.cpp tests those kernels (IntDot::kOn).
+// The GPU computes with f32 activations (the fixtures' models are narrower than the integer
+// dots' threshold); the CPU reference it is compared with must too, even on CPUs whose integer
+// kernels quantize activations to Q8_0 (model/ops/matmul.h). test/gpu/matvec_dot_test.cpp tests
+// the integer-dot kernels (IntDot::kOn), forward_int_dot_test.cpp a forward on them.
 [[maybe_unused]] const bool kCpuF32Activations = [] {
   set_matmul_activations(MatmulActivations::kF32);
-  set_matvec_int_dot(false);
   return true;
 }();
 

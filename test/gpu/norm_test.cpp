@@ -12,7 +12,6 @@
 #include "model/ops/rms_norm.h"
 #include "test/gpu/gpu_test_env.h"
 #include "test/gpu/op_test_buffers.h"
-#include "test/scoped_env.h"
 
 namespace infer::gpu {
 namespace {
@@ -250,21 +249,17 @@ TEST_F(GpuNorm, OpsSizedForAShortRowHandleEveryLength) {
   }
 }
 
-// add_norm's held variants (the default) sized for the model's rows (1536 and 5376 on 512-wide
-// workgroups: 3 and 11 elements an invocation) and unsized (16), rows longer than they hold
-// taking the loop form; and the loop form for every row (INFER_NORM_HELD=0).
+// add_norm's held variants sized for the model's rows (1536 and 5376 on 512-wide workgroups: 3
+// and 11 elements an invocation) and unsized (16), rows longer than they hold taking the loop
+// form.
 TEST_F(GpuNorm, AddNormHeldAndLoopFormsMatchCpuReference) {
-  for (const char* held_env : {"1", "0"}) {
-    const test::ScopedEnv env("INFER_NORM_HELD", held_env);
-    for (uint32_t row_n : {0u, 1536u, 5376u}) {
-      auto ops = NormOps::create(*ctx_, row_n);
-      ASSERT_TRUE(ops.ok()) << ops.error().message;
-      SCOPED_TRACE(std::string("INFER_NORM_HELD=") + held_env + ", ops sized for " +
-                   std::to_string(row_n));
-      for (uint32_t n : kLengths) {
-        check_add_norm(*ctx_, **ops, n > 1536 ? 1 : 3, n, 0.37f, true);
-        check_add_norm(*ctx_, **ops, 1, n, 1.0f, false);
-      }
+  for (uint32_t row_n : {0u, 1536u, 5376u}) {
+    auto ops = NormOps::create(*ctx_, row_n);
+    ASSERT_TRUE(ops.ok()) << ops.error().message;
+    SCOPED_TRACE("ops sized for " + std::to_string(row_n));
+    for (uint32_t n : kLengths) {
+      check_add_norm(*ctx_, **ops, n > 1536 ? 1 : 3, n, 0.37f, true);
+      check_add_norm(*ctx_, **ops, 1, n, 1.0f, false);
     }
   }
 }
