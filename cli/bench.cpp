@@ -63,9 +63,20 @@ size_t peak_rss_bytes() {
 }
 
 
-// The GPU bench's own fields: the device, how its bandwidth was measured, memory used and where
-// a decode step's time goes.
-void add_gpu_fields(const gpu::VulkanContext& ctx, const gpu::GpuForward& fwd, double upload_s,
+// Every GPU tuning field as the forward runs it (gpu/tuning.h): numbers as numbers.
+nlohmann::ordered_json tuning_json(const gpu::VulkanContext& ctx, const ModelConfig& cfg) {
+  nlohmann::ordered_json t = nlohmann::ordered_json::object();
+  for (const auto& [key, value] : gpu::effective_tuning(ctx, cfg)) {
+    const bool number = !value.empty() && value.find_first_not_of("0123456789") == std::string::npos;
+    t[key] = number ? nlohmann::ordered_json(std::stoull(value)) : nlohmann::ordered_json(value);
+  }
+  return t;
+}
+
+// The GPU bench's own fields: the device, its tuning, how its bandwidth was measured, memory
+// used and where a decode step's time goes.
+void add_gpu_fields(const gpu::VulkanContext& ctx, const ModelConfig& cfg,
+                    const gpu::GpuForward& fwd, double upload_s,
                     const std::vector<double>& host_ms, const std::vector<double>& submit_ms,
                     const std::vector<double>& wait_ms, const gpu::CopyBandwidth& copy,
                     nlohmann::ordered_json& j) {
@@ -76,6 +87,7 @@ void add_gpu_fields(const gpu::VulkanContext& ctx, const gpu::GpuForward& fwd, d
   j["device_driver"] = info.driver_name;
   j["device_driver_info"] = info.driver_info;
   j["device_uma"] = info.uma;
+  j["gpu_tuning"] = tuning_json(ctx, cfg);
   j["gpu_upload_s"] = upload_s;
   j["gpu_memory_bytes"] = fwd.device_bytes();
   // memory_bandwidth_* above are the device's figures here, measured as said.
@@ -223,8 +235,10 @@ Result<void> run_bench(const Options& opts) {
       {"peak_rss_bytes", rss},
       {"tokenizer_encode_mb_per_s", tokenizer_mb_s},
   };
-  if (backend.gpu != nullptr) add_gpu_fields(*backend.ctx, *backend.gpu, backend_s, host_ms,
-                                             submit_ms, wait_ms, copy, j);
+  if (backend.gpu != nullptr) {
+    add_gpu_fields(*backend.ctx, model->config(), *backend.gpu, backend_s, host_ms, submit_ms,
+                   wait_ms, copy, j);
+  }
   if (!profile.is_null()) j["gpu_profile"] = profile;
   INFER_TRY_VOID(write_bench_json(opts, j));
 

@@ -62,6 +62,8 @@ Result<std::unique_ptr<VulkanContext>> VulkanContext::create(const ContextOption
   INFER_TRY_VOID(ctx->create_instance(options.validation));
   INFER_TRY_VOID(ctx->pick_device(options.device_index));
   INFER_TRY_VOID(ctx->create_device());
+  ctx->tuning_ = default_tuning(ctx->info_);
+  INFER_TRY_VOID(apply_tuning(options.tuning, ctx->tuning_));
   return ctx;
 }
 

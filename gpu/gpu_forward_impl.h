@@ -42,22 +42,18 @@ struct GpuOps {
   std::unique_ptr<ElementwiseOps> elementwise;
   std::unique_ptr<AttentionOps> attention;
   std::array<std::unique_ptr<MatvecOp>, 4> matvec;  // by WeightFormat, those the model uses
-  // f32/bf16 products of rows of at least long_cols columns (INFER_MV_LONG_COLS, 8192) on their
-  // own ops of 8 subgroups a workgroup (INFER_MV_LONG_SUBGROUPS=N; 0 off): 12B bf16's down
+  // f32/bf16 products of rows of at least long_cols columns on their own ops of more subgroups
+  // a workgroup (GpuTuning's long_row_cols, long_row_subgroups: 0 none made): 12B bf16's down
   // projection took 34.8 us on 8 against 36.8 on 4, while E2B bf16 lost with 8 everywhere.
   std::array<std::unique_ptr<MatvecOp>, 4> matvec_long;
   int64_t long_cols = 0;
   std::array<std::unique_ptr<GateUpOp>, 4> gate_up;
   std::unique_ptr<MoeOps> moe;
   // Products on the integer-dot kernel with prepared x take it from the add_norm before them
-  // (NormOps::writes_x8) rather than a dispatch of their own; false with INFER_X8_FUSE=0 (for
-  // A/B and the test that pins it). On the H200 (docs/bench/gpu-h200-s17-call3.json) add_norm
-  // took 7.7 us with the copy against 6.0 without, the dispatch it saves 4.7.
+  // (NormOps::writes_x8) rather than a dispatch of their own (GpuTuning::int8_from_norm).
   bool x8_from_norm = true;
-  // The o projection's from the split decode attention (AttentionOps::writes_out8); off with
-  // INFER_X8_ATTN=0 (or INFER_X8_FUSE=0). Measured only together with add_norm's: 12B Q4_0
-  // 190.3 / 188.1 t/s against 187.3 with every int8 input from a dispatch of its own
-  // (docs/bench/gpu-h200-s17-call5.json); alone it is unmeasured.
+  // The o projection's from the split decode attention (AttentionOps::writes_out8), where
+  // GpuTuning's int8_from_norm and int8_from_attention are both on.
   bool x8_from_attention = true;
   const MatvecOp& matvec_for(WeightFormat f) const;
   // m's op: the long-row one where made and m's rows are long enough, else matvec_for.
@@ -174,6 +170,14 @@ Result<void> create_activations(const VulkanContext& ctx, const ModelConfig& cfg
 Result<std::unique_ptr<AttentionMassOps>> create_mass_ops(const VulkanContext& ctx,
                                                           const ModelConfig& cfg,
                                                           int64_t max_chunk, int64_t ring_keys);
+// Models at least this wide take integer dots on their Q8_0/Q4_0 decode products where
+// GpuTuning::int_dot is auto (12B's 3840 gains, E2B's 1536 loses; E4B's 2560 is unmeasured and
+// stays in f32).
+constexpr int64_t kIntDotMinHidden = 3072;
+// Whether the forward's Q8_0/Q4_0 decode products take integer dots: int_dot, auto resolved from
+// the device and the model's hidden size.
+bool resolved_int_dot(const GpuTuning& t, const DeviceInfo& info, int64_t hidden_size);
+
 // Creates the ops the model needs (gpu_forward_setup.cpp).
 Result<void> create_ops(const VulkanContext& ctx, const ModelConfig& cfg, const ModelWeights& w,
                         int64_t max_positions, int64_t max_chunk, GpuOps& ops);

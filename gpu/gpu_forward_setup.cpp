@@ -1,7 +1,6 @@
 // GpuForward's setup: the ops it records (matrix ops for each weight format the model uses) and
 // the chunk buffers, all created once so that recording and replaying create nothing.
 #include <algorithm>
-#include <cstdlib>
 #include <string>
 
 #include "base/check.h"
@@ -13,15 +12,16 @@
 namespace infer::gpu {
 namespace {
 
-// Models at least this wide take integer dots on their Q8_0/Q4_0 decode products (12B's 3840
-// gains, E2B's 1536 loses; E4B's 2560 is unmeasured and stays in f32).
-constexpr int64_t kIntDotMinHidden = 3072;
-
 void note_format(std::array<bool, 4>& used, const Matrix& m) {
   if (m.rows > 0) used[size_t(m.format)] = true;
 }
 
 }  // namespace
+
+bool resolved_int_dot(const GpuTuning& t, const DeviceInfo& info, int64_t hidden_size) {
+  if (t.int_dot != Choice::kAuto) return t.int_dot == Choice::kOn;
+  return info.integer_dot_product && hidden_size >= kIntDotMinHidden;
+}
 
 const MatvecOp& GpuOps::matvec_for(WeightFormat f) const {
   INFER_CHECK(matvec[size_t(f)] != nullptr, "no %s matvec op", weight_format_name(f));
@@ -62,30 +62,13 @@ Result<void> create_ops(const VulkanContext& ctx, const ModelConfig& cfg, const 
     }
     note_format(gu, lw.gate_proj);
   }
-  // Long rows (>= long_cols columns: 12B's down projection, E2B's double-wide ones) of the
-  // split-capable formats (f32, bf16) on their own op of 8 subgroups a workgroup: side by side
-  // on the H200 (docs/bench/gpu-h200-s15-call1.json) 12B bf16 120.3 / 121.1 t/s against
-  // 119.6 / 119.6 on 4, E2B bf16 286.4 against 283.4. Q8_0/Q4_0 do not split a row, so more
-  // subgroups would only take more rows a workgroup: not measured, not used.
-  // INFER_MV_LONG_SUBGROUPS=N sets N (0: off).
-  const char* long_env = std::getenv("INFER_MV_LONG_SUBGROUPS");
-  const uint32_t long_subgroups =
-      long_env != nullptr ? uint32_t(std::max(0, std::atoi(long_env))) : 8;
-  const char* long_cols_env = std::getenv("INFER_MV_LONG_COLS");
-  ops.long_cols = long_cols_env != nullptr && std::atoi(long_cols_env) > 0
-                      ? std::atoi(long_cols_env)
-                      : 8192;
-  // Q8_0/Q4_0 one-token products on integer dots, x quantized once a product (and by the
-  // add_norm before it where there is one: x8_from_norm), for models of H >= kIntDotMinHidden.
-  // Side by side on the H200 (docs/bench/gpu-h200-s17-call2.json, call3): 12B Q4_0 190.4 / 190.0
-  // t/s against 178.4 in f32 (its products 13.8 us against 17.7, gate-up 26.4 against 34.2),
-  // Q8_0 152.6 against 144.5; E2B Q4_0 291-305 against 340-349 (its products, 1536 wide, no
-  // faster; the quantizing dispatches cost more than they save). INFER_INTDOT (0 off, 1 each
-  // workgroup quantizing x itself, 2 prepared) overrides it for any model.
-  const char* x8_fuse = std::getenv("INFER_X8_FUSE");
-  ops.x8_from_norm = !(x8_fuse != nullptr && x8_fuse[0] == '0');
-  const bool int_dot = std::getenv("INFER_INTDOT") == nullptr &&
-                       tc.hidden_size >= kIntDotMinHidden && ctx.info().integer_dot_product;
+  // Long rows and integer dots: gpu/tuning.h says why each default; int_dot's auto is decided
+  // here, once, from the device and the model's width.
+  const GpuTuning& knobs = ctx.tuning();
+  const uint32_t long_subgroups = knobs.long_row_subgroups;
+  ops.long_cols = knobs.long_row_cols;
+  ops.x8_from_norm = knobs.int8_from_norm;
+  const bool int_dot = resolved_int_dot(knobs, ctx.info(), tc.hidden_size);
   for (size_t f = 0; f < 4; ++f) {
     MatvecTuning dots;
     if (int_dot) dots.int_dot = IntDot::kOn;
@@ -109,8 +92,7 @@ Result<void> create_ops(const VulkanContext& ctx, const ModelConfig& cfg, const 
     int8_h = int8_h || (op != nullptr && op->int_dot());
   }
   INFER_TRY(ops.norm, NormOps::create(ctx, uint32_t(tc.hidden_size), ops.x8_from_norm && int8_h));
-  const char* x8_attn = std::getenv("INFER_X8_ATTN");
-  ops.x8_from_attention = ops.x8_from_norm && !(x8_attn != nullptr && x8_attn[0] == '0');
+  ops.x8_from_attention = ops.x8_from_norm && knobs.int8_from_attention;
   if (tc.enable_moe_block) {
     const LayerWeights& l0 = w.layers.front();
     if (l0.expert_gate_up.empty()) {

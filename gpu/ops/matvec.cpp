@@ -80,7 +80,7 @@ Result<MatvecKernels> create_matvec_kernels(const VulkanContext& ctx, WeightForm
 
   const uint32_t subgroup = std::max(1u, info.subgroup_size);
   k.subgroup_size = subgroup;
-  resolve_matvec_shape(info, format, gate_up, tuning);
+  resolve_matvec_shape(info, ctx.tuning(), format, gate_up, tuning);
   INFER_TRY_VOID(resolve_matmul_tuning(ctx, gate_up, tuning));
   k.tuning = tuning;
 

@@ -12,6 +12,7 @@
 #include "gpu/buffer.h"
 #include "gpu/pipeline.h"
 #include "gpu/recorder.h"
+#include "gpu/tuning.h"
 #include "model/matrix.h"
 
 namespace infer::gpu {
@@ -54,12 +55,8 @@ Result<GpuMatrix> upload_matrix(const VulkanContext& ctx, const Matrix& m, std::
 // int_dot); kOn fails on a device without shaderIntegerDotProduct.
 enum class IntDot { kOff, kOn };
 
-// How the cooperative-matrix kernel multiplies the activations' lo parts (shaders/matmul_coop.comp:
-// none, f16 activations alone; into the hi accumulators; into accumulators of their own).
-enum class CoopLo : uint32_t { kAuto, kNone, kShared, kApart };
-
-// Workgroup shapes; zeros are taken from INFER_MV_* / INFER_GU_* in the environment, then chosen
-// from the device (create_matvec_kernels and matvec.cpp's knob list say how).
+// Workgroup shapes; zeros are taken from the context's GpuTuning (gpu/tuning.h) where it has the
+// knob, else chosen from the device and format (matvec_shape.cpp, matmul_tuning.cpp say how).
 struct MatvecTuning {
   uint32_t subgroups_per_group = 0;  // workgroup = subgroup size * this
   uint32_t rows_per_subgroup = 0;    // rows a subgroup (or `split` subgroups together) sums
@@ -80,13 +77,11 @@ struct MatvecTuning {
   uint32_t tile_min_groups = 0;
   IntDot int_dot = IntDot::kOff;
   // The cooperative-matrix kernel's tile (rows x tokens outputs, multiples of 32) and lo parts;
-  // zeros / kAuto from INFER_COOP_TILE (INFER_COOP_GU_TILE for gate-up: ROWSxTOKENS) and
-  // INFER_COOP_LO (none, shared, apart), then the defaults (matmul_tuning.cpp).
+  // zeros / kAuto from GpuTuning's coop_tile (coop_gu_tile for gate-up) and coop_lo.
   uint32_t coop_rows = 0;
   uint32_t coop_tokens = 0;
   CoopLo coop_lo = CoopLo::kAuto;
-  // matvec_dot.comp's workgroup and rows a subgroup; zeros from INFER_DOT_SUBGROUPS and
-  // INFER_DOT_ROWS, then 4 and rows_per_subgroup.
+  // matvec_dot.comp's workgroup and rows a subgroup; zeros: 4 and rows_per_subgroup.
   uint32_t dot_subgroups_per_group = 0;
   uint32_t dot_rows_per_subgroup = 0;
   // matvec.comp's rounds: each lane loads vec_unroll 16-byte vectors of each of its rows before

@@ -44,11 +44,10 @@ namespace {
 //   narrow_min_subgroups  from gpu/tuning.h's matvec_fill, subgroups a compute core should get
 //              from a one-token product on unsplit rows (GpuTuning says why).
 constexpr uint32_t kDefaultSubgroups = 4;
-constexpr uint32_t kQuantizedSubgroups = 2;  // and SPLIT 1 (resolve_matvec_shape says why)
+constexpr uint32_t kQuantizedSubgroups = 2;  // and max_split 1 (resolve_matvec_shape says why)
 constexpr uint32_t kDefaultTokens = 4;
 constexpr uint32_t kDefaultSplitRounds = 1;
 constexpr uint32_t kDefaultMinGroups = 256;
-constexpr uint32_t kDefaultMatvecFill = 12;
 
 // A CPU device (lavapipe, SwiftShader) runs a subgroup as one SIMD instruction stream: its
 // out-of-order cores and prefetchers keep loads in flight without unrolling, and every extra
@@ -64,7 +63,7 @@ uint32_t default_rows_per_subgroup(const DeviceInfo& info, WeightFormat f, bool 
   return quantized ? 4 : 2;
 }
 
-// Vectors a lane loads per round. Q4_0: 1 (s8 call 3 on the H200, against weights.glsl's 2:
+// Vectors a lane loads per round. Q4_0: 1 (on the H200, against weights.glsl's 2:
 // 12B Q4_0 decode 171.9 vs 164.0 t/s, gate-up 33.9 vs 37.4 us; E2B 276 vs 270): its 32 weights a
 // vector are long enough work a load, and half the registers leave room for more subgroups.
 // Otherwise weights.glsl's VEC_UNROLL (the shader's default for the spec constant).
@@ -75,9 +74,9 @@ uint32_t default_vec_unroll(const DeviceInfo& info, WeightFormat f) {
 
 }  // namespace
 
-void resolve_matvec_shape(const DeviceInfo& info, WeightFormat format, bool gate_up,
-                          MatvecTuning& t) {
-  auto fill = [](uint32_t& field, const char*, uint32_t fallback) {
+void resolve_matvec_shape(const DeviceInfo& info, const GpuTuning& tuning, WeightFormat format,
+                          bool gate_up, MatvecTuning& t) {
+  auto fill = [](uint32_t& field, uint32_t fallback) {
     if (field == 0) field = fallback;
   };
   const uint32_t subgroup = std::max(1u, info.subgroup_size);
@@ -86,18 +85,18 @@ void resolve_matvec_shape(const DeviceInfo& info, WeightFormat format, bool gate
   // head 315 vs 406 us), while bf16 gained from the split (matvec 29.5 vs 32.7 us, gate-up
   // 54.6 vs 58.9).
   const bool quantized = format == WeightFormat::kQ8_0 || format == WeightFormat::kQ4_0;
-  fill(t.subgroups_per_group, "SUBGROUPS", quantized ? kQuantizedSubgroups : kDefaultSubgroups);
+  fill(t.subgroups_per_group, quantized ? kQuantizedSubgroups : kDefaultSubgroups);
   t.subgroups_per_group =
       std::min(t.subgroups_per_group, std::max(1u, info.max_workgroup_invocations / subgroup));
-  fill(t.rows_per_subgroup, "ROWS", default_rows_per_subgroup(info, format, gate_up));
-  fill(t.tokens_per_group, "TOKENS", kDefaultTokens);
-  fill(t.vec_unroll, "UNROLL", default_vec_unroll(info, format));
-  fill(t.max_split, "SPLIT", quantized ? 1 : t.subgroups_per_group);
+  fill(t.rows_per_subgroup, default_rows_per_subgroup(info, format, gate_up));
+  fill(t.tokens_per_group, kDefaultTokens);
+  fill(t.vec_unroll, default_vec_unroll(info, format));
+  fill(t.max_split, quantized ? 1 : t.subgroups_per_group);
   t.max_split = std::min(t.max_split, t.subgroups_per_group);
-  fill(t.split_rounds, "ROUNDS", kDefaultSplitRounds);
-  fill(t.split_min_groups, "MIN_GROUPS", kDefaultMinGroups);
+  fill(t.split_rounds, kDefaultSplitRounds);
+  fill(t.split_min_groups, kDefaultMinGroups);
   if (t.narrow_min_subgroups == 0) {
-    t.narrow_min_subgroups = kDefaultMatvecFill * info.compute_cores;
+    t.narrow_min_subgroups = tuning.matvec_fill * info.compute_cores;
   }
 }
 

@@ -18,7 +18,6 @@
 #include "test/gpu/forward_fixture_test.h"
 #include "test/gpu/gpu_test_env.h"
 #include "test/model/golden_fixture.h"
-#include "test/scoped_env.h"
 #include "test/test_paths.h"
 
 namespace infer::gpu {
@@ -28,9 +27,9 @@ using Case = test::FixtureCase;
 
 class ForwardShapesGpu : public GpuFixtureTest {
  protected:
-  // A forward made while `var` = value ("INFER_NORM_IN", "0": no fusion).
-  std::unique_ptr<GpuForward> make(const Model& model, const char* var, const char* value) {
-    const test::ScopedEnv env(var, value);
+  // A forward made with the tuning overrides `spec` (--gpu-tune's syntax).
+  std::unique_ptr<GpuForward> make(const Model& model, const std::string& spec) {
+    const ScopedTuning tuning(*ctx_, spec);
     return make_forward(model);
   }
 
@@ -87,18 +86,18 @@ class ForwardShapesGpu : public GpuFixtureTest {
   }
 };
 
-// Long rows on their own products (INFER_MV_LONG_SUBGROUPS=8; INFER_MV_LONG_COLS one past the
-// hidden size: the products over the stream, whose rows are H long, keep the default shape, the
+// Long rows on their own products (long_row_subgroups=8; long_row_cols one past the hidden
+// size: the products over the stream, whose rows are H long, keep the default shape, the
 // wider ones, such as the MLP's down projection, take the long one): a decode step records
 // products on both shapes (SUBGROUPS is spec 3 in a pipeline's name) and keeps the tokens.
 TEST_P(ForwardShapesGpu, LongRowProductsOnTheirOwnShapeKeepTheTokens) {
   auto m = Model::load(dir_, LoadOptions{Quant::kAsStored, EmbedScale::kF32}, pool_);
   ASSERT_TRUE(m.ok()) << m.error().message;
   const Model& model = **m;
-  std::unique_ptr<GpuForward> off = make(model, "INFER_MV_LONG_SUBGROUPS", "0");
-  const test::ScopedEnv cols("INFER_MV_LONG_COLS",
-                            std::to_string(model.config().text.hidden_size + 1).c_str());
-  std::unique_ptr<GpuForward> on = make(model, "INFER_MV_LONG_SUBGROUPS", "8");
+  std::unique_ptr<GpuForward> off = make(model, "long_row_subgroups=0");
+  std::unique_ptr<GpuForward> on =
+      make(model, "long_row_subgroups=8,long_row_cols=" +
+                      std::to_string(model.config().text.hidden_size + 1));
   ASSERT_TRUE(on != nullptr && off != nullptr);
   expect_same_run(*off, *on);
   ASSERT_FALSE(HasFatalFailure());

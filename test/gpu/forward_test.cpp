@@ -21,7 +21,6 @@
 #include "test/gpu/forward_fixture_test.h"
 #include "test/gpu/gpu_test_env.h"
 #include "test/model/golden_fixture.h"
-#include "test/scoped_env.h"
 #include "test/test_paths.h"
 
 namespace infer::gpu {
@@ -301,7 +300,7 @@ TEST_P(ForwardGpu, DecodeRecordsFewDispatchesPerLayer) {
   EXPECT_GE(c.buffer_barriers, c.barrier_commands);
   // qkv_prep is folded into the split decode (AttentionOps::prep_attend), which takes every
   // layer of the fixtures (head dims <= 256): a dispatch a layer more with it apart.
-  const test::ScopedEnv apart("INFER_ATTN_PREP", "0");
+  const ScopedTuning apart(*ctx_, "attn_prep=off");
   auto fwd_apart = gpu(*ctx_, *model, 8);
   ASSERT_NE(fwd_apart, nullptr);
   EXPECT_EQ(fwd_apart->decode_counts().dispatches, c.dispatches + L);

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/check.h"
 #include "gpu/ops/matvec.h"
 #include "model/ops/matmul.h"
 
@@ -116,6 +117,15 @@ void GpuTest::TearDown() {
   if (ctx_ != nullptr) expect_no_new_validation_errors(*ctx_, errors_before_);
   if (staging_ctx_ != nullptr)
     expect_no_new_validation_errors(*staging_ctx_, staging_errors_before_);
+}
+
+ScopedTuning::ScopedTuning(VulkanContext& ctx, std::string_view spec)
+    : ctx_(ctx), saved_(ctx.tuning()) {
+  auto overrides = parse_gpu_tune(spec);
+  INFER_CHECK(overrides.ok(), "%s", overrides.error().message.c_str());
+  GpuTuning t = saved_;
+  INFER_CHECK(apply_tuning(*overrides, t).ok(), "tuning \"%.*s\"", int(spec.size()), spec.data());
+  ctx_.set_tuning(t);
 }
 
 }  // namespace infer::gpu

@@ -26,13 +26,11 @@
 #include "test/gpu/gpu_test_env.h"
 #include "test/gpu/host_matrix.h"
 #include "test/gpu/matvec_check.h"
-#include "test/scoped_env.h"
 
 namespace infer::gpu {
 namespace {
 
 using GpuMatvecOp = GpuTest;
-using test::ScopedEnv;
 
 // A workgroup shape of matvec.comp (MatvecTuning's fields; zeros: the environment's knobs, then
 // the defaults), named for the test output.
@@ -294,31 +292,23 @@ TEST_F(GpuMatvecOp, RowsSplitByLengthAndCount) {
   EXPECT_EQ(matvec_split(*off, 16, 64 * group_cols), 1u);
 }
 
-// The INFER_MV_* / INFER_GU_* knobs fill the fields the code leaves 0; a format's own knob wins
-// over the family's, and gate-up reads only INFER_GU_*.
-TEST_F(GpuMatvecOp, ShapeKnobsComeFromTheEnvironment) {
-  const ScopedEnv rows("INFER_MV_ROWS", "3"), rows_q8("INFER_MV_ROWS_Q8_0", "5"),
-      rows_q4("INFER_MV_ROWS_Q4_0", nullptr), split("INFER_MV_SPLIT", "1"),
-      split_q4("INFER_MV_SPLIT_Q4_0", nullptr), subgroups("INFER_MV_SUBGROUPS", "2"),
-      subgroups_q4("INFER_MV_SUBGROUPS_Q4_0", nullptr), unroll("INFER_MV_UNROLL", nullptr),
-      unroll_q4("INFER_MV_UNROLL_Q4_0", nullptr), gu_rows("INFER_GU_ROWS", nullptr),
-      gu_rows_q4("INFER_GU_ROWS_Q4_0", nullptr), gu_unroll("INFER_GU_UNROLL_Q4_0", "3"),
-      gu_split("INFER_GU_SPLIT", nullptr), gu_split_q4("INFER_GU_SPLIT_Q4_0", nullptr),
-      gu_subgroups("INFER_GU_SUBGROUPS", nullptr),
-      gu_subgroups_q4("INFER_GU_SUBGROUPS_Q4_0", nullptr);
+// The fields the code leaves 0 take the device's and format's defaults (matvec_shape.cpp): on
+// a CPU device (lavapipe) 4 rows a subgroup for plain products, 2 for gate-up, one vector a
+// round; Q8_0/Q4_0 on 2 subgroups, unsplit; a field set in code stays.
+TEST_F(GpuMatvecOp, ShapeDefaultsFillWhatTheCodeLeavesZero) {
+  ASSERT_EQ(ctx_->info().type, VK_PHYSICAL_DEVICE_TYPE_CPU) << "the defaults below are a CPU's";
   auto q4 = create_matvec_kernels(*ctx_, WeightFormat::kQ4_0, false, {});
   auto q8 = create_matvec_kernels(*ctx_, WeightFormat::kQ8_0, false, {});
   auto gu = create_matvec_kernels(*ctx_, WeightFormat::kQ4_0, true, {});
   auto set = create_matvec_kernels(*ctx_, WeightFormat::kQ4_0, false, shape(0, 2, 0, 0, 0, 0));
   ASSERT_TRUE(q4.ok() && q8.ok() && gu.ok() && set.ok());
-  EXPECT_EQ(q4->tuning.rows_per_subgroup, 3u);
+  EXPECT_EQ(q4->tuning.rows_per_subgroup, 4u);
   EXPECT_EQ(q4->tuning.subgroups_per_group, 2u);
   EXPECT_EQ(q4->tuning.max_split, 1u);
-  EXPECT_EQ(q4->tuning.vec_unroll, 1u);  // Q4_0's default (matvec_shape.cpp says why)
-  EXPECT_EQ(q8->tuning.rows_per_subgroup, 5u);
-  EXPECT_EQ(gu->tuning.rows_per_subgroup, 2u);  // the gate-up default, not INFER_MV_ROWS
-  EXPECT_EQ(gu->tuning.vec_unroll, 3u);
-  // Q8_0/Q4_0's defaults: 2 subgroups, unsplit (gpu/ops/matvec_shape.cpp).
+  EXPECT_EQ(q4->tuning.vec_unroll, 1u);
+  EXPECT_EQ(q8->tuning.rows_per_subgroup, 4u);
+  EXPECT_EQ(gu->tuning.rows_per_subgroup, 2u);
+  EXPECT_EQ(gu->tuning.vec_unroll, 1u);
   EXPECT_EQ(gu->tuning.subgroups_per_group, 2u);
   EXPECT_EQ(gu->tuning.max_split, 1u);
   EXPECT_EQ(set->tuning.rows_per_subgroup, 2u);  // set in code
@@ -362,9 +352,9 @@ TEST_F(GpuMatvecOp, ShapeKnobsComeFromTheEnvironment) {
   // Where the device does not say its cores (lavapipe), nothing narrows by default.
   if (ctx_->info().compute_cores == 0) {
     EXPECT_EQ(q4->tuning.narrow_min_subgroups, 0u);
-    EXPECT_EQ(matvec_one_token_shape(*q4, 64, even).rows_per_subgroup, 3u);  // INFER_MV_ROWS
+    EXPECT_EQ(matvec_one_token_shape(*q4, 64, even).rows_per_subgroup, 4u);
   }
-  // And the knobs' kernels compute the product.
+  // And the default kernels compute the product.
   check_matvec(*ctx_, WeightFormat::kQ4_0, 45, 1280, 1);
   check_matvec(*ctx_, WeightFormat::kQ8_0, 45, 1280, 2);
 }
