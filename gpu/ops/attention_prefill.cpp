@@ -68,7 +68,7 @@ TiledShape fit_shape(const PrefillKnobs& k, uint32_t d, uint32_t rows, uint32_t 
 
 // Defaults: 64 rows and 128 keys (512 invocations, a 32 KB P tile, output blocks of 4 x 32 floats
 // at d = 256, 4 x 64 at 512; in NVIDIA's 48 KB slices of 16 dims, V sub-tiles of 16 keys at d =
-// 256, 8 at 512). H200, 12B Q4_0 prefill of 512 (session 13 call 5, profiled side by side): the
+// 256, 8 at 512). H200, 12B Q4_0 prefill of 512 (profiled side by side): the
 // 40 sliding layers (d 256) 368 -> 266 us, the 8 full (d 512) 1,159 -> 591, prefill 2,924 ->
 // 3,079 t/s, against the previous defaults, which devices with less shared memory take: 64 rows
 // and 64 keys for d <= 256 (E2B's sliding layers: 8 tokens x 8 heads; 12B's: 32 tokens x 2

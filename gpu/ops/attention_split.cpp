@@ -2,7 +2,7 @@
 // split over keys, every load of a tile issued before it is needed, merged by the last split.
 // Session 15 rewrote it without subgroup reductions (a key's K row read by LANES invocations
 // together, their parts meeting in shared memory) and with a head a workgroup by default;
-// session 14's form (a subgroup a key, subgroupAdd per key and head, all of a KV head's query
+// the earlier form (a subgroup a key, subgroupAdd per key and head, all of a KV head's query
 // heads in one workgroup: 10 workgroups on E2B at 640 keys) took 42 us a layer on E2B and 28 on
 // 12B on the H200, against ~18-20 for the two passes. Session 16 folded qkv_prep into it
 // (attend_split_prep.glsl, prep_attend): one dependent dispatch a layer less.

@@ -80,7 +80,7 @@ void resolve_matvec_shape(const DeviceInfo& info, const GpuTuning& tuning, Weigh
     if (field == 0) field = fallback;
   };
   const uint32_t subgroup = std::max(1u, info.subgroup_size);
-  // Q8_0/Q4_0 keep the unsplit 2-subgroup shape: on the H200 (docs/bench/gpu-h200-s5-mv.json)
+  // Q8_0/Q4_0 keep the unsplit 2-subgroup shape: on the H200
   // it ran 12B Q4_0 decode at 157.5 t/s against 152.1 split (gate-up 38.3 vs 40.7 us, the Q8_0
   // head 315 vs 406 us), while bf16 gained from the split (matvec 29.5 vs 32.7 us, gate-up
   // 54.6 vs 58.9).

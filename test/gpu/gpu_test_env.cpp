@@ -68,7 +68,7 @@ std::vector<std::function<void()>>& releases() {
 
 // Destroys the shared contexts when the tests are done, before static destruction: destroyed
 // there, after the NVIDIA driver's own teardown, they crashed gpu_test at exit on the H200 (after
-// every test had passed; sessions 4-7).
+// every test had passed).
 class ReleaseContexts : public ::testing::Environment {
  public:
   void TearDown() override {
