@@ -67,7 +67,8 @@ size_t peak_rss_bytes() {
 nlohmann::ordered_json tuning_json(const gpu::VulkanContext& ctx, const ModelConfig& cfg) {
   nlohmann::ordered_json t = nlohmann::ordered_json::object();
   for (const auto& [key, value] : gpu::effective_tuning(ctx, cfg)) {
-    const bool number = !value.empty() && value.find_first_not_of("0123456789") == std::string::npos;
+    const bool number =
+        !value.empty() && value.find_first_not_of("0123456789") == std::string::npos;
     t[key] = number ? nlohmann::ordered_json(std::stoull(value)) : nlohmann::ordered_json(value);
   }
   return t;

@@ -20,7 +20,7 @@
 #include "gpu/ops/matvec.h"
 #include "gpu/ops/mlp.h"
 #include "gpu/ops/moe.h"
-#include "gpu/ops/norm.h"
+#include "gpu/ops/rms_norm.h"
 #include "gpu/recorder.h"
 #include "model/kv_ring.h"
 #include "model/kv_ring_api.h"
@@ -37,7 +37,7 @@ enum class Head {
 
 // Every op the forward records, one object per op family (matrix ops per weight format).
 struct GpuOps {
-  std::unique_ptr<NormOps> norm;
+  std::unique_ptr<RmsNormOps> norm;
   std::unique_ptr<EmbedOps> embed;
   std::unique_ptr<ElementwiseOps> elementwise;
   std::unique_ptr<AttentionOps> attention;
@@ -50,11 +50,11 @@ struct GpuOps {
   std::array<std::unique_ptr<GateUpOp>, 4> gate_up;
   std::unique_ptr<MoeOps> moe;
   // Products on the integer-dot kernel with prepared x take it from the add_norm before them
-  // (NormOps::writes_x8) rather than a dispatch of their own (GpuTuning::int8_from_norm).
-  bool x8_from_norm = true;
+  // (RmsNormOps::writes_x8) rather than a dispatch of their own (GpuTuning::int8_from_norm).
+  bool int8_from_norm = true;
   // The o projection's from the split decode attention (AttentionOps::writes_out8), where
   // GpuTuning's int8_from_norm and int8_from_attention are both on.
-  bool x8_from_attention = true;
+  bool int8_from_attention = true;
   const MatvecOp& matvec_for(WeightFormat f) const;
   // m's op: the long-row one where made and m's rows are long enough, else matvec_for.
   const MatvecOp& matvec_for(const GpuMatrix& m) const;

@@ -70,7 +70,7 @@ struct ChunkRecorder {
   // The pending step (and norm_w's norm into a.h, given) as separate dispatches, in place; what
   // the product then reads: a.h given norm_w, else the stream. With want_x8 (the product takes
   // int8 x) add_norm also quantizes a.h into a.h8 where it can, and *x8 says so.
-  Result<Binding> settle(Binding norm_w, bool want_x8 = false, Binding* x8 = nullptr) {
+  Result<Binding> apply_pending_step(Binding norm_w, bool want_x8 = false, Binding* x8 = nullptr) {
     const Binding x = whole(x_buf(s.cur));
     const bool norm = norm_w.buffer != nullptr;
     if (s.pending) {
@@ -90,10 +90,10 @@ struct ChunkRecorder {
   // y = m · in, in = rmsnorm(stream) · norm_w (given) or the stream; gate-up with `up`.
   Result<void> product(const GpuMatrix& m, const GpuMatrix* up, Binding norm_w, Binding y) {
     const bool want_x8 =
-        ops.x8_from_norm && (up != nullptr ? ops.gate_up_for(m.format).takes_x8(m.rows, m.cols, T)
-                                           : ops.matvec_for(m).takes_x8(m.rows, m.cols, T));
+        ops.int8_from_norm && (up != nullptr ? ops.gate_up_for(m.format).takes_x8(m.rows, m.cols, T)
+                                             : ops.matvec_for(m).takes_x8(m.rows, m.cols, T));
     Binding x8;
-    INFER_TRY(const Binding in, settle(norm_w, want_x8, &x8));
+    INFER_TRY(const Binding in, apply_pending_step(norm_w, want_x8, &x8));
     if (up != nullptr) return ops.gate_up_for(m.format).record(rec, m, *up, in, y, T, x8);
     return ops.matvec_for(m).record(rec, m, in, y, T, x8);
   }
@@ -181,7 +181,7 @@ struct ChunkRecorder {
     // qkv_prep and attention, one dispatch where the op can (AttentionOps::prep_attend), its
     // output also quantized for the o projection where both take that.
     const MatvecOp& o_op = ops.matvec_for(lw.o_proj);
-    const bool att8 = ops.x8_from_attention && ops.attention->writes_out8(ad) &&
+    const bool att8 = ops.int8_from_attention && ops.attention->writes_out8(ad) &&
                       o_op.takes_x8(lw.o_proj.rows, lw.o_proj.cols, T);
     const Binding x8 = att8 ? whole(a.att8) : Binding{};
     INFER_TRY_VOID(ops.attention->prep_attend(rec, step, qs, ad, whole(a.qkv), lw.q_norm,
@@ -258,7 +258,7 @@ struct ChunkRecorder {
     const Buffer& logits = head == Head::kAll ? a.all_logits : a.logits;
     if (head != Head::kAll && T > 1) {
       // The last row only; a copy, since a row offset need not meet the binding alignment.
-      INFER_TRY_VOID(settle(w.norm));
+      INFER_TRY_VOID(apply_pending_step(w.norm));
       const VkDeviceSize row = VkDeviceSize(H()) * sizeof(float);
       rec.copy(a.h, row * (T - 1), a.head_in, 0, row);
       INFER_TRY_VOID(matvec(lm, whole(a.head_in), whole(logits), rows));

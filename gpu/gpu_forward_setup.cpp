@@ -67,7 +67,7 @@ Result<void> create_ops(const VulkanContext& ctx, const ModelConfig& cfg, const 
   const GpuTuning& knobs = ctx.tuning();
   const uint32_t long_subgroups = knobs.long_row_subgroups;
   ops.long_cols = knobs.long_row_cols;
-  ops.x8_from_norm = knobs.int8_from_norm;
+  ops.int8_from_norm = knobs.int8_from_norm;
   const bool int_dot = resolved_int_dot(knobs, ctx.info(), tc.hidden_size);
   for (size_t f = 0; f < 4; ++f) {
     MatvecTuning dots;
@@ -91,8 +91,9 @@ Result<void> create_ops(const VulkanContext& ctx, const ModelConfig& cfg, const 
   for (const std::unique_ptr<MatvecOp>& op : ops.matvec) {
     int8_h = int8_h || (op != nullptr && op->int_dot());
   }
-  INFER_TRY(ops.norm, NormOps::create(ctx, uint32_t(tc.hidden_size), ops.x8_from_norm && int8_h));
-  ops.x8_from_attention = ops.x8_from_norm && knobs.int8_from_attention;
+  INFER_TRY(ops.norm,
+            RmsNormOps::create(ctx, uint32_t(tc.hidden_size), ops.int8_from_norm && int8_h));
+  ops.int8_from_attention = ops.int8_from_norm && knobs.int8_from_attention;
   if (tc.enable_moe_block) {
     const LayerWeights& l0 = w.layers.front();
     if (l0.expert_gate_up.empty()) {

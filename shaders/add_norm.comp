@@ -5,7 +5,7 @@
 //   x: binding 0, [T, n] f32 (read and written)   o: binding 1, [T, n] f32
 //   w_post: binding 2, [n] f32
 //   FUSE_NEXT: next_w binding 3, [n] f32; h binding 4, [T, n] f32
-//   push: NormPush (norm.h), rows = T. spec: LOCAL_SIZE invocations, MAX_SUBGROUPS; HELD only:
+//   push: NormPush (rms_norm.h), rows = T. spec: LOCAL_SIZE invocations, MAX_SUBGROUPS; HELD only:
 //   HELD, the elements an invocation holds (the host takes it for n <= LOCAL_SIZE · HELD).
 //   X8_OUT (with FUSE_NEXT and HELD): h also as the integer-dot matvecs take it, binding 5, as
 //   coop_x_prep.comp's X_Q8 writes it (int8 quads [T][n / 4], then f32 scales [T][n / 32],
@@ -15,7 +15,7 @@
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 
-#include "norm.h"
+#include "rms_norm.h"
 
 layout(local_size_x_id = INFER_NORM_SPEC_LOCAL_SIZE) in;
 layout(constant_id = INFER_NORM_SPEC_MAX_SUBGROUPS) const uint kMaxSubgroups = 32;

@@ -1,6 +1,6 @@
 // The forward with integer-dot products on x quantized once a product (tuning int_dot=on, Q4_0
 // and Q8_0 weights): add_norm quantizing the next product's input as it writes it
-// (NormOps::writes_x8, the default) and the split decode attention the o projection's
+// (RmsNormOps::writes_x8, the default) and the split decode attention the o projection's
 // (AttentionOps::writes_out8) against a dispatch of its own before each product
 // (int8_from_norm=off), on every fixture architecture: the dispatches it saves per decode token and
 // the same logits bit for bit (both quantize the same f32 h with quant_x.glsl, whose bits
@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "gpu/gpu_forward.h"
-#include "gpu/ops/norm.h"
+#include "gpu/ops/rms_norm.h"
 #include "model/cpu_forward.h"
 #include "model/model.h"
 #include "model/ops/matmul.h"

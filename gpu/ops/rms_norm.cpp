@@ -1,5 +1,5 @@
 // RMSNorm family: pipelines sized from the device (all built in create()), and record().
-#include "gpu/ops/norm.h"
+#include "gpu/ops/rms_norm.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -9,13 +9,13 @@
 #include "base/check.h"
 #include "gpu/context.h"
 #include "gpu/ops/op_common.h"
-#include "shaders/norm.h"
+#include "shaders/rms_norm.h"
 
 namespace infer::gpu {
 namespace {
 
 static_assert(sizeof(shader::NormPush) == 4 * sizeof(uint32_t),
-              "NormPush must match shaders/norm.h in the shader (32-bit scalars only)");
+              "NormPush must match shaders/rms_norm.h in the shader (32-bit scalars only)");
 
 // A whole row (H up to 5376) in one workgroup: enough loads in flight on a big GPU with ~10 floats
 // an invocation, and a reduction of only a few subgroups.
@@ -47,7 +47,7 @@ Result<std::unique_ptr<Pipeline>> make(const VulkanContext& ctx, const char* var
 
 }  // namespace
 
-struct NormOps::Pipelines {
+struct RmsNormOps::Pipelines {
   const VulkanContext* ctx = nullptr;
   uint32_t short_row_max = 0;  // n up to this goes to the one-subgroup rms_norm pipelines
   std::unique_ptr<Pipeline> rms_norm, rms_norm_short, rms_norm_no_weight, rms_norm_no_weight_short,
@@ -60,11 +60,11 @@ struct NormOps::Pipelines {
   Groups rows_grid(uint32_t rows) const { return wrapped_groups(ctx->info(), rows); }
 };
 
-NormOps::~NormOps() = default;
+RmsNormOps::~RmsNormOps() = default;
 
-Result<std::unique_ptr<NormOps>> NormOps::create(const VulkanContext& ctx, uint32_t row_n,
+Result<std::unique_ptr<RmsNormOps>> RmsNormOps::create(const VulkanContext& ctx, uint32_t row_n,
                                                  bool int8_h) {
-  std::unique_ptr<NormOps> op(new NormOps());
+  std::unique_ptr<RmsNormOps> op(new RmsNormOps());
   op->p_ = std::make_unique<Pipelines>();
   Pipelines& p = *op->p_;
   p.ctx = &ctx;
@@ -99,7 +99,7 @@ Result<std::unique_ptr<NormOps>> NormOps::create(const VulkanContext& ctx, uint3
   return op;
 }
 
-Result<void> NormOps::rms_norm(Recorder& rec, Binding x, Binding w, Binding out, uint32_t rows,
+Result<void> RmsNormOps::rms_norm(Recorder& rec, Binding x, Binding w, Binding out, uint32_t rows,
                                uint32_t n, float eps) const {
   INFER_CHECK(rows > 0 && n > 0, "rms_norm: %u rows of %u", rows, n);
   check_words("rms_norm", "x", x, uint64_t(rows) * n);
@@ -115,7 +115,7 @@ Result<void> NormOps::rms_norm(Recorder& rec, Binding x, Binding w, Binding out,
   return rec.dispatch(short_row ? *p_->rms_norm_short : *p_->rms_norm, {x, w, out}, push, g);
 }
 
-Result<void> NormOps::add_norm(Recorder& rec, Binding x, Binding o, Binding w_post, float scale,
+Result<void> RmsNormOps::add_norm(Recorder& rec, Binding x, Binding o, Binding w_post, float scale,
                                Binding next_w, Binding h, uint32_t T, uint32_t n, float eps,
                                Binding h8) const {
   INFER_CHECK(T > 0 && n > 0, "add_norm: %u rows of %u", T, n);
@@ -141,11 +141,11 @@ Result<void> NormOps::add_norm(Recorder& rec, Binding x, Binding o, Binding w_po
                       {x, o, w_post, next_w, h}, push, g);
 }
 
-bool NormOps::writes_x8(uint32_t n) const {
+bool RmsNormOps::writes_x8(uint32_t n) const {
   return p_->add_norm_next_held_x8 != nullptr && n <= p_->held_max && n % 32 == 0;
 }
 
-Result<void> NormOps::norm_sum(Recorder& rec, Binding a, Binding wa, Binding b, Binding wb,
+Result<void> RmsNormOps::norm_sum(Recorder& rec, Binding a, Binding wa, Binding b, Binding wb,
                                Binding out, uint32_t T, uint32_t n, float eps) const {
   INFER_CHECK(T > 0 && n > 0, "norm_sum: %u rows of %u", T, n);
   check_words("norm_sum", "a", a, uint64_t(T) * n);
