@@ -13,6 +13,10 @@ Result<std::unique_ptr<gpu::VulkanContext>> open_gpu(const Options& opts) {
   if (!opts.gpu) return std::unique_ptr<gpu::VulkanContext>();
   gpu::ContextOptions options;
   options.device_index = opts.device.value_or(-1);
+  options.tuning = opts.gpu_tune;
+  if (opts.prefill_chunk) {
+    options.tuning.emplace_back("prefill_chunk", std::to_string(*opts.prefill_chunk));
+  }
   INFER_TRY(std::unique_ptr<gpu::VulkanContext> ctx, gpu::VulkanContext::create(options));
   const std::string report = ctx->report();
   std::fprintf(stderr, "%s%s", report.c_str(),
@@ -33,25 +37,6 @@ Result<std::optional<RingConfig>> ring_config(const Options& opts) {
   return std::optional<RingConfig>(c);
 }
 
-namespace {
-
-// Tokens a prefill chunk: the device's (gpu::default_prefill_chunk), or INFER_PREFILL_CHUNK (a
-// measurement knob: a bigger chunk fills a big GPU's grids better, holds bigger activation
-// buffers and delays what waits behind it).
-Result<int64_t> prefill_chunk(const gpu::VulkanContext& ctx) {
-  const char* v = std::getenv("INFER_PREFILL_CHUNK");
-  if (v == nullptr) return gpu::default_prefill_chunk(ctx);
-  char* end = nullptr;
-  const long long n = std::strtoll(v, &end, 10);
-  if (end == v || *end != '\0' || n < 1 || n > 65536) {
-    return make_error(ErrorCode::kInvalidArgument,
-                      std::string("INFER_PREFILL_CHUNK=\"") + v + "\": expected 1..65536 tokens");
-  }
-  return int64_t(n);
-}
-
-}  // namespace
-
 Result<Backend> make_backend(std::unique_ptr<gpu::VulkanContext> ctx, const Model& model,
                              ThreadPool& pool, int64_t max_positions,
                              const std::optional<RingConfig>& ring) {
@@ -63,7 +48,7 @@ Result<Backend> make_backend(std::unique_ptr<gpu::VulkanContext> ctx, const Mode
     return b;
   }
   b.ctx = std::move(ctx);
-  INFER_TRY(const int64_t chunk, prefill_chunk(*b.ctx));
+  const int64_t chunk = gpu::default_prefill_chunk(*b.ctx);  // the tuning's prefill_chunk
   INFER_TRY(std::unique_ptr<gpu::GpuForward> f,
             ring ? gpu::GpuForward::create(*b.ctx, model, pool, *ring, chunk)
                  : gpu::GpuForward::create(*b.ctx, model, pool, max_positions, chunk));

@@ -26,8 +26,6 @@
 #include "cli/mem_bandwidth.h"
 #include "cli/model_choice.h"
 #include "gpu/gpu_bandwidth.h"
-#include "gpu/gpu_chain_cost.h"
-#include "gpu/gpu_sync_cost.h"
 #include "model/model.h"
 #include "model/ops/matmul.h"
 #include "model/sampling.h"
@@ -65,12 +63,23 @@ size_t peak_rss_bytes() {
 }
 
 
-// The GPU bench's own fields: the device, how its bandwidth was measured, memory used and where
-// a decode step's time goes.
-void add_gpu_fields(const gpu::VulkanContext& ctx, const gpu::GpuForward& fwd, double upload_s,
+// Every GPU tuning field as the forward runs it (gpu/tuning.h): numbers as numbers.
+nlohmann::ordered_json tuning_json(const gpu::VulkanContext& ctx, const ModelConfig& cfg) {
+  nlohmann::ordered_json t = nlohmann::ordered_json::object();
+  for (const auto& [key, value] : gpu::effective_tuning(ctx, cfg)) {
+    const bool number =
+        !value.empty() && value.find_first_not_of("0123456789") == std::string::npos;
+    t[key] = number ? nlohmann::ordered_json(std::stoull(value)) : nlohmann::ordered_json(value);
+  }
+  return t;
+}
+
+// The GPU bench's own fields: the device, its tuning, how its bandwidth was measured, memory
+// used and where a decode step's time goes.
+void add_gpu_fields(const gpu::VulkanContext& ctx, const ModelConfig& cfg,
+                    const gpu::GpuForward& fwd, double upload_s,
                     const std::vector<double>& host_ms, const std::vector<double>& submit_ms,
                     const std::vector<double>& wait_ms, const gpu::CopyBandwidth& copy,
-                    const gpu::SyncCost& sync, const gpu::ChainCost& chain,
                     nlohmann::ordered_json& j) {
   const gpu::DeviceInfo& info = ctx.info();
   j["backend"] = "vulkan";
@@ -79,6 +88,7 @@ void add_gpu_fields(const gpu::VulkanContext& ctx, const gpu::GpuForward& fwd, d
   j["device_driver"] = info.driver_name;
   j["device_driver_info"] = info.driver_info;
   j["device_uma"] = info.uma;
+  j["gpu_tuning"] = tuning_json(ctx, cfg);
   j["gpu_upload_s"] = upload_s;
   j["gpu_memory_bytes"] = fwd.device_bytes();
   // memory_bandwidth_* above are the device's figures here, measured as said.
@@ -90,35 +100,6 @@ void add_gpu_fields(const gpu::VulkanContext& ctx, const gpu::GpuForward& fwd, d
   j["memory_bandwidth_copy_measure"] =
       "device buffer-to-buffer copy, fence-timed; GB/s = (bytes read + bytes written) / s = 2 x "
       "copy bytes / s";
-  // What a dependent step costs, against what a persistent kernel's grid barrier would.
-  j["sync_dependent_dispatch_us"] = sync.dependent_dispatch_us;
-  j["sync_free_dispatch_us"] = sync.free_dispatch_us;
-  j["sync_grid_barrier_us"] = sync.grid_barrier_us;
-  j["sync_grid_groups"] = sync.grid_groups;
-  j["sync_grid_barrier_ok"] = sync.grid_barrier_ok;
-  j["sync_grid_barrier_count_us"] = sync.grid_barrier_count_us;
-  j["sync_grid_barrier_count_ok"] = sync.grid_barrier_count_ok;
-  j["sync_measure"] =
-      "medians of fence-timed replays: 400 empty dispatches of sync_grid_groups workgroups, each "
-      "after a barrier on the one before (dependent) or with none (free); one dispatch crossing "
-      "2000 grid-wide barriers (atomic arrive, spin on a generation word; _count: spin on the "
-      "arrivals word itself, relaxed, one acquire fence after), per barrier; ok: every workgroup "
-      "was resident and saw the others' writes";
-  // A chain of dependent products, a dispatch a link against one persistent dispatch that loads
-  // the next link's weights before each grid barrier (the route a whole-layer kernel would take).
-  j["sync_chain_n"] = chain.n;
-  j["sync_chain_links"] = chain.links;
-  j["sync_chain_groups"] = chain.groups;
-  j["sync_chain_dispatch_us"] = chain.dispatch_us;
-  j["sync_chain_persistent_us"] = chain.persistent_us;
-  j["sync_chain_persistent_late_us"] = chain.persistent_late_us;
-  j["sync_chain_ok"] = chain.ok;
-  j["sync_chain_measure"] =
-      "medians of fence-timed replays, per link: x <- W_k x with W_k [n, n] f32 (each link's "
-      "weights new to the caches), as one dispatch a link after a barrier, and as one dispatch "
-      "of sync_chain_groups workgroups crossing a grid barrier by count between links, loading the "
-      "next link's weights before it (_late: after it); ok: the persistent results equal the "
-      "dispatch one bit for bit and no spin gave up";
   const gpu::RecordingCounts counts = fwd.decode_counts();
   j["decode_dispatches_per_token"] = counts.dispatches;
   j["decode_barriers_per_token"] = counts.barrier_commands;
@@ -211,8 +192,6 @@ Result<void> run_bench(const Options& opts) {
   // memory read by a compute shader on the GPU (the copy figure goes beside it).
   Bandwidth bw;
   gpu::CopyBandwidth copy;
-  gpu::SyncCost sync;
-  gpu::ChainCost chain;
   if (backend.gpu != nullptr) {
     // A CPU device (lavapipe) reads host memory: 256 MiB is past its caches, and slow enough.
     const bool cpu_device = backend.ctx->info().type == VK_PHYSICAL_DEVICE_TYPE_CPU;
@@ -225,15 +204,6 @@ Result<void> run_bench(const Options& opts) {
     bw.median_gb_per_s = read.median_gb_per_s;
     bw.buffer_bytes = read.buffer_bytes;
     bw.passes_gb_per_s = read.passes_gb_per_s;
-    // The probes' persistent grids: a workgroup a compute core where the driver says how many
-    // (an H200's 132 SMs: 128; an APU's 12 CUs: 12), so the grid is resident and its barriers
-    // mean something; 32 where it does not say; one on a CPU device, which runs a few workgroups
-    // at a time.
-    const uint32_t cores = backend.ctx->info().compute_cores;
-    const uint32_t grid = cpu_device ? 1 : cores > 0 ? std::min(128u, cores) : 32;
-    INFER_TRY(sync, gpu::measure_sync_cost(*backend.ctx, 400, 2000, grid));
-    INFER_TRY(chain, cpu_device ? gpu::measure_chain_cost(*backend.ctx, 256, 8, 1)
-                                : gpu::measure_chain_cost(*backend.ctx, 1024, 64, grid));
   } else {
     bw = measure_read_bandwidth(pool);
   }
@@ -266,8 +236,10 @@ Result<void> run_bench(const Options& opts) {
       {"peak_rss_bytes", rss},
       {"tokenizer_encode_mb_per_s", tokenizer_mb_s},
   };
-  if (backend.gpu != nullptr) add_gpu_fields(*backend.ctx, *backend.gpu, backend_s, host_ms,
-                                             submit_ms, wait_ms, copy, sync, chain, j);
+  if (backend.gpu != nullptr) {
+    add_gpu_fields(*backend.ctx, model->config(), *backend.gpu, backend_s, host_ms, submit_ms,
+                   wait_ms, copy, j);
+  }
   if (!profile.is_null()) j["gpu_profile"] = profile;
   INFER_TRY_VOID(write_bench_json(opts, j));
 

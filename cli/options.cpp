@@ -124,6 +124,14 @@ const Switch kSwitches[] = {
      }},
     {"--device", 0, Arg::kRequired,
      [](Options& o, auto n, Value v) { return set_int(o.device, n, v, 0, 255); }},
+    {"--gpu-tune", 0, Arg::kRequired,
+     [](Options& o, auto, Value v) -> Result<void> {
+       INFER_TRY(gpu::TuningOverrides t, gpu::parse_gpu_tune(*v));
+       o.gpu_tune.insert(o.gpu_tune.end(), t.begin(), t.end());
+       return Ok{};
+     }},
+    {"--prefill-chunk", 0, Arg::kRequired,
+     [](Options& o, auto n, Value v) { return set_int<int64_t>(o.prefill_chunk, n, v, 1, 65536); }},
     {"--serve", 0, Arg::kNone,
      [](Options& o, auto, Value) -> Result<void> {
        o.serve = true;
@@ -260,6 +268,8 @@ Result<void> validate(const Options& o) {
   }
   if (o.prompt_ids && o.prompt_ids->empty()) return bad("--prompt-ids: no ids");
   if (o.device && !o.gpu) return bad("--device needs --gpu");
+  if (!o.gpu_tune.empty() && !o.gpu) return bad("--gpu-tune needs --gpu");
+  if (o.prefill_chunk && !o.gpu) return bad("--prefill-chunk needs --gpu");
   if (o.profile && !(o.bench && o.gpu)) return bad("--profile needs --bench and --gpu");
   if ((o.bench_stream || o.bench_every || o.bench_context) && !o.bench) {
     return bad("--bench-stream/--bench-every/--bench-context need --bench");

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "gpu/tuning.h"
 #include "model/config.h"
 #include "model/kv_ring.h"
 #include "model/model.h"
@@ -44,6 +45,8 @@ struct Options {
   Quant quant = Quant::kAsStored;
   bool gpu = false;
   std::optional<int> device;
+  gpu::TuningOverrides gpu_tune;         // --gpu-tune key=value,... (gpu/tuning.h's keys)
+  std::optional<int64_t> prefill_chunk;  // --prefill-chunk: GPU tokens a prefill chunk
 
   // Modes.
   bool serve = false;

@@ -38,6 +38,9 @@ backend
       --quant q4|q8|none   the same as a single switch (none: weights as stored, bf16)
       --gpu                Vulkan backend (the device report goes to stderr)
       --device N           with --gpu: Vulkan device N (default: the first GPU)
+      --gpu-tune K=V,...   with --gpu: override GPU tuning knobs (keys: gpu/tuning.h; the bench
+                           JSON's gpu_tuning lists each with its value)
+      --prefill-chunk N    with --gpu: tokens a prefill chunk (default: from the device)
 
 modes
       --bench [FILE]       measure load, prefill (512 tokens), decode (128 tokens), memory

@@ -58,14 +58,12 @@ Result<std::unique_ptr<VulkanContext>> VulkanContext::create(const ContextOption
                         "; infer needs Vulkan 1.3");
   }
   std::unique_ptr<VulkanContext> ctx(new VulkanContext());
-  // INFER_STAGING=1 as well: an A/B knob for a discrete GPU whose whole memory is host-visible
-  // (resizable BAR, as the H200 reports): weights and activations then live in memory the host
-  // cannot map, filled through staging copies.
-  const char* staging = std::getenv("INFER_STAGING");
-  ctx->force_staging_ = options.force_staging || (staging != nullptr && staging[0] == '1');
+  ctx->force_staging_ = options.force_staging;
   INFER_TRY_VOID(ctx->create_instance(options.validation));
   INFER_TRY_VOID(ctx->pick_device(options.device_index));
   INFER_TRY_VOID(ctx->create_device());
+  ctx->tuning_ = default_tuning(ctx->info_);
+  INFER_TRY_VOID(apply_tuning(options.tuning, ctx->tuning_));
   return ctx;
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "gpu/tuning.h"
 
 namespace infer::gpu {
 
@@ -18,6 +19,7 @@ struct ContextOptions {
   int device_index = -1;       // -1: the first discrete or integrated GPU, else any device
   bool validation = false;     // enable VK_LAYER_KHRONOS_validation and count its errors
   bool force_staging = false;  // treat the device as discrete even on UMA (tests the staged path)
+  TuningOverrides tuning;      // --gpu-tune, applied over the device's defaults
 };
 
 // What the backend needs to know about the device, read once at creation.
@@ -47,7 +49,8 @@ struct DeviceInfo {
   // INFER_COOPMAT=0 is in the environment.
   bool coop_matrix_nv = false;
   // shaderIntegerDotProduct (core in Vulkan 1.3) enabled: Q8_0/Q4_0 matvecs quantize activations
-  // to int8 and use 4 x int8 dot products (shaders/matvec_dot.comp) when INFER_INTDOT=1 asks.
+  // to int8 and use 4 x int8 dot products (shaders/matvec_dot.comp) where the forward's tuning
+  // asks (gpu/tuning.h's int_dot).
   // Accelerated: the driver says packed signed 4x8-bit dot products are native instructions.
   bool integer_dot_product = false;
   bool integer_dot_accelerated = false;
@@ -72,6 +75,11 @@ class VulkanContext {
   const DeviceInfo& info() const { return info_; }
   // Buffers live in host-visible device-local memory (UMA) instead of being staged.
   bool use_host_visible_device_memory() const { return info_.uma && !force_staging_; }
+
+  // The knobs the kernels are made with: the device's defaults and --gpu-tune's overrides.
+  const GpuTuning& tuning() const { return tuning_; }
+  // For tests that make kernels another way (ScopedTuning in test/gpu/gpu_test_env.h).
+  void set_tuning(const GpuTuning& t) { tuning_ = t; }
 
   // A multi-line description: device, type, driver, heaps, subgroup size, UMA.
   std::string report() const;
@@ -106,6 +114,7 @@ class VulkanContext {
   uint32_t queue_family_ = 0;
   bool force_staging_ = false;
   DeviceInfo info_;
+  GpuTuning tuning_;
   std::atomic<int> validation_errors_{0};
   mutable std::mutex messages_mutex_;
   std::vector<std::string> messages_;  // guarded by messages_mutex_

@@ -31,8 +31,13 @@ constexpr size_t kKeptChunkRecordings = 4;
 GpuForward::GpuForward() : impl_(std::make_unique<Impl>()) {}
 GpuForward::~GpuForward() = default;
 
-int64_t default_prefill_chunk(const VulkanContext& ctx) {
-  return ctx.info().compute_cores >= 64 ? 512 : 256;
+int64_t default_prefill_chunk(const VulkanContext& ctx) { return ctx.tuning().prefill_chunk; }
+
+std::vector<std::pair<std::string, std::string>> effective_tuning(const VulkanContext& ctx,
+                                                                  const ModelConfig& cfg) {
+  GpuTuning t = ctx.tuning();
+  t.int_dot = resolved_int_dot(t, ctx.info(), cfg.text.hidden_size) ? Choice::kOn : Choice::kOff;
+  return tuning_fields(t);
 }
 
 Result<std::unique_ptr<GpuForward>> GpuForward::create(VulkanContext& ctx, const Model& model,

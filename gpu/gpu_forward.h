@@ -7,6 +7,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/result.h"
@@ -24,13 +25,14 @@ namespace infer::gpu {
 
 class VulkanContext;
 
-// The prefill chunk (tokens) for ctx's device: 512 on a GPU of 64 or more compute cores, 256
-// (GpuForward's default) elsewhere or where the count is unknown. On the H200 (132 SMs) a chunk
-// of 256 leaves E2B's 1,536- and 2,048-row products grids of 48-128 workgroups; with 512 its
-// Q4_0 prefill went 5,531 -> 7,756-8,178 t/s, 12B Q4_0 1,905 -> 1,999 (docs/bench/
-// gpu-h200-s9-call6.json). A small GPU is already full at 256, and a bigger chunk only delays
-// what waits behind it.
+// The prefill chunk (tokens) for ctx: its tuning's prefill_chunk (gpu/tuning.h), 512 on a GPU of
+// 64 or more compute cores by default, 256 elsewhere.
 int64_t default_prefill_chunk(const VulkanContext& ctx);
+
+// The tuning the forward runs with, every field (gpu/tuning.h), int_dot's auto resolved for the
+// model: the bench JSON's gpu_tuning.
+std::vector<std::pair<std::string, std::string>> effective_tuning(const VulkanContext& ctx,
+                                                                  const ModelConfig& cfg);
 
 // What one recording holds: each dispatch waits on the one before it only across a pipeline
 // barrier, so barrier commands count the dependent steps of a token.

@@ -18,10 +18,9 @@
 #include "gpu/ops/elementwise.h"
 #include "gpu/ops/embed.h"
 #include "gpu/ops/matvec.h"
-#include "gpu/ops/matvec_norm_in.h"
 #include "gpu/ops/mlp.h"
 #include "gpu/ops/moe.h"
-#include "gpu/ops/norm.h"
+#include "gpu/ops/rms_norm.h"
 #include "gpu/recorder.h"
 #include "model/kv_ring.h"
 #include "model/kv_ring_api.h"
@@ -38,52 +37,27 @@ enum class Head {
 
 // Every op the forward records, one object per op family (matrix ops per weight format).
 struct GpuOps {
-  std::unique_ptr<NormOps> norm;
+  std::unique_ptr<RmsNormOps> norm;
   std::unique_ptr<EmbedOps> embed;
   std::unique_ptr<ElementwiseOps> elementwise;
   std::unique_ptr<AttentionOps> attention;
   std::array<std::unique_ptr<MatvecOp>, 4> matvec;  // by WeightFormat, those the model uses
-  // f32/bf16 products of rows of at least long_cols columns (INFER_MV_LONG_COLS, 8192) on their
-  // own ops of 8 subgroups a workgroup (INFER_MV_LONG_SUBGROUPS=N; 0 off): 12B bf16's down
+  // f32/bf16 products of rows of at least long_cols columns on their own ops of more subgroups
+  // a workgroup (GpuTuning's long_row_cols, long_row_subgroups: 0 none made): 12B bf16's down
   // projection took 34.8 us on 8 against 36.8 on 4, while E2B bf16 lost with 8 everywhere.
   std::array<std::unique_ptr<MatvecOp>, 4> matvec_long;
   int64_t long_cols = 0;
   std::array<std::unique_ptr<GateUpOp>, 4> gate_up;
   std::unique_ptr<MoeOps> moe;
-  // Decode's products that start a block, with the step before them in their prologue
-  // (gpu/ops/matvec_norm_in.h), by WeightFormat: none by default or with INFER_NORM_IN=0; the
-  // PLE projection's only with p (norm_in_ple_only); every plain product with 1, gate-up too
-  // with 2; none where the device has no room (gpu_forward_setup.cpp says why).
-  std::array<std::unique_ptr<MatvecNormInOp>, 4> matvec_norm_in;
-  std::array<std::unique_ptr<MatvecNormInOp>, 4> gate_up_norm_in;
-  bool norm_in_ple_only = false;
   // Products on the integer-dot kernel with prepared x take it from the add_norm before them
-  // (NormOps::writes_x8) rather than a dispatch of their own; false with INFER_X8_FUSE=0 (for
-  // A/B and the test that pins it). On the H200 (docs/bench/gpu-h200-s17-call3.json) add_norm
-  // took 7.7 us with the copy against 6.0 without, the dispatch it saves 4.7.
-  bool x8_from_norm = true;
-  // The down projection's from gate-up (GateUpOp::writes_x8), opt-in (INFER_X8_GATE_UP=1): its
-  // workgroup of whole 32-row blocks (16 subgroups of 2 rows) took 12B's gate-up from 26.4 to
-  // 32.9 us, more than the 4.7 us dispatch it saves (same call).
-  bool x8_from_gate_up = false;
-  // The o projection's from the split decode attention (AttentionOps::writes_out8); off with
-  // INFER_X8_ATTN=0 (or INFER_X8_FUSE=0). Measured only together with add_norm's: 12B Q4_0
-  // 190.3 / 188.1 t/s against 187.3 with every int8 input from a dispatch of its own
-  // (docs/bench/gpu-h200-s17-call5.json); alone it is unmeasured.
-  bool x8_from_attention = true;
-  // The device's minStorageBufferOffsetAlignment: where a slice may be bound at its offset.
-  uint64_t binding_align = 1;
-  // With INFER_PLE_EPILOGUE=1 decode's PLE gate takes gelu(·) ⊙ ple in its epilogue instead of a
-  // gelu_mul dispatch after it (opt-in: slower on the H200, gpu_forward_setup.cpp says why).
-  bool ple_epilogue = false;
-
+  // (RmsNormOps::writes_x8) rather than a dispatch of their own (GpuTuning::int8_from_norm).
+  bool int8_from_norm = true;
+  // The o projection's from the split decode attention (AttentionOps::writes_out8), where
+  // GpuTuning's int8_from_norm and int8_from_attention are both on.
+  bool int8_from_attention = true;
   const MatvecOp& matvec_for(WeightFormat f) const;
   // m's op: the long-row one where made and m's rows are long enough, else matvec_for.
   const MatvecOp& matvec_for(const GpuMatrix& m) const;
-  // The plain op that takes gelu(m · x) ⊙ ple in m's epilogue, the ple slice bound at
-  // `offset` bytes, or null: T = 1, asked for (INFER_PLE_EPILOGUE=1), no prologue op
-  // (INFER_NORM_IN: those take the step), m's product on matvec.comp, an offset the device allows.
-  const MatvecOp* ple_epilogue_op(const GpuMatrix& m, uint32_t T, uint64_t offset) const;
   const GateUpOp& gate_up_for(WeightFormat f) const;
 };
 
@@ -93,8 +67,8 @@ struct GpuActivations {
   Buffer step_dev;    // KV ring only: the step copied to the device at the chunk's start
   Buffer ple_rows;    // host-written [C, L·P]: the PLE table rows of the chunk's ids (§4.3.1)
   Buffer x, h, o;     // [C, H]: stream, normed block input, block output
-  Buffer x_alt;       // [C, H]: the stream's other buffer: a product with the residual step in
-                      // its prologue reads the stream from one and writes it to the other
+  Buffer x_alt;       // [C, H]: the stream before a layer's last step, where quiescence copies
+                      // the stream after it (ChunkRecorder::expose_stream)
   Buffer h8;          // h as the integer-dot products take it: int8 [C, H], f32 scales [C, H/32]
   Buffer x2, m2;      // [C, H]: MoE expert input and output
   Buffer qkv;         // [C, rows of the widest stacked q|k|v projection]: raw projections
@@ -102,8 +76,6 @@ struct GpuActivations {
   Buffer att8;        // att as the integer-dot o projection takes it (one token: int8
                       // [n_q·d_max], f32 scales [n_q·d_max / 32]), written by the attention
   Buffer act;         // [C, I_max]
-  Buffer act8;        // act as the integer-dot down projection takes it (one token: int8 [I_max],
-                      // f32 scales [I_max / 32]), written by gate-up
   Buffer ple;         // [C, L·P]: per-layer inputs
   Buffer g;           // [C, P]: PLE gate
   Buffer moe_idx;     // uint [C, k]
@@ -198,6 +170,14 @@ Result<void> create_activations(const VulkanContext& ctx, const ModelConfig& cfg
 Result<std::unique_ptr<AttentionMassOps>> create_mass_ops(const VulkanContext& ctx,
                                                           const ModelConfig& cfg,
                                                           int64_t max_chunk, int64_t ring_keys);
+// Models at least this wide take integer dots on their Q8_0/Q4_0 decode products where
+// GpuTuning::int_dot is auto (12B's 3840 gains, E2B's 1536 loses; E4B's 2560 is unmeasured and
+// stays in f32).
+constexpr int64_t kIntDotMinHidden = 3072;
+// Whether the forward's Q8_0/Q4_0 decode products take integer dots: int_dot, auto resolved from
+// the device and the model's hidden size.
+bool resolved_int_dot(const GpuTuning& t, const DeviceInfo& info, int64_t hidden_size);
+
 // Creates the ops the model needs (gpu_forward_setup.cpp).
 Result<void> create_ops(const VulkanContext& ctx, const ModelConfig& cfg, const ModelWeights& w,
                         int64_t max_positions, int64_t max_chunk, GpuOps& ops);

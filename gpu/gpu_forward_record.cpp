@@ -3,11 +3,8 @@
 // recording serves every chunk of its length (decode: every token). Layers run in program order,
 // so a donor's K/V are in its ring before the shared layers after it read them (§5).
 //
-// A block's residual step is left pending until the next product reads the stream: at T = 1 that
-// product may do it in its prologue (gpu/ops/matvec_norm_in.h, INFER_NORM_IN), reading the stream
-// from one of two buffers and writing it to the other, which saves the add_norm, rms_norm and
-// gelu_mul dispatches of decode; otherwise (the default) add_norm applies it in place just before
-// the product. With INFER_PLE_EPILOGUE=1 decode's PLE gate takes gelu(·) ⊙ ple in its epilogue.
+// A block's residual step is left pending until the next product reads the stream: add_norm then
+// applies it in place just before the product, with the product's input norm fused in.
 #include <algorithm>
 #include <cmath>
 
@@ -73,7 +70,7 @@ struct ChunkRecorder {
   // The pending step (and norm_w's norm into a.h, given) as separate dispatches, in place; what
   // the product then reads: a.h given norm_w, else the stream. With want_x8 (the product takes
   // int8 x) add_norm also quantizes a.h into a.h8 where it can, and *x8 says so.
-  Result<Binding> settle(Binding norm_w, bool want_x8 = false, Binding* x8 = nullptr) {
+  Result<Binding> apply_pending_step(Binding norm_w, bool want_x8 = false, Binding* x8 = nullptr) {
     const Binding x = whole(x_buf(s.cur));
     const bool norm = norm_w.buffer != nullptr;
     if (s.pending) {
@@ -90,44 +87,14 @@ struct ChunkRecorder {
     return norm ? whole(a.h) : x;
   }
 
-  // The prologue op for m (gate-up with `up`), or null: T = 1, an op built that takes m, and m's
-  // plain product in f32 (INFER_INTDOT=1 quantizes its input to int8, which the prologue's f32
-  // input would not; gate-up decides that as the plain op of its format does).
-  const MatvecNormInOp* norm_in_for(const GpuMatrix& m, const GpuMatrix* up) const {
-    if (T != 1 || s.h_ready) return nullptr;
-    const MatvecNormInOp* op =
-        (up != nullptr ? ops.gate_up_norm_in : ops.matvec_norm_in)[size_t(m.format)].get();
-    const MatvecOp* plain = ops.matvec[size_t(m.format)].get();
-    if (op == nullptr || plain == nullptr || !op->applies(m)) return nullptr;
-    return plain->activations_in_int8(m.rows, m.cols, 1) ? nullptr : op;
-  }
-
-  // y = m · in, in = rmsnorm(stream) · norm_w (given) or the stream; gate-up with `up` (and y
-  // also quantized into y8, given: GateUpOp::writes_x8).
-  Result<void> product(const GpuMatrix& m, const GpuMatrix* up, Binding norm_w, Binding y,
-                       Binding y8 = {}) {
-    if (const MatvecNormInOp* op = ops.norm_in_ple_only ? nullptr : norm_in_for(m, up)) {
-      NormIn ni;
-      ni.x = whole(x_buf(s.cur));
-      ni.norm_w = norm_w;
-      ni.eps = eps();
-      if (s.pending) {
-        ni.o = whole(a.o);
-        ni.w_post = s.w_post;
-        ni.scale = s.scale;
-        ni.x_out = whole(x_buf(1 - s.cur));
-      }
-      INFER_TRY_VOID(op->record(rec, m, up, ni, y));
-      if (s.pending) s.cur = 1 - s.cur;
-      s.pending = false;
-      return Ok{};
-    }
+  // y = m · in, in = rmsnorm(stream) · norm_w (given) or the stream; gate-up with `up`.
+  Result<void> product(const GpuMatrix& m, const GpuMatrix* up, Binding norm_w, Binding y) {
     const bool want_x8 =
-        ops.x8_from_norm && (up != nullptr ? ops.gate_up_for(m.format).takes_x8(m.rows, m.cols, T)
-                                           : ops.matvec_for(m).takes_x8(m.rows, m.cols, T));
+        ops.int8_from_norm && (up != nullptr ? ops.gate_up_for(m.format).takes_x8(m.rows, m.cols, T)
+                                             : ops.matvec_for(m).takes_x8(m.rows, m.cols, T));
     Binding x8;
-    INFER_TRY(const Binding in, settle(norm_w, want_x8, &x8));
-    if (up != nullptr) return ops.gate_up_for(m.format).record(rec, m, *up, in, y, T, x8, y8);
+    INFER_TRY(const Binding in, apply_pending_step(norm_w, want_x8, &x8));
+    if (up != nullptr) return ops.gate_up_for(m.format).record(rec, m, *up, in, y, T, x8);
     return ops.matvec_for(m).record(rec, m, in, y, T, x8);
   }
 
@@ -214,7 +181,7 @@ struct ChunkRecorder {
     // qkv_prep and attention, one dispatch where the op can (AttentionOps::prep_attend), its
     // output also quantized for the o projection where both take that.
     const MatvecOp& o_op = ops.matvec_for(lw.o_proj);
-    const bool att8 = ops.x8_from_attention && ops.attention->writes_out8(ad) &&
+    const bool att8 = ops.int8_from_attention && ops.attention->writes_out8(ad) &&
                       o_op.takes_x8(lw.o_proj.rows, lw.o_proj.cols, T);
     const Binding x8 = att8 ? whole(a.att8) : Binding{};
     INFER_TRY_VOID(ops.attention->prep_attend(rec, step, qs, ad, whole(a.qkv), lw.q_norm,
@@ -241,16 +208,9 @@ struct ChunkRecorder {
     INFER_CHECK(lw.gate_proj.format == lw.up_proj.format && lw.gate_proj.rows == I,
                 "layer %d: gate %s [%lld], up %s", i, weight_format_name(lw.gate_proj.format),
                 (long long)lw.gate_proj.rows, weight_format_name(lw.up_proj.format));
-    // The down projection's int8 x from gate-up where both take it (and the prologue op, which
-    // writes f32, does not run gate-up: norm_in_for).
-    const MatvecOp& down = ops.matvec_for(lw.down_proj);
-    const bool act8 = ops.x8_from_gate_up && norm_in_for(lw.gate_proj, &lw.up_proj) == nullptr &&
-                      ops.gate_up_for(lw.gate_proj.format).writes_x8(I, H(), T) &&
-                      down.takes_x8(lw.down_proj.rows, lw.down_proj.cols, T);
-    const Binding x8 = act8 ? whole(a.act8) : Binding{};
-    INFER_TRY_VOID(product(lw.gate_proj, &lw.up_proj, lw.pre_feedforward_layernorm, act, x8));
+    INFER_TRY_VOID(product(lw.gate_proj, &lw.up_proj, lw.pre_feedforward_layernorm, act));
     const uint32_t P = uint32_t(tc.hidden_size_per_layer_input);
-    INFER_TRY_VOID(down.record(rec, lw.down_proj, act, o, T, x8));
+    INFER_TRY_VOID(matvec(lw.down_proj, act, o, T));
     if (tc.enable_moe_block) {
       // The router and the experts read r = x, the stream before this block (§4.4): the
       // gate-up product above left it in place, no step pending.
@@ -280,27 +240,10 @@ struct ChunkRecorder {
     // PLE block: x += rmsnorm(projection · (gelu(gate · x) ⊙ ple[:, i])), then the layer scalar.
     const Binding g = whole(a.g);
     const uint32_t off = uint32_t(i) * P;  // ple [T, L·P]: slice i
-    const VkDeviceSize at = VkDeviceSize(off) * sizeof(float);
-    if (const MatvecOp* op = ops.ple_epilogue_op(lw.per_layer_input_gate, T, at)) {
-      // gelu(gate · x) ⊙ ple in the gate product's epilogue, no gelu_mul dispatch.
-      INFER_TRY(const Binding in, settle(Binding{}));
-      INFER_TRY_VOID(op->record_gelu_mul(rec, lw.per_layer_input_gate, in,
-                                         Binding{&a.ple, at, VkDeviceSize(P) * sizeof(float)}, g));
-      INFER_TRY_VOID(matvec(lw.per_layer_projection, g, o, T));
-    } else {
-      INFER_TRY_VOID(product(lw.per_layer_input_gate, nullptr, Binding{}, g));
-      if (const MatvecNormInOp* op = norm_in_for(lw.per_layer_projection, nullptr)) {
-        NormIn ni;
-        ni.x = g;
-        ni.gelu_b = whole(a.ple);
-        ni.b_off = off;
-        INFER_TRY_VOID(op->record(rec, lw.per_layer_projection, nullptr, ni, o));
-      } else {
-        INFER_TRY_VOID(ops.elementwise->gelu_mul(rec, g, P, 0, whole(a.ple),
-                                                 uint32_t(tc.num_hidden_layers) * P, off, g, T, P));
-        INFER_TRY_VOID(matvec(lw.per_layer_projection, g, o, T));
-      }
-    }
+    INFER_TRY_VOID(product(lw.per_layer_input_gate, nullptr, Binding{}, g));
+    INFER_TRY_VOID(ops.elementwise->gelu_mul(rec, g, P, 0, whole(a.ple),
+                                             uint32_t(tc.num_hidden_layers) * P, off, g, T, P));
+    INFER_TRY_VOID(matvec(lw.per_layer_projection, g, o, T));
     end_layer(i);
     return Ok{};
   }
@@ -315,7 +258,7 @@ struct ChunkRecorder {
     const Buffer& logits = head == Head::kAll ? a.all_logits : a.logits;
     if (head != Head::kAll && T > 1) {
       // The last row only; a copy, since a row offset need not meet the binding alignment.
-      INFER_TRY_VOID(settle(w.norm));
+      INFER_TRY_VOID(apply_pending_step(w.norm));
       const VkDeviceSize row = VkDeviceSize(H()) * sizeof(float);
       rec.copy(a.h, row * (T - 1), a.head_in, 0, row);
       INFER_TRY_VOID(matvec(lm, whole(a.head_in), whole(logits), rows));

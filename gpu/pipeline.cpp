@@ -56,7 +56,9 @@ void log_statistics(VkDevice dev, VkPipeline pipeline, const std::string& name) 
 
 Result<std::unique_ptr<Pipeline>> Pipeline::create(const VulkanContext& ctx,
                                                    const PipelineDesc& desc) {
-  const shader::SpirvVariant* spirv = shader::find_spirv(desc.variant);
+  const shader::SpirvVariant* found = shader::find_spirv(desc.variant);
+  const shader::SpirvVariant own{desc.variant, desc.spirv};
+  const shader::SpirvVariant* spirv = desc.spirv.empty() ? found : &own;
   if (spirv == nullptr) {
     return make_error(ErrorCode::kInternal, "no embedded shader variant \"" + desc.variant + "\"");
   }

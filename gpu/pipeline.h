@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,9 @@ struct PipelineDesc {
   uint32_t push_bytes = 0;         // size of the push-constant struct (shaders/<op>.h)
   std::vector<SpecConstant> spec;  // sizes chosen from the device
   uint32_t required_subgroup_size = 0;  // pin the subgroup size (0: the driver's choice)
+  // SPIR-V from outside the product's table (bench/gpu_probes' shaders); empty: the table's
+  // `variant`.
+  std::span<const uint32_t> spirv;
 };
 
 class Pipeline {

@@ -28,13 +28,6 @@ Result<std::unique_ptr<Recorder>> Recorder::create(const VulkanContext& ctx) {
   vkGetPhysicalDeviceProperties(ctx.physical_device(), &props);
   r->max_bindings_ = std::min<uint32_t>(kMaxBindings,
                                         props.limits.maxPerStageDescriptorStorageBuffers);
-  if (const char* mode = std::getenv("INFER_BARRIERS"); mode != nullptr) {
-    const std::string m = mode;
-    if (m == "global") r->barrier_mode_ = BarrierMode::kGlobal;
-    if (m == "none") r->barrier_mode_ = BarrierMode::kNone;
-    if (m.rfind("after:", 0) == 0) r->skip_after_ = m.substr(6);
-    if (m.rfind("before:", 0) == 0) r->skip_before_ = m.substr(7);
-  }
   VkCommandPoolCreateInfo pool_info{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
   pool_info.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
   pool_info.queueFamilyIndex = ctx.queue_family();
@@ -72,7 +65,6 @@ Result<void> Recorder::begin(bool reusable) {
   dispatches_ = 0;
   barriers_ = 0;
   barrier_commands_ = 0;
-  skip_next_barrier_ = false;
   INFER_TRY_VOID(vk_check(vkResetCommandBuffer(cb_, 0), "vkResetCommandBuffer"));
   VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
   // A replayed recording is never pending twice at once (each submit is waited on), so it
@@ -170,7 +162,7 @@ Result<VkDescriptorSet> Recorder::allocate_set(VkDescriptorSetLayout layout) {
 }
 
 void Recorder::order(std::span<const Use> uses, VkPipelineStageFlags2 stage,
-                     VkAccessFlags2 write_access, bool skip_barrier) {
+                     VkAccessFlags2 write_access) {
   // A barrier makes the earlier accesses available to every stage and access this recorder uses
   // (compute and copy), not just to this command's: pending_ forgets the buffer after it, so a
   // later reader of another stage (a shader after a copy) must already be covered, and so must a
@@ -210,22 +202,10 @@ void Recorder::order(std::span<const Use> uses, VkPipelineStageFlags2 stage,
     }
     if (!seen) barrier_scratch_.push_back(b);
   }
-  if (!barrier_scratch_.empty() && barrier_mode_ != BarrierMode::kNone && !skip_barrier) {
+  if (!barrier_scratch_.empty()) {
     VkDependencyInfo dep{VK_STRUCTURE_TYPE_DEPENDENCY_INFO};
-    VkMemoryBarrier2 global{VK_STRUCTURE_TYPE_MEMORY_BARRIER_2};
-    if (barrier_mode_ == BarrierMode::kGlobal) {
-      for (const VkBufferMemoryBarrier2& b : barrier_scratch_) {
-        global.srcStageMask |= b.srcStageMask;
-        global.srcAccessMask |= b.srcAccessMask;
-      }
-      global.dstStageMask = kAllStages;
-      global.dstAccessMask = kAllAccess;
-      dep.memoryBarrierCount = 1;
-      dep.pMemoryBarriers = &global;
-    } else {
-      dep.bufferMemoryBarrierCount = uint32_t(barrier_scratch_.size());
-      dep.pBufferMemoryBarriers = barrier_scratch_.data();
-    }
+    dep.bufferMemoryBarrierCount = uint32_t(barrier_scratch_.size());
+    dep.pBufferMemoryBarriers = barrier_scratch_.data();
     vkCmdPipelineBarrier2(cb_, &dep);
     barriers_ += int(barrier_scratch_.size());
     ++barrier_commands_;
@@ -281,15 +261,8 @@ Result<void> Recorder::dispatch(const Pipeline& pipeline, std::span<const Bindin
   }
   vkUpdateDescriptorSets(ctx_.device(), uint32_t(bindings.size()), writes, 0, nullptr);
 
-  // INFER_BARRIERS' after:/before: rules (diagnosis): prefix matches on the pipeline's name.
-  const std::string& name = pipeline.name();
-  auto starts = [&](const std::string& p) {
-    return !p.empty() && name.compare(0, p.size(), p) == 0;
-  };
-  const bool skip = skip_next_barrier_ || starts(skip_before_);
-  skip_next_barrier_ = starts(skip_after_);
   order(std::span<const Use>(uses, bindings.size()), VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT,
-        VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT, skip);
+        VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT);
   vkCmdBindPipeline(cb_, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.handle());
   vkCmdBindDescriptorSets(cb_, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.layout(), 0, 1, &set, 0,
                           nullptr);
@@ -309,8 +282,7 @@ void Recorder::copy(const Buffer& src, VkDeviceSize src_offset, const Buffer& ds
               "copy of %llu bytes from \"%s\" to \"%s\" out of range", (unsigned long long)bytes,
               src.name().c_str(), dst.name().c_str());
   const Use uses[2] = {{src.handle(), false}, {dst.handle(), true}};
-  skip_next_barrier_ = false;
-  order(uses, VK_PIPELINE_STAGE_2_COPY_BIT, VK_ACCESS_2_TRANSFER_WRITE_BIT, false);
+  order(uses, VK_PIPELINE_STAGE_2_COPY_BIT, VK_ACCESS_2_TRANSFER_WRITE_BIT);
   VkBufferCopy region{src_offset, dst_offset, bytes};
   vkCmdCopyBuffer(cb_, src.handle(), dst.handle(), 1, &region);
   stamp("copy");

@@ -116,9 +116,7 @@ class Recorder {
 
   explicit Recorder(const VulkanContext& ctx) : ctx_(ctx) {}
   // Emits the barriers `uses` need at `stage`, then records the uses as pending.
-  // skip_barrier: INFER_BARRIERS' after:/before: diagnosis (the accesses still count as ordered).
-  void order(std::span<const Use> uses, VkPipelineStageFlags2 stage, VkAccessFlags2 write_access,
-             bool skip_barrier);
+  void order(std::span<const Use> uses, VkPipelineStageFlags2 stage, VkAccessFlags2 write_access);
   Result<VkDescriptorSet> allocate_set(VkDescriptorSetLayout layout);
   // After a dispatch or copy of a profiled recording: a timestamp, labelled.
   void stamp(const char* label);
@@ -131,16 +129,6 @@ class Recorder {
   size_t current_pool_ = 0;
   std::unordered_map<VkBuffer, Pending> pending_;
   std::vector<VkBufferMemoryBarrier2> barrier_scratch_;
-  // INFER_BARRIERS (diagnosis, read at create): "global" orders with one memory barrier instead
-  // of a buffer barrier per buffer; "none" records no barriers at all, so results are wrong and
-  // only the time means anything (what the dependencies cost). "after:PREFIX" / "before:PREFIX"
-  // drop only the barriers right after / before a dispatch whose pipeline name starts with
-  // PREFIX (wrong results too): what one kind of dependent step costs, the most a fusion that
-  // removes it could gain.
-  enum class BarrierMode { kBuffers, kGlobal, kNone };
-  BarrierMode barrier_mode_ = BarrierMode::kBuffers;
-  std::string skip_after_, skip_before_;  // the prefixes; empty: none
-  bool skip_next_barrier_ = false;        // the dispatch just recorded matched skip_after_
   enum class State { kEmpty, kRecording, kEnded, kInFlight };
   State state_ = State::kEmpty;
   bool reusable_ = false;

@@ -1,14 +1,14 @@
 // The residual step that ends a block (GEMMA4_TEXT.md §4.4), one workgroup per token t:
 //   x[t] = (x[t] + rmsnorm(o[t]) · w_post) · scale
 // and with FUSE_NEXT h[t] = rmsnorm(x[t]) · next_w, the next block's input norm, while x[t] is
-// still in the cache (add_norm_row.glsl). Decode's products take the same step in their
-// prologue instead (matvec_norm_in.comp).
+// still in the cache (add_norm_row.glsl), the whole row held in registers. Rows longer than the
+// workgroup holds take add_norm_long.comp.
 //   x: binding 0, [T, n] f32 (read and written)   o: binding 1, [T, n] f32
 //   w_post: binding 2, [n] f32
 //   FUSE_NEXT: next_w binding 3, [n] f32; h binding 4, [T, n] f32
-//   push: NormPush (norm.h), rows = T. spec: LOCAL_SIZE invocations, MAX_SUBGROUPS; HELD only:
-//   HELD, the elements an invocation holds (the host takes it for n <= LOCAL_SIZE · HELD).
-//   X8_OUT (with FUSE_NEXT and HELD): h also as the integer-dot matvecs take it, binding 5, as
+//   push: NormPush (rms_norm.h), rows = T. spec: LOCAL_SIZE invocations, MAX_SUBGROUPS, HELD:
+//   the elements an invocation holds (the host takes it for n <= LOCAL_SIZE · HELD).
+//   X8_OUT (with FUSE_NEXT): h also as the integer-dot matvecs take it, binding 5, as
 //   coop_x_prep.comp's X_Q8 writes it (int8 quads [T][n / 4], then f32 scales [T][n / 32],
 //   n % 32 == 0), so the next product needs no dispatch of its own to quantize it.
 #version 450
@@ -16,7 +16,7 @@
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 
-#include "norm.h"
+#include "rms_norm.h"
 
 layout(local_size_x_id = INFER_NORM_SPEC_LOCAL_SIZE) in;
 layout(constant_id = INFER_NORM_SPEC_MAX_SUBGROUPS) const uint kMaxSubgroups = 32;
@@ -37,10 +37,8 @@ layout(binding = 5, std430) writeonly buffer H8D { float h8_scales[]; };
 shared float red_partial[kMaxSubgroups * 2];
 #include "common/reduce.glsl"
 #include "norm_row.glsl"
-#ifdef HELD
 layout(constant_id = INFER_NORM_SPEC_HELD) const uint kHeld = 8;
 #define ADD_NORM_HELD kHeld
-#endif
 #ifdef X8_OUT
 shared float h_row[gl_WorkGroupSize.x * kHeld];  // the row's h, for blocks across invocations
 #define ADD_NORM_H_SHARED h_row
@@ -62,12 +60,8 @@ void write_x8(uint t) {
 void main() {
   const uint t = row_index();
   if (t >= pc.rows) return;  // whole workgroup: the grid is rounded up in y
-#ifdef HELD
   add_norm_row_held(t * pc.n, pc.n);
 #ifdef X8_OUT
   write_x8(t);
-#endif
-#else
-  add_norm_row(t * pc.n, pc.n);
 #endif
 }

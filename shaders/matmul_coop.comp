@@ -19,7 +19,7 @@
 // activation goes in as hi + lo (split once a product by coop_x_prep.comp: every row tile reads
 // all of x, and splitting in each cost more than its products): hi its f32 bits cut to 11
 // significant ones (exact in f16: a bit mask, which no compiler folds away as it may an f32 ->
-// f16 -> f32 round trip; the H200's driver did, and every lo part was 0 until session 9), lo =
+// f16 -> f32 round trip; the H200's driver did, and every lo part was 0 at first), lo =
 // x - hi (exact in f32) as f16:
 // ~22 bits. LO 1: the lo products go into the hi accumulators (they sit ~2^-11 below the hi
 // products; the f32 accumulation keeps ~13 of their bits; where |lo| < 2^-14 they are f16
@@ -91,7 +91,7 @@ const uint kEdgeStride = 16;  // floats, one 16 x 16 fragment of a subgroup at a
 
 // The tiles hold quads (4 columns as f16) as uvec2: the staging stores each quad with one 8-byte
 // store where four f16 stores took four, and the fragment loads read the uvec2 array as f16,
-// offsets and strides in quads (H200, session 11: 12B Q4_0 prefill 2,593 vs 2,521 t/s with f16
+// offsets and strides in quads (H200: 12B Q4_0 prefill 2,593 vs 2,521 t/s with f16
 // tiles, bf16 3,590 vs 3,535 with the same stores through aliased f16vec4 / f16 blocks). Offsets
 // below in halves; the floats (block scales, edge fragments) in an array of their own.
 const uint kXHalves = kTokens * kStride;
@@ -125,7 +125,7 @@ shared float sh_f[kTileFloats + kEdgeFloats];
 // so a step's loads are in flight while the previous step multiplies.
 layout(local_size_x_id = INFER_MATMUL_SPEC_LOCAL_SIZE) in;
 // (The host takes only tiles whose quads divide among the invocations: a bounds check here,
-// `break` in these loops, cost 9% on the H200, session 11.)
+// `break` in these loops, cost 9% on the H200.)
 const uint kWPer = kRows * kQuads / gl_WorkGroupSize.x;
 const uint kXPer = kTokens * kQuads / gl_WorkGroupSize.x;
 
@@ -137,7 +137,7 @@ const uint kXPer = kTokens * kQuads / gl_WorkGroupSize.x;
 uvec4 w_raw[kMats * kWPer];  // Q8_0/Q4_0: the quant word alone (.x)
 #ifdef W_SCALED
 // Each block's scale is loaded once, by one invocation (kDPer blocks each), not with each of its
-// 8 quads (H200, session 12: 12B Q4_0 prefill 2,868 / 2,883 vs 2,600 / 2,611 t/s, Q8_0 2,888 vs
+// 8 quads (H200: 12B Q4_0 prefill 2,868 / 2,883 vs 2,600 / 2,611 t/s, Q8_0 2,888 vs
 // 2,583, E2B Q4_0 10,802 vs 9,881; 164 registers where 171).
 const uint kDPer = (kMats * kBlocks * kRows + gl_WorkGroupSize.x - 1) / gl_WorkGroupSize.x;
 float d_raw[kDPer];
@@ -353,7 +353,7 @@ void main() {
 #endif
 
   // (Loading each step after the last one's products, no registers held across them, was
-  // slower: 12B Q4_0 2,309 vs 2,515 t/s, session 11.)
+  // slower: 12B Q4_0 2,309 vs 2,515 t/s.)
   load_step(row0, t0, 0);
   for (uint c0 = 0; c0 < pc.cols; c0 += kCols) {
     store_step(c0);
@@ -363,7 +363,7 @@ void main() {
 #ifdef W_SCALED
     for (uint b = 0; b < kBlocks; ++b) {
       // One output fragment at a time: its block sum in one temporary accumulator (c, and LO 2's
-      // lo sums in d), scaled into g.. at once, so only one temporary is live (H200, session 13:
+      // lo sums in d), scaled into g.. at once, so only one temporary is live (H200:
       // 12B Q4_0 prefill 2,934 / 2,932 t/s vs 2,881 / 2,879 with four, one a fragment).
       const uint k0 = 32 * b;
       FRAG_A b00, b01, b10, b11;  // b<fragment column><k-step>

@@ -2,13 +2,11 @@
 //   W: binding 0, [rows, cols] in the device layout of W_* (common/weights.glsl)
 //   x: binding 1, [n_tokens, x_stride] f32        y: binding 2, [n_tokens, y_stride] f32
 //   GATE_UP only: binding 3, the up matrix, like W (which is then the gate); y = gelu(g) · u
-//   GELU_MUL only: binding 3, f32 multipliers m [rows]; y = gelu(W · x) · m, T = 1 only (the
-//   PLE gate's epilogue: the element-wise step needs no other row, so it costs no dispatch)
 //   push: MatvecPush (matvec.h): its `split` subgroups share each row. spec: LOCAL_SIZE
 //   invocations = SUBGROUPS subgroups of the device's size; ROWS rows per subgroup, TOKENS tokens
-//   per workgroup, UNROLL vectors of each row a lane loads per round, DEPTH rounds in flight.
+//   per workgroup, UNROLL vectors of each row a lane loads per round.
 // The body (how rows and tokens are split over workgroups, subgroups and lanes) is
-// matvec_rows.glsl, shared with matvec_norm_in.comp.
+// matvec_rows.glsl.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_shader_subgroup_basic : require
@@ -33,13 +31,8 @@ const uint kMats = 2;  // gate, then up
 #else
 const uint kMats = 1;
 #endif
-#ifdef GELU_MUL
-layout(binding = INFER_MATVEC_BINDING_UP, std430) readonly buffer Mul { float mul[]; };
-#include "common/gelu.glsl"
-#endif
 #include "common/weights.glsl"
 layout(constant_id = INFER_MATVEC_SPEC_UNROLL) const uint kUnroll = VEC_UNROLL;
-layout(constant_id = INFER_MATVEC_SPEC_DEPTH) const uint kDepth = 1;
 
 // x[t, c .. c + 3]; a quad past cols (zero weights) reads the last one instead.
 vec4 load_x_quad(uint t, uint c) {
@@ -53,7 +46,6 @@ vec4 load_x_quad(uint t, uint c) {
 #define MATVEC_Y y
 #define MATVEC_UNROLL kUnroll
 #define MATVEC_SPLIT pc.split
-#define MATVEC_DEPTH kDepth
 #include "matvec_rows.glsl"
 
 void main() { matvec_rows(); }

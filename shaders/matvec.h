@@ -27,11 +27,6 @@ INFER_PUSH_END(MatvecPush)
 #define INFER_MATVEC_SPEC_TOKENS 2      // tokens per workgroup (1 = matrix-vector)
 #define INFER_MATVEC_SPEC_SUBGROUPS 3   // subgroups per workgroup at the device's subgroup size
 #define INFER_MATVEC_SPEC_UNROLL 5      // matvec.comp: vectors of each row a lane loads per round
-#define INFER_MATVEC_SPEC_DEPTH 6       // matvec.comp: rounds of loads in flight (1 or 2)
-// matvec_dot.comp only: the 256-column groups of x per token its shared memory holds (288 bytes
-// each: 256 int8 activations, 8 f32 block scales).
-#define INFER_MATVEC_DOT_SPEC_GROUPS 4
-#define INFER_MATVEC_DOT_GROUP_BYTES 288
 
 // matmul.comp (tiled, prefill) specialization constant ids. A workgroup computes a tile of
 // TILE_ROWS x TILE_TOKENS outputs, each invocation THREAD_ROWS x THREAD_TOKENS of them (multiples

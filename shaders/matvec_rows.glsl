@@ -1,16 +1,11 @@
-// The body of matvec.comp, shared with matvec_norm_in.comp (which adds a prologue): this
-// workgroup's rows of y = W · x for its tokens. The includer declares the spec constants kRows,
+// The body of matvec.comp: this workgroup's rows of y = W · x for its tokens. The includer declares the spec constants kRows,
 // kTokens, kSubgroups, the constant kMats (2: GATE_UP), a push block with MatvecPush's fields,
 // includes common/weights.glsl (and common/gelu.glsl for GATE_UP), and defines
 //   vec4 load_x_quad(uint t, uint c): the activations x[t, c .. c + 3] of token t, and
 //   MATVEC_Y: the output array, [n_tokens, y_stride] f32;
 // and optionally (matvec.comp does; by default VEC_UNROLL and 1)
 //   MATVEC_UNROLL: a constant, the vectors of each row a lane loads per round;
-//   MATVEC_SPLIT: a uniform uint dividing kSubgroups, the subgroups that share a row;
-//   MATVEC_PREFETCH (matvec_norm_in.comp): below;
-//   MATVEC_DEPTH: a uniform uint, 2 to issue each round's loads before the previous round's
-//   arithmetic (twice the loads in flight, twice the registers for them), else 1.
-// (MATVEC_PREFETCH and MATVEC_DEPTH exclude each other.)
+//   MATVEC_SPLIT: a uniform uint dividing kSubgroups, the subgroups that share a row.
 // Workgroup g = x + z * num_x owns rows [slots * ROWS * g, ...), slots = SUBGROUPS / split; slot
 // s of them ROWS rows, summed by the split subgroups s * split .. s * split + split - 1: part p
 // reads the rows' chunks p, p + split, ... (a chunk = S consecutive 16-byte vectors, S the
@@ -26,9 +21,6 @@
 #endif
 #ifndef MATVEC_SPLIT
 #define MATVEC_SPLIT 1u  // the split branches below fold away, with the shared memory
-#endif
-#ifndef MATVEC_DEPTH
-#define MATVEC_DEPTH 1u
 #endif
 
 const uint kLoads = kMats * MATVEC_UNROLL * kRows;  // vectors in flight per lane
@@ -64,37 +56,11 @@ const uint MV_SCALE_LOADS = 1;  // unused
     }                                                                         \
   }
 
-#ifdef MATVEC_PREFETCH
-// MATVEC_PREFETCH: a uniform bool (a spec constant); where true, the includer calls
-// matvec_rows_prefetch() first, which issues the first round of this subgroup's first slot
-// before the includer's prologue (its weights depend on nothing the prologue computes), so
-// matvec_rows() starts with them in flight or in instead of issuing them once the prologue's
-// barrier has passed. (Globals: glslc cannot pass arrays sized by spec constants.)
-uvec4 mv_pre_w[kLoads];
-uvec4 mv_pre_s[MV_SCALE_LOADS];
-
-void matvec_rows_prefetch() {
-  const uint lanes = gl_SubgroupSize, lane = gl_SubgroupInvocationID;
-  const uint group = gl_WorkGroupID.z * gl_NumWorkGroups.x + gl_WorkGroupID.x;
-  const uint n_vecs = w_vecs();
-  const uint split = MATVEC_SPLIT;
-  const uint sg = gl_SubgroupID;
-  const uint row0 = (group * (kSubgroups / split) + sg / split) * kRows;
-  if (sg >= kSubgroups || row0 >= pc.rows) return;  // uniform in the subgroup
-  uint rows[kRows];
-  for (uint r = 0; r < kRows; ++r) rows[r] = min(row0 + r, pc.rows - 1);
-  const uint c0 = sg % split;
-  MV_LOAD_ROUND(mv_pre_w, mv_pre_s, rows, c0);
-}
-#endif
-
 // y[t, row] from the sums of the row's matrices (gate-up: gelu(gate) · up), inside the output.
 void matvec_store(uint row, uint t, float gate, float up) {
   if (row >= pc.rows || t >= pc.n_tokens) return;
 #ifdef GATE_UP
   MATVEC_Y[t * pc.y_stride + row] = gelu_tanh(gate) * up;
-#elif defined(GELU_MUL)
-  MATVEC_Y[row] = gelu_tanh(gate) * mul[row];  // T = 1
 #else
   MATVEC_Y[t * pc.y_stride + row] = gate;
 #endif
@@ -118,27 +84,13 @@ void matvec_rows() {
 
     float acc[kSums];
     for (uint i = 0; i < kSums; ++i) acc[i] = 0.0;
-#ifndef MATVEC_PREFETCH
-    uvec4 wv[kLoads], wv_next[kLoads];
-    uvec4 sv[MV_SCALE_LOADS], sv_next[MV_SCALE_LOADS];
-#endif
+    uvec4 wv[kLoads];
+    uvec4 sv[MV_SCALE_LOADS];
 
     for (uint c0 = part; c0 < n_chunks; c0 += split * MATVEC_UNROLL) {
       // Issue every load of this round first; a vector past the row repeats the last (its sum is
       // dropped below).
-#ifdef MATVEC_PREFETCH
-      // This subgroup's first round came in with matvec_rows_prefetch() where it ran.
-      if (!(MATVEC_PREFETCH) || sg != gl_SubgroupID || c0 != part) {
-        MV_LOAD_ROUND(mv_pre_w, mv_pre_s, rows, c0);
-      }
-#define wv mv_pre_w
-#define sv mv_pre_s
-#else
-      // Depth 2: this round's loads were issued in the previous one (or before the loop).
-      if (MATVEC_DEPTH < 2u || c0 == part) MV_LOAD_ROUND(wv, sv, rows, c0);
-      const uint c_next = c0 + split * MATVEC_UNROLL;
-      if (MATVEC_DEPTH >= 2u && c_next < n_chunks) MV_LOAD_ROUND(wv_next, sv_next, rows, c_next);
-#endif
+      MV_LOAD_ROUND(wv, sv, rows, c0);
       for (uint u = 0; u < MATVEC_UNROLL; ++u) {
         const uint j = (c0 + u * split) * lanes + lane;
         const float keep = j < n_vecs ? 1.0 : 0.0;
@@ -159,18 +111,8 @@ void matvec_rows() {
           }
         }
       }
-#ifndef MATVEC_PREFETCH
-      if (MATVEC_DEPTH >= 2u) {  // element-wise: arrays sized by spec constants cannot be assigned
-        for (uint i = 0; i < kLoads; ++i) wv[i] = wv_next[i];
-        for (uint i = 0; i < MV_SCALE_LOADS; ++i) sv[i] = sv_next[i];
-      }
-#endif
     }
 
-#ifdef MATVEC_PREFETCH
-#undef wv
-#undef sv
-#endif
     for (uint i = 0; i < kSums; ++i) acc[i] = subgroupAdd(acc[i]);
     if (lane == 0) {
       if (split > 1) {

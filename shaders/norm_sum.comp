@@ -3,13 +3,13 @@
 //   a: binding 0, [T, n] f32   wa: binding 1, [n]   b: binding 2, [T, n]   wb: binding 3, [n]
 //   out: binding 4, [T, n] f32; may be the same memory as a (each invocation reads its elements
 //   before it writes them, and no invocation touches another's)
-//   push: NormPush (norm.h), rows = T. spec: LOCAL_SIZE invocations, MAX_SUBGROUPS.
+//   push: NormPush (rms_norm.h), rows = T. spec: LOCAL_SIZE invocations, MAX_SUBGROUPS.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 
-#include "norm.h"
+#include "rms_norm.h"
 
 layout(local_size_x_id = INFER_NORM_SPEC_LOCAL_SIZE) in;
 layout(constant_id = INFER_NORM_SPEC_MAX_SUBGROUPS) const uint kMaxSubgroups = 32;

@@ -2,13 +2,13 @@
 //   x: binding 0, [rows, n] f32       w: binding 1, [n] f32 (absent with NO_WEIGHT)
 //   out: the last binding, [rows, n] f32; may be the same memory as x (each invocation reads its
 //   elements before it writes them, and no invocation touches another's)
-//   push: NormPush (norm.h). spec: LOCAL_SIZE invocations, MAX_SUBGROUPS >= gl_NumSubgroups.
+//   push: NormPush (rms_norm.h). spec: LOCAL_SIZE invocations, MAX_SUBGROUPS >= gl_NumSubgroups.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 
-#include "norm.h"
+#include "rms_norm.h"
 
 layout(local_size_x_id = INFER_NORM_SPEC_LOCAL_SIZE) in;
 layout(constant_id = INFER_NORM_SPEC_MAX_SUBGROUPS) const uint kMaxSubgroups = 32;

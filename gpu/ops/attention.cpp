@@ -153,25 +153,24 @@ Result<std::unique_ptr<AttentionOps>> AttentionOps::create(const VulkanContext& 
   p.limits = limits;
   p.lanes = attention_lanes(info);
   p.max_subgroups = std::max(1u, p.lanes.local_size / p.lanes.smallest);
-  p.knobs = decode_knobs(info.max_workgroup_invocations);
+  const GpuTuning& tuning = ctx.tuning();
+  p.knobs = decode_knobs(tuning, info.max_workgroup_invocations);
   // The one-dispatch decode (attention_split.cpp) for head dims up to kSplitMaxD, the two passes
-  // above (SplitDecode::kAuto); INFER_ATTN_SPLIT=1 for every dim, 0 for none. Side by side on
-  // the H200 (docs/bench/gpu-h200-s15-call3.json, profiled at 640 keys): E2B's d-256 layers
+  // above (SplitDecode::kAuto; attn_split on: every dim, off: none). Side by side on the H200
+  // (profiled at 640 keys): E2B's d-256 layers
   // 12.2 us against 8.9 + 8.8, 12B's 18.9 against 7.7 + 12.4, but d 512 21.5 against 21.5
   // (E2B) and 29.2 against 22.6 (12B); all split, E2B Q4_0 341.8 / 327.5 t/s against
   // 325.6 / 322.8, 12B Q4_0 177.7 against 178.8.
-  const char* split_env = std::getenv("INFER_ATTN_SPLIT");
-  p.split_decode = SplitDecode::kAuto;
-  if (split_env != nullptr && std::strcmp(split_env, "1") == 0) p.split_decode = SplitDecode::kAll;
-  if (split_env != nullptr && std::strcmp(split_env, "0") == 0) p.split_decode = SplitDecode::kNone;
-  p.split_keys = split_min_keys();
-  p.split_heads = split_heads();
-  p.split_tile = split_small_tile();
-  // qkv_prep folded into the split decode (prep_attend); INFER_ATTN_PREP=0: apart. On the H200
-  // (docs/bench/gpu-h200-s16-call2.json): E2B Q4_0 342.7 / 344.7 t/s against 337.9 apart, 12B
-  // Q4_0 178.2 / 177.2 against 175.7; 12B's d-256 layers 21.6 us against 19.1 + 5.5.
-  const char* prep_env = std::getenv("INFER_ATTN_PREP");
-  p.fuse_prep = prep_env == nullptr || std::strcmp(prep_env, "0") != 0;
+  p.split_decode = tuning.attn_split == Choice::kOn    ? SplitDecode::kAll
+                   : tuning.attn_split == Choice::kOff ? SplitDecode::kNone
+                                                       : SplitDecode::kAuto;
+  p.split_keys = split_min_keys(tuning);
+  p.split_heads = split_heads(tuning);
+  p.split_tile = split_small_tile(tuning);
+  // qkv_prep folded into the split decode (prep_attend; attn_prep off: apart). On the H200: E2B
+  // Q4_0 342.7 / 344.7 t/s against 337.9 apart, 12B Q4_0 178.2 / 177.2 against 175.7; 12B's
+  // d-256 layers 21.6 us against 19.1 + 5.5.
+  p.fuse_prep = tuning.attn_prep;
 
   // Shared q rows (ROWS x max_d floats) take at most half of the device's shared memory.
   VkPhysicalDeviceProperties props;
@@ -186,7 +185,7 @@ Result<std::unique_ptr<AttentionOps>> AttentionOps::create(const VulkanContext& 
   }
   p.decode_rows = std::min(kDecodeRows, floor_pow2(rows_fit));
   p.prefill_rows = std::min(kPrefillRows, floor_pow2(rows_fit));
-  p.prefill = prefill_knobs(shared_bytes, std::min(info.max_workgroup_invocations,
+  p.prefill = prefill_knobs(tuning, shared_bytes, std::min(info.max_workgroup_invocations,
                                                    props.limits.maxComputeWorkGroupSize[0]));
 
   using A = Access;

@@ -96,10 +96,10 @@ class AttentionOps {
   // out[t, h] = softmax_s(q[t, h] · k_s) · v_s over the keys s the query at p may see, scores
   // unscaled (scale 1.0, §4.7), fp32 softmax. q, out: [T, n_q·d] f32. Decode (T = 1) in two
   // dispatches (scores, then softmax · V) above d 256, in one up to it (split over keys and
-  // merged by the last split: attention_split.cpp); INFER_ATTN_SPLIT=1 / 0 in the environment
+  // merged by the last split: attention_split.cpp); the context's tuning attn_split=on / off
   // (read at create): one dispatch for every d / for none.
   // Prefill: one dispatch of split-K flash attention merged by its last split,
-  // register-blocked (attend_tiled.comp); INFER_ATTN_PREFILL=old in the environment (read at
+  // register-blocked (attend_tiled.comp); attn_prefill=old in the context's tuning (read at
   // create): the subgroup kernel (attend.comp), which also takes head dims the tiled one does
   // not (tiled_prefill()). inv_freq [d/2]: the keys' RoPE, needed in the ring modes only.
   Result<void> attend(Recorder& rec, Binding step, const AttentionDims& dims, Binding q,

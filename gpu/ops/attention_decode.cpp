@@ -1,7 +1,6 @@
 // The default decode attention (T = 1) in two dispatches: attend_scores.comp (scores and
 // per-block softmax stats), then attend_pv.comp (softmax · V over key ranges, the last range
-// adding the partials up). Grids and tunables; the tunables come from the environment so the
-// lead can sweep them on a GPU without rebuilding.
+// adding the partials up). Grids and tunables; the tunables are gpu/tuning.h's attn_* fields.
 #include <algorithm>
 #include <cstdlib>
 #include <string>
@@ -20,32 +19,32 @@ static_assert(sizeof(shader::DecodeAttendPush) == 11 * sizeof(uint32_t),
 
 }  // namespace
 
-// Read once per AttentionOps::create. At E2B's 640 keys every K/V byte is read in 1-5 us at
+// Made once per AttentionOps::create. At E2B's 640 keys every K/V byte is read in 1-5 us at
 // the H200's bandwidth: the passes are bound by memory latency, so the knobs trade loads in
 // flight per invocation (registers) against workgroups (parallelism) and serial rounds.
-DecodeKnobs decode_knobs(uint32_t max_workgroup_invocations) {
+DecodeKnobs decode_knobs(const GpuTuning& t, uint32_t max_workgroup_invocations) {
   DecodeKnobs k;
   // Pass 1: keys each subgroup loads at once per round (their d/subgroup elements each, all
   // issued before the first product): K registers = keys x d / subgroup size a lane.
-  k.keys_per_subgroup = env_uint("INFER_ATTN_KEYS_PER_SUBGROUP", k.keys_per_subgroup, 1, 8);
+  k.keys_per_subgroup = t.attn_keys_per_subgroup;
   // Pass 1: workgroups per head group at most (more keys make each loop over more rounds); also
   // the block stats pass 2 reads per head (a subgroup per head reduces them).
-  k.score_groups = env_uint("INFER_ATTN_SCORES_GROUPS", k.score_groups, 1, 65535);
+  k.score_groups = t.attn_score_groups;
   // Pass 2: output dims per workgroup (lanes reading one V row piece together: 32 = 128 bytes),
   // and the workgroup size, rounded down to a multiple of them (the rest are key lanes).
-  k.pv_dims = env_uint("INFER_ATTN_PV_DIMS", k.pv_dims, 1, 512);
+  k.pv_dims = t.attn_pv_dims;
   const uint32_t max_inv = std::max(1u, max_workgroup_invocations);
   k.pv_dims = std::min(k.pv_dims, max_inv);
-  k.pv_invocations = env_uint("INFER_ATTN_PV_INVOCATIONS", k.pv_invocations, 1, max_inv);
+  k.pv_invocations = std::min(t.attn_pv_invocations, max_inv);
   k.pv_invocations = std::max(k.pv_dims, k.pv_invocations / k.pv_dims * k.pv_dims);
   // Pass 2: V rows each invocation loads at once per round; a round covers key lanes x unroll
   // keys.
-  k.pv_unroll = env_uint("INFER_ATTN_PV_UNROLL", k.pv_unroll, 1, 16);
+  k.pv_unroll = t.attn_pv_unroll;
   // Pass 2: keys per range at least (default one round), and ranges at most (each range's
   // workgroups write a partial the last one reads; <= INFER_ATTN_MAX_SPLITS, the scratch).
   const uint32_t round = k.pv_invocations / k.pv_dims * k.pv_unroll;
-  k.pv_min_keys = env_uint("INFER_ATTN_PV_KEYS", round, 1, 1u << 20);
-  k.pv_splits = env_uint("INFER_ATTN_PV_SPLITS", k.pv_splits, 1, kMaxSplits);
+  k.pv_min_keys = t.attn_pv_keys > 0 ? t.attn_pv_keys : round;
+  k.pv_splits = std::min(t.attn_pv_splits, kMaxSplits);
   return k;
 }
 

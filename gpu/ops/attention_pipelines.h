@@ -22,7 +22,7 @@
 namespace infer::gpu {
 
 constexpr uint32_t kMaxSplits = INFER_ATTN_MAX_SPLITS;
-// Which decode attentions take one dispatch (INFER_ATTN_SPLIT: 1 all, 0 none, else kAuto: head
+// Which decode attentions take one dispatch (GpuTuning::attn_split: on all, off none, auto: head
 // dims up to kSplitMaxD).
 enum class SplitDecode { kNone, kAuto, kAll };
 constexpr uint32_t kSplitMaxD = 256;
@@ -30,34 +30,35 @@ constexpr uint32_t kSplitMaxD = 256;
 // The two-pass decode's tunables (attention_decode.cpp reads them from the environment once, at
 // create, so one build can be swept on a GPU; attention_decode.cpp documents each).
 struct DecodeKnobs {
-  uint32_t keys_per_subgroup = 2;  // INFER_ATTN_KEYS_PER_SUBGROUP
-  uint32_t score_groups = 256;     // INFER_ATTN_SCORES_GROUPS
-  uint32_t pv_dims = 32;           // INFER_ATTN_PV_DIMS
-  uint32_t pv_invocations = 256;   // INFER_ATTN_PV_INVOCATIONS
-  uint32_t pv_unroll = 8;          // INFER_ATTN_PV_UNROLL
-  uint32_t pv_min_keys = 64;       // INFER_ATTN_PV_KEYS
-  uint32_t pv_splits = 64;         // INFER_ATTN_PV_SPLITS
+  uint32_t keys_per_subgroup = 2;  // attn_keys_per_subgroup
+  uint32_t score_groups = 256;     // attn_score_groups
+  uint32_t pv_dims = 32;           // attn_pv_dims
+  uint32_t pv_invocations = 256;   // attn_pv_invocations
+  uint32_t pv_unroll = 8;          // attn_pv_unroll
+  uint32_t pv_min_keys = 64;       // attn_pv_keys
+  uint32_t pv_splits = 64;         // attn_pv_splits
 };
-DecodeKnobs decode_knobs(uint32_t max_workgroup_invocations);
+DecodeKnobs decode_knobs(const GpuTuning& t, uint32_t max_workgroup_invocations);
 
-// Prefill (T > 1): which kernel and the tiled kernel's shape knobs (attention_prefill.cpp reads
-// them from the environment once, at create, and documents each).
+// Prefill (T > 1): which kernel and the tiled kernel's shape knobs (attention_prefill.cpp takes
+// them from the context's tuning once, at create, and documents each).
 struct PrefillKnobs {
-  bool old = false;               // INFER_ATTN_PREFILL=old: attend.comp for every prefill
-  uint32_t rows = 0;              // INFER_ATTN_PREFILL_ROWS (0: by head dim)
-  uint32_t tile = 0;              // INFER_ATTN_PREFILL_TILE (0: 4096 / rows)
-  uint32_t min_keys = 128;        // INFER_ATTN_PREFILL_KEYS
-  uint32_t shared_bytes = 49152;  // INFER_ATTN_PREFILL_SHARED, at most the device's limit
+  bool old = false;               // attn_prefill=old: attend.comp for every prefill
+  uint32_t rows = 0;              // attn_prefill_rows (0: by head dim)
+  uint32_t tile = 0;              // attn_prefill_tile (0: 4096 / rows)
+  uint32_t min_keys = 128;        // attn_prefill_keys
+  uint32_t shared_bytes = 49152;  // attn_prefill_shared, at most the device's limit
   uint32_t max_invocations = 0;   // the device's workgroup limit
 };
-PrefillKnobs prefill_knobs(uint32_t max_shared_bytes, uint32_t max_invocations);
+PrefillKnobs prefill_knobs(const GpuTuning& t, uint32_t max_shared_bytes,
+                           uint32_t max_invocations);
 
-// attend_split's keys a split at least (attention_split.cpp; INFER_ATTN_SPLIT_KEYS).
-uint32_t split_min_keys();
-// attend_split's query heads a workgroup at most (INFER_ATTN_SPLIT_HEADS).
-uint32_t split_heads();
-// attend_split's keys a tile up to d 256 (INFER_ATTN_SPLIT_TILE).
-uint32_t split_small_tile();
+// attend_split's keys a split at least (attention_split.cpp; attn_split_keys).
+uint32_t split_min_keys(const GpuTuning& t);
+// attend_split's query heads a workgroup at most (attn_split_heads).
+uint32_t split_heads(const GpuTuning& t);
+// attend_split's keys a tile up to d 256 (attn_split_tile).
+uint32_t split_small_tile(const GpuTuning& t);
 
 struct AttentionOps::Pipelines {
   const VulkanContext* ctx = nullptr;

@@ -1,6 +1,6 @@
 // Prefill attention (T > 1) in one dispatch of split-K flash attention whose last split merges:
 // the register-blocked kernel (attend_tiled.comp) by default; the subgroup kernel (attend.comp)
-// with INFER_ATTN_PREFILL=old in the environment (read at create, for A/B runs) or for a head
+// with attn_prefill=old in the context's tuning (read at create) or for a head
 // dim the tiled kernel does not take. Both share the grid and the scratch (shaders/attention.h).
 #include <algorithm>
 #include <cstdlib>
@@ -68,7 +68,7 @@ TiledShape fit_shape(const PrefillKnobs& k, uint32_t d, uint32_t rows, uint32_t 
 
 // Defaults: 64 rows and 128 keys (512 invocations, a 32 KB P tile, output blocks of 4 x 32 floats
 // at d = 256, 4 x 64 at 512; in NVIDIA's 48 KB slices of 16 dims, V sub-tiles of 16 keys at d =
-// 256, 8 at 512). H200, 12B Q4_0 prefill of 512 (session 13 call 5, profiled side by side): the
+// 256, 8 at 512). H200, 12B Q4_0 prefill of 512 (profiled side by side): the
 // 40 sliding layers (d 256) 368 -> 266 us, the 8 full (d 512) 1,159 -> 591, prefill 2,924 ->
 // 3,079 t/s, against the previous defaults, which devices with less shared memory take: 64 rows
 // and 64 keys for d <= 256 (E2B's sliding layers: 8 tokens x 8 heads; 12B's: 32 tokens x 2
@@ -89,23 +89,21 @@ TiledShape tiled_shape(const PrefillKnobs& k, uint32_t d) {
 
 }  // namespace
 
-PrefillKnobs prefill_knobs(uint32_t max_shared_bytes, uint32_t max_invocations) {
+PrefillKnobs prefill_knobs(const GpuTuning& t, uint32_t max_shared_bytes,
+                           uint32_t max_invocations) {
   PrefillKnobs k;
-  const char* kernel = std::getenv("INFER_ATTN_PREFILL");
-  k.old = kernel != nullptr && std::strcmp(kernel, "old") == 0;
+  k.old = t.attn_prefill == PrefillAttention::kOld;
   // Query rows a workgroup (tokens x the GQA heads of one KV head) and keys a tile; their
   // product / 16 invocations (a 4 x 4 score block each). Rows trade the grid's size and the
   // output registers (4 x d / (tile / 4) floats an invocation) against K/V reuse.
-  k.rows = env_uint("INFER_ATTN_PREFILL_ROWS", 0, 0, 256) / 4 * 4;
-  k.tile = env_uint("INFER_ATTN_PREFILL_TILE", 0, 0, 1024) / 16 * 16;
+  k.rows = t.attn_prefill_rows / 4 * 4;
+  k.tile = t.attn_prefill_tile / 16 * 16;
   // Keys a split at least (rounded up to whole tiles): more splits fill the GPU and even out the
   // causal triangle, each costs its rows' partials through the merge.
-  k.min_keys = env_uint("INFER_ATTN_PREFILL_KEYS", k.min_keys, 1, 1u << 20);
+  k.min_keys = t.attn_prefill_keys;
   // Shared memory a workgroup may take: more than 48 KB allows larger slices and V sub-tiles
   // (fewer barriers) where the device has it, at fewer resident workgroups.
-  k.shared_bytes =
-      std::min(max_shared_bytes, env_uint("INFER_ATTN_PREFILL_SHARED", k.shared_bytes, 1024,
-                                          1u << 20));
+  k.shared_bytes = std::min(max_shared_bytes, t.attn_prefill_shared);
   k.max_invocations = max_invocations;
   return k;
 }

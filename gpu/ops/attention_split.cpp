@@ -2,7 +2,7 @@
 // split over keys, every load of a tile issued before it is needed, merged by the last split.
 // Session 15 rewrote it without subgroup reductions (a key's K row read by LANES invocations
 // together, their parts meeting in shared memory) and with a head a workgroup by default;
-// session 14's form (a subgroup a key, subgroupAdd per key and head, all of a KV head's query
+// the earlier form (a subgroup a key, subgroupAdd per key and head, all of a KV head's query
 // heads in one workgroup: 10 workgroups on E2B at 640 keys) took 42 us a layer on E2B and 28 on
 // 12B on the H200, against ~18-20 for the two passes. Session 16 folded qkv_prep into it
 // (attend_split_prep.glsl, prep_attend): one dependent dispatch a layer less.
@@ -53,25 +53,22 @@ uint32_t split_shared_bytes(const SplitShape& s, uint32_t d, bool prep) {
 
 }  // namespace
 
-uint32_t split_min_keys() {
+uint32_t split_min_keys(const GpuTuning& t) {
   // Keys a split at least (the shader rounds up to whole tiles: 32 keys up to d 256, 16 above):
   // fewer make more workgroups load at once but give the merging workgroup more partials to
-  // read. INFER_ATTN_SPLIT_KEYS, read at create.
-  const uint32_t keys = env_uint("INFER_ATTN_SPLIT_KEYS", 16, 1, 1u << 20);
-  return div_up(keys, 16u) * 16;
+  // read.
+  return div_up(t.attn_split_keys, 16u) * 16;
 }
 
-uint32_t split_heads() {
+uint32_t split_heads(const GpuTuning& t) {
   // Query heads a workgroup at most (of one KV head): each group of them reads the KV head's
   // keys again (from L2 after the first), but the splits' workgroups multiply by the groups.
-  // INFER_ATTN_SPLIT_HEADS, read at create.
-  return env_uint("INFER_ATTN_SPLIT_HEADS", 1, 1, 64);
+  return t.attn_split_heads;
 }
 
-uint32_t split_small_tile() {
+uint32_t split_small_tile(const GpuTuning& t) {
   // Keys a tile up to d 256 (LOCAL_SIZE / tile invocations share a key): 8, 16 or 32.
-  // INFER_ATTN_SPLIT_TILE, read at create.
-  const uint32_t tile = env_uint("INFER_ATTN_SPLIT_TILE", 32, 8, 32);
+  const uint32_t tile = t.attn_split_tile;
   return tile >= 32 ? 32 : tile >= 16 ? 16 : 8;
 }
 

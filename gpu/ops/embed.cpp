@@ -47,7 +47,7 @@ struct EmbedOps::Pipelines {
   const VulkanContext* ctx = nullptr;
   uint32_t embed_local = 0;
   std::unique_ptr<Pipeline> embed[std::size(kFormats)];  // indexed by WeightFormat
-  // ple_inputs rows are P = 256 floats: one subgroup a row (as NormOps' short rows).
+  // ple_inputs rows are P = 256 floats: one subgroup a row (as RmsNormOps' short rows).
   std::unique_ptr<Pipeline> ple_inputs;
 };
 

@@ -23,8 +23,7 @@ Result<void> create_coop_kernels(const VulkanContext& ctx, WeightFormat format, 
 Result<void> create_x8_prep(const VulkanContext& ctx, MatvecKernels& k);
 
 // Records coop_x_prep over x ([n_tokens, cols] f32) into k.coop_x (grown if need be) and returns
-// the binding of the prepared activations for matmul_coop.comp (or, int8, matvec_dot.comp's
-// X_PREPPED variants).
+// the binding of the prepared activations for matmul_coop.comp (or, int8, matvec_dot.comp).
 Result<Binding> record_coop_x_prep(Recorder& rec, const MatvecKernels& k, Binding x, int64_t cols,
                                    uint32_t n_tokens);
 

@@ -1,7 +1,7 @@
-// The tiled prefill kernel's shape: defaults, INFER_MM_* knobs, device limits (matmul_tuning.h).
+// The tiled prefill kernel's shape: defaults (GpuTuning's mm_* and coop_*), device limits
+// (matmul_tuning.h).
 #include "gpu/ops/matmul_tuning.h"
 
-#include <cstdlib>
 #include <string>
 
 #include "shaders/matvec.h"
@@ -16,23 +16,12 @@ namespace {
 // registers during the FMAs. Halved while the device cannot hold them. A product whose grid of
 // these has fewer than 128 workgroups (a 3840-row projection of a 256-token chunk: 60) takes the
 // quarter tile, 64 x 64 by 4 x 4 (small_tile()): 4x the workgroups, so a big GPU's SMs each get
-// some. The H200 knobs, read once at pipeline creation where the tuning leaves them 0:
-// INFER_MM_TILE=128x64 (rows x tokens), INFER_MM_THREAD=8x4, INFER_MM_STAGES=1|2,
-// INFER_MM_BIG_MIN_GROUPS=128 for plain products; INFER_MM_GU_TILE, INFER_MM_GU_THREAD,
-// INFER_MM_GU_STAGES, INFER_MM_GU_BIG_MIN_GROUPS for gate-up; INFER_MM_MIN_TOKENS and
-// INFER_MM_MIN_GROUPS for the switch from matvec.comp (below, counted in quarter tiles).
-// The switch: measured on an H200 with the old 64 x 64 tile (Q4_0/Q8_0/bf16, 6144x1536,
-// 1536x6144, 21504x5376), the tiled kernel won from T = 16 when its grid had ~100+ workgroups,
-// but with 24 (1536 rows) only from T = 64; the matvec kernel streams W once per 4 tokens and
-// wins below.
-constexpr uint32_t kDefaultMatmulMinTokens = 16;
-constexpr uint32_t kDefaultMatmulMinGroups = 64;
-constexpr TileShape kDefaultTile{128, 128, 8, 8, 1};
-constexpr TileShape kDefaultGateUpTile{64, 128, 4, 8, 1};
-constexpr uint32_t kDefaultBigTileMinGroups = 128;
+// some. The values are gpu/tuning.h's mm_* fields, taken where MatvecTuning leaves them 0.
+// The switch from matvec.comp (mm_min_tokens, mm_min_groups, counted in quarter tiles): measured
+// on an H200 with the old 64 x 64 tile (Q4_0/Q8_0/bf16, 6144x1536, 1536x6144, 21504x5376), the
+// tiled kernel won from T = 16 when its grid had ~100+ workgroups, but with 24 (1536 rows) only
+// from T = 64; the matvec kernel streams W once per 4 tokens and wins below.
 // matmul_coop.comp: 128 x 64 (rows x tokens, 8 subgroups) plain, 64 x 64 gate-up (two matrices).
-constexpr uint32_t kDefaultCoopRows = 128, kDefaultCoopGateUpRows = 64, kDefaultCoopTokens = 64;
-
 }  // namespace
 
 // The quarter tile of t: the thread tile's larger dimension (>= 8) halved, twice, with the tile's,
@@ -59,57 +48,33 @@ uint32_t matmul_shared_bytes(const MatvecTuning& t, bool gate_up) {
   return t.tile_stages * 4 * INFER_MATMUL_TILE_COLS * (mats * t.tile_rows + t.tile_tokens);
 }
 
-// Reads "AxB" from the environment into a and b where both are 0; a value that is not two
-// positive numbers is an error (a sweep should not silently run the default).
-Result<void> env_pair(const char* name, uint32_t& a, uint32_t& b) {
-  const char* v = std::getenv(name);
-  if (v == nullptr || a != 0 || b != 0) return Ok{};
-  unsigned x = 0, y = 0;
-  char tail = 0;
-  if (std::sscanf(v, "%ux%u%c", &x, &y, &tail) != 2 || x == 0 || y == 0) {
-    return make_error(ErrorCode::kUnsupported,
-                      std::string(name) + "=\"" + v + "\": expected ROWSxTOKENS, e.g. 128x64");
-  }
-  a = x;
-  b = y;
-  return Ok{};
-}
-
-void env_number(const char* name, uint32_t& a) {
-  const char* v = std::getenv(name);
-  if (v != nullptr && a == 0) a = uint32_t(std::strtoul(v, nullptr, 10));
-}
-
-// Fills the tiled kernel's zeros from the environment, then from the defaults, halving a default
-// tile while the device cannot hold it (workgroup invocations or shared memory), and checks the
-// shape is one the shader can run.
 }  // namespace
 
+// Fills the tiled kernel's zeros from the context's tuning, halving the default tile while the
+// device cannot hold it (workgroup invocations or shared memory), and checks the shape is one
+// the shader can run.
 Result<void> resolve_matmul_tuning(const VulkanContext& ctx, bool gate_up, MatvecTuning& t) {
   VkPhysicalDeviceProperties props;
   vkGetPhysicalDeviceProperties(ctx.physical_device(), &props);
   const uint32_t max_shared = props.limits.maxComputeSharedMemorySize;
   const uint32_t max_invocations =
       std::min(ctx.info().max_workgroup_invocations, props.limits.maxComputeWorkGroupSize[0]);
-  INFER_TRY_VOID(env_pair(gate_up ? "INFER_MM_GU_TILE" : "INFER_MM_TILE", t.tile_rows,
-                          t.tile_tokens));
-  INFER_TRY_VOID(env_pair(gate_up ? "INFER_MM_GU_THREAD" : "INFER_MM_THREAD", t.thread_rows,
-                          t.thread_tokens));
-  env_number(gate_up ? "INFER_MM_GU_STAGES" : "INFER_MM_STAGES", t.tile_stages);
-  env_number(gate_up ? "INFER_MM_GU_BIG_MIN_GROUPS" : "INFER_MM_BIG_MIN_GROUPS",
-             t.tile_min_groups);
-  env_number("INFER_MM_MIN_TOKENS", t.matmul_min_tokens);
-  env_number("INFER_MM_MIN_GROUPS", t.matmul_min_groups);
-  const TileShape& d = gate_up ? kDefaultGateUpTile : kDefaultTile;
-  const bool defaults = t.tile_rows == 0 && t.tile_tokens == 0;
-  if (t.matmul_min_tokens == 0) t.matmul_min_tokens = kDefaultMatmulMinTokens;
-  if (t.matmul_min_groups == 0) t.matmul_min_groups = kDefaultMatmulMinGroups;
-  if (t.tile_rows == 0) t.tile_rows = d.rows;
-  if (t.tile_tokens == 0) t.tile_tokens = d.tokens;
-  if (t.thread_rows == 0) t.thread_rows = d.thread_rows;
-  if (t.thread_tokens == 0) t.thread_tokens = d.thread_tokens;
-  if (t.tile_stages == 0) t.tile_stages = d.stages;
-  if (t.tile_min_groups == 0) t.tile_min_groups = kDefaultBigTileMinGroups;
+  const GpuTuning& g = ctx.tuning();
+  const TileSize tile = gate_up ? g.mm_gu_tile : g.mm_tile;
+  const TileSize thread = gate_up ? g.mm_gu_thread : g.mm_thread;
+  const GpuTuning d;  // the default tile halves to fit; a tile asked for does not
+  const bool defaults = t.tile_rows == 0 && t.tile_tokens == 0 &&
+                        tile == (gate_up ? d.mm_gu_tile : d.mm_tile);
+  if (t.matmul_min_tokens == 0) t.matmul_min_tokens = g.mm_min_tokens;
+  if (t.matmul_min_groups == 0) t.matmul_min_groups = g.mm_min_groups;
+  if (t.tile_rows == 0) t.tile_rows = tile.rows;
+  if (t.tile_tokens == 0) t.tile_tokens = tile.tokens;
+  if (t.thread_rows == 0) t.thread_rows = thread.rows;
+  if (t.thread_tokens == 0) t.thread_tokens = thread.tokens;
+  if (t.tile_stages == 0) t.tile_stages = gate_up ? g.mm_gu_stages : g.mm_stages;
+  if (t.tile_min_groups == 0) {
+    t.tile_min_groups = gate_up ? g.mm_gu_big_min_groups : g.mm_big_min_groups;
+  }
   auto invocations = [&] {
     return (t.tile_rows / t.thread_rows) * (t.tile_tokens / t.thread_tokens);
   };
@@ -155,14 +120,6 @@ uint32_t coop_shared_bytes(const MatvecTuning& t, bool gate_up, bool scaled) {
          (scaled ? 4 * mats * blocks * t.coop_rows : 0) + coop_subgroups(t, gate_up) * 16 * 16 * 4;
 }
 
-// INFER_COOP_LO's value; kAuto for one it does not name.
-CoopLo coop_lo_named(const std::string& v) {
-  if (v.empty() || v == "shared") return CoopLo::kShared;
-  if (v == "apart") return CoopLo::kApart;
-  if (v == "none") return CoopLo::kNone;
-  return CoopLo::kAuto;
-}
-
 }  // namespace
 
 Result<bool> resolve_coop_tuning(const VulkanContext& ctx, WeightFormat format, bool gate_up,
@@ -171,20 +128,14 @@ Result<bool> resolve_coop_tuning(const VulkanContext& ctx, WeightFormat format, 
   if (!info.coop_matrix_nv || format == WeightFormat::kF32) return false;  // f32: 24 bits
   VkPhysicalDeviceProperties props;
   vkGetPhysicalDeviceProperties(ctx.physical_device(), &props);
-  const bool defaults = t.coop_rows == 0 && t.coop_tokens == 0;
-  INFER_TRY_VOID(env_pair(gate_up ? "INFER_COOP_GU_TILE" : "INFER_COOP_TILE", t.coop_rows,
-                          t.coop_tokens));
-  if (t.coop_lo == CoopLo::kAuto) {
-    const char* v = std::getenv("INFER_COOP_LO");
-    const std::string lo = v != nullptr ? v : "";
-    t.coop_lo = coop_lo_named(lo);
-    if (t.coop_lo == CoopLo::kAuto) {
-      return make_error(ErrorCode::kUnsupported,
-                        "INFER_COOP_LO=\"" + lo + "\": expected none, shared or apart");
-    }
-  }
-  if (t.coop_rows == 0) t.coop_rows = gate_up ? kDefaultCoopGateUpRows : kDefaultCoopRows;
-  if (t.coop_tokens == 0) t.coop_tokens = kDefaultCoopTokens;
+  const GpuTuning& g = ctx.tuning();
+  const TileSize tile = gate_up ? g.coop_gu_tile : g.coop_tile;
+  const GpuTuning d;  // the default tile may not fit (then no cooperative kernel); one asked for
+  const bool defaults = t.coop_rows == 0 && t.coop_tokens == 0 &&
+                        tile == (gate_up ? d.coop_gu_tile : d.coop_tile);
+  if (t.coop_lo == CoopLo::kAuto) t.coop_lo = g.coop_lo;
+  if (t.coop_rows == 0) t.coop_rows = tile.rows;
+  if (t.coop_tokens == 0) t.coop_tokens = tile.tokens;
   const bool scaled = format == WeightFormat::kQ8_0 || format == WeightFormat::kQ4_0;
   const uint32_t invocations = coop_subgroups(t, gate_up) * info.subgroup_size;
   // Each invocation stages whole rounds of the tiles' quads (16 a row of a step).

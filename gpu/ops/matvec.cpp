@@ -36,31 +36,19 @@ std::string variant_name(const char* family, WeightFormat f) {
   return std::string(family) + "_" + weight_format_name(f);
 }
 
-std::atomic<bool> g_int_dot{false};
-
-// Whether the integer-dot-product kernels run: where the format has them and the device the
-// instructions, when asked for (tuning kOn, set_matvec_int_dot(true) or INFER_INTDOT=1). Opt-in:
-// the other kernels (tiled prefill, MoE, PLE) keep f32 activations, so a forward pass with int8
-// matvecs matches neither CPU mode within 2e-3 on the fixtures (it does where every product is
-// int8 on both sides); on by default once every path quantizes as the CPU does.
+// Whether the integer-dot-product kernels run: asked for (the forward asks per model,
+// gpu/tuning.h's int_dot) and the format has them.
 Result<bool> want_int_dot(const DeviceInfo& info, WeightFormat format, IntDot mode) {
   const bool quantized = format == WeightFormat::kQ8_0 || format == WeightFormat::kQ4_0;
   if (mode == IntDot::kOff || !quantized) return false;
-  if (mode == IntDot::kOn) {
-    if (!info.integer_dot_product) {
-      return make_error(ErrorCode::kUnsupported,
-                        info.name + " lacks shaderIntegerDotProduct (integer-dot matvec asked for)");
-    }
-    return true;
+  if (!info.integer_dot_product) {
+    return make_error(ErrorCode::kUnsupported,
+                      info.name + " lacks shaderIntegerDotProduct (integer-dot matvec asked for)");
   }
-  const char* on = std::getenv("INFER_INTDOT");
-  return info.integer_dot_product && (g_int_dot.load(std::memory_order_relaxed) ||
-                                      (on != nullptr && (on[0] == '1' || on[0] == '2')));
+  return true;
 }
 
 }  // namespace
-
-void set_matvec_int_dot(bool on) { g_int_dot.store(on, std::memory_order_relaxed); }
 
 ReduceShape reduce_shape(const DeviceInfo& info, uint32_t subgroups_per_group) {
   const uint32_t subgroup = std::max(1u, info.subgroup_size);
@@ -92,7 +80,7 @@ Result<MatvecKernels> create_matvec_kernels(const VulkanContext& ctx, WeightForm
 
   const uint32_t subgroup = std::max(1u, info.subgroup_size);
   k.subgroup_size = subgroup;
-  resolve_matvec_shape(info, format, gate_up, tuning);
+  resolve_matvec_shape(info, ctx.tuning(), format, gate_up, tuning);
   INFER_TRY_VOID(resolve_matmul_tuning(ctx, gate_up, tuning));
   k.tuning = tuning;
 
@@ -109,8 +97,7 @@ Result<MatvecKernels> create_matvec_kernels(const VulkanContext& ctx, WeightForm
                  {INFER_MATVEC_SPEC_ROWS, tuning.rows_per_subgroup},
                  {INFER_MATVEC_SPEC_TOKENS, tokens},
                  {INFER_MATVEC_SPEC_SUBGROUPS, tuning.subgroups_per_group},
-                 {INFER_MATVEC_SPEC_UNROLL, tuning.vec_unroll},
-                 {INFER_MATVEC_SPEC_DEPTH, tuning.load_depth}};
+                 {INFER_MATVEC_SPEC_UNROLL, tuning.vec_unroll}};
     desc.required_subgroup_size = shape.required_subgroup_size;
     INFER_TRY(std::unique_ptr<Pipeline> p, Pipeline::create(ctx, desc));
     (tokens == 1 ? k.one_token : k.many_tokens) = std::move(p);
@@ -134,11 +121,6 @@ Result<MatvecKernels> create_matvec_kernels(const VulkanContext& ctx, WeightForm
           k.one_token_variants.push_back({r, u, std::move(v)});
         }
       }
-    }
-    if (tokens == 1 && !gate_up && tuning.gelu_mul_epilogue) {
-      desc.variant = variant_name("matvec_gelu_mul", format);
-      desc.bindings.push_back(Access::kRead);  // the multipliers
-      INFER_TRY(k.one_token_gelu_mul, Pipeline::create(ctx, desc));
     }
   }
 
@@ -166,13 +148,11 @@ Result<MatvecKernels> create_matvec_kernels(const VulkanContext& ctx, WeightForm
   k.small_tile_rows = has_small ? small.rows : big.rows;
   k.small_tile_tokens = has_small ? small.tokens : big.tokens;
 
-  VkPhysicalDeviceProperties props;
-  vkGetPhysicalDeviceProperties(ctx.physical_device(), &props);
   INFER_TRY(const bool dot, want_int_dot(info, format, tuning.int_dot));
   INFER_TRY_VOID(create_coop_kernels(ctx, format, gate_up, dot, k));
   tuning = k.tuning;  // with the coop tile resolved
 
-  if (dot) INFER_TRY_VOID(create_dot_kernels(ctx, props, desc.bindings, tuning, k));
+  if (dot) INFER_TRY_VOID(create_dot_kernels(ctx, desc.bindings, tuning, k));
   return k;
 }
 
@@ -200,20 +180,16 @@ bool small_tile_path(const MatvecKernels& k, int64_t rows, uint32_t n_tokens) {
 }
 
 // The cooperative-matrix kernel takes rows of whole steps (INFER_MATMUL_COOP_COLS; others take
-// the f32 tiled kernel) where the tiled kernel would run. INFER_COOP_ONLY=plain|gate_up keeps it
-// to one family (an A/B of the two on a device).
+// the f32 tiled kernel) where the tiled kernel would run.
 bool coop_path(const MatvecKernels& k, int64_t rows, int64_t cols, uint32_t n_tokens) {
-  static const char* only = std::getenv("INFER_COOP_ONLY");
-  if (only != nullptr && std::string_view(only) != (k.gate_up ? "gate_up" : "plain")) return false;
   return k.coop != nullptr && cols % INFER_MATMUL_COOP_COLS == 0 && tiled_path(k, rows, n_tokens);
 }
 
-// The integer-dot kernel takes what would run on matvec.comp when its shared memory holds x.
+// The integer-dot kernel takes what would run on matvec.comp.
 bool dot_path(const MatvecKernels& k, int64_t rows, int64_t cols, uint32_t n_tokens) {
+  (void)cols;
   if (tiled_path(k, rows, n_tokens)) return false;
-  const int64_t groups = (cols + 255) / 256;
-  return n_tokens == 1 ? k.dot_one_token != nullptr && groups <= k.dot_groups_one
-                       : k.dot_many_tokens != nullptr && groups <= k.dot_groups_many;
+  return n_tokens == 1 ? k.dot_one_token != nullptr : k.dot_many_tokens != nullptr;
 }
 
 }  // namespace
@@ -233,12 +209,7 @@ bool activations_in_int8(const MatvecKernels& k, int64_t rows, int64_t cols, uin
 }
 
 bool takes_x8(const MatvecKernels& k, int64_t rows, int64_t cols, uint32_t n_tokens) {
-  return k.dot_prepared && dot_path(k, rows, cols, n_tokens);
-}
-
-bool writes_x8(const MatvecKernels& k, int64_t rows, int64_t cols, uint32_t n_tokens) {
-  return k.dot_x8_out != nullptr && n_tokens == 1 && rows % 32 == 0 &&
-         rows / 32 <= MatvecKernels::kX8CounterBlocks && takes_x8(k, rows, cols, n_tokens);
+  return dot_path(k, rows, cols, n_tokens);
 }
 
 bool runs_matvec_shader(const MatvecKernels& k, int64_t rows, int64_t cols, uint32_t n_tokens) {
@@ -247,7 +218,7 @@ bool runs_matvec_shader(const MatvecKernels& k, int64_t rows, int64_t cols, uint
 
 Result<void> record_matvec_kernels(Recorder& rec, const MatvecKernels& k, const GpuMatrix& w,
                                    const GpuMatrix* up, Binding x, Binding y, uint32_t n_tokens,
-                                   Binding mul, Binding x8, Binding y8) {
+                                   Binding x8) {
   INFER_CHECK(w.format == k.format, "matvec: %s weights given to the %s op",
               weight_format_name(w.format), weight_format_name(k.format));
   INFER_CHECK(n_tokens > 0, "matvec: no tokens");
@@ -271,16 +242,6 @@ Result<void> record_matvec_kernels(Recorder& rec, const MatvecKernels& k, const 
   INFER_CHECK(y.buffer->size() - y.offset >= VkDeviceSize(n_tokens) * VkDeviceSize(w.rows) * 4,
               "matvec: y \"%s\" holds fewer than %u x %lld floats", y.buffer->name().c_str(),
               n_tokens, (long long)w.rows);
-  const bool gelu_mul = mul.buffer != nullptr;
-  if (gelu_mul) {
-    INFER_CHECK(k.one_token_gelu_mul != nullptr && n_tokens == 1 &&
-                    runs_matvec_shader(k, w.rows, w.cols, n_tokens),
-                "matvec: a gelu-mul epilogue for %u tokens of \"%s\", not a one-token product",
-                n_tokens, w.buffer.name().c_str());
-    INFER_CHECK(mul.buffer->size() - mul.offset >= VkDeviceSize(w.rows) * 4,
-                "matvec: multipliers \"%s\" hold fewer than %lld floats",
-                mul.buffer->name().c_str(), (long long)w.rows);
-  }
 
   shader::MatvecPush push{};
   push.rows = uint32_t(w.rows);
@@ -299,29 +260,18 @@ Result<void> record_matvec_kernels(Recorder& rec, const MatvecKernels& k, const 
   // Rows a subgroup and unroll per product (matvec_shape.cpp's FILL says why).
   uint32_t rows_per_subgroup = t.rows_per_subgroup;
   const Pipeline* shaped = nullptr;  // one_token or one of its variants
-  if (n_tokens == 1 && !tiled && !dot && !gelu_mul && push.split == 1) {
+  if (n_tokens == 1 && !tiled && !dot && push.split == 1) {
     const OneTokenShape shape = matvec_one_token_shape(k, w.rows, w.cols);
     rows_per_subgroup = shape.rows_per_subgroup;
     shaped = shape.pipeline;
   }
-  const bool x8_out = y8.buffer != nullptr;
-  if (x8_out) {
-    INFER_CHECK(writes_x8(k, w.rows, w.cols, n_tokens),
-                "matvec: int8 output asked of a product of \"%s\" that cannot write it",
-                w.buffer.name().c_str());
-    const VkDeviceSize bytes = x8_bytes(1, uint64_t(w.rows));
-    INFER_CHECK(y8.buffer->size() >= y8.offset + bytes, "matvec: int8 y \"%s\" under %llu bytes",
-                y8.buffer->name().c_str(), (unsigned long long)bytes);
-  }
-  const Pipeline& p = x8_out  ? *k.dot_x8_out
-                      : coop    ? *k.coop
-                      : small ? *k.tiled_small
-                      : tiled ? *k.tiled
-                      : dot   ? (n_tokens == 1 ? *k.dot_one_token : *k.dot_many_tokens)
-                      : gelu_mul           ? *k.one_token_gelu_mul
-                      : shaped != nullptr  ? *shaped
-                      : n_tokens == 1      ? *k.one_token
-                                           : *k.many_tokens;
+  const Pipeline& p = coop                ? *k.coop
+                      : small             ? *k.tiled_small
+                      : tiled             ? *k.tiled
+                      : dot               ? (n_tokens == 1 ? *k.dot_one_token : *k.dot_many_tokens)
+                      : shaped != nullptr ? *shaped
+                      : n_tokens == 1     ? *k.one_token
+                                          : *k.many_tokens;
   const uint32_t slots = t.subgroups_per_group / push.split;  // matvec.comp's row slots
   const uint32_t rows_per_group = coop    ? t.coop_rows
                                   : small ? k.small_tile_rows
@@ -340,33 +290,22 @@ Result<void> record_matvec_kernels(Recorder& rec, const MatvecKernels& k, const 
   g.x = std::min(row_groups, k.max_workgroups_x);
   g.z = (row_groups + g.x - 1) / g.x;
   g.y = (n_tokens + tokens_per_group - 1) / tokens_per_group;
-  // INFER_MV_TWICE=1, a measurement: every product recorded twice, so a profile shows each
-  // matrix read from DRAM and then again with what the first pass left in L2 (what prefetching
-  // weights would buy). The result is unchanged; decode is slower.
-  static const bool twice = [] {
-    const char* v = std::getenv("INFER_MV_TWICE");
-    return v != nullptr && v[0] == '1';
-  }();
   if (x8.buffer != nullptr) {
-    INFER_CHECK(dot && k.dot_prepared, "matvec: int8 x given to a product of \"%s\" that takes f32",
+    INFER_CHECK(dot, "matvec: int8 x given to a product of \"%s\" that takes f32",
                 w.buffer.name().c_str());
     const VkDeviceSize bytes = x8_bytes(n_tokens, uint64_t(w.cols));
     INFER_CHECK(x8.buffer->size() >= x8.offset + bytes, "matvec: int8 x \"%s\" under %llu bytes",
                 x8.buffer->name().c_str(), (unsigned long long)bytes);
     x = x8;
-  } else if (coop || (dot && k.dot_prepared)) {
+  } else if (coop || dot) {
     INFER_TRY(const Binding prepared, record_coop_x_prep(rec, k, x, w.cols, n_tokens));
     x = prepared;
   }
   const Binding bindings[] = {Binding{&w.buffer}, x, y,
-                              up != nullptr ? Binding{&up->buffer} : mul, y8,
-                              Binding{&k.x8_counters}};
-  const size_t n_bindings = x8_out ? 6 : up != nullptr || gelu_mul ? 4 : 3;
-  for (int pass = twice ? 2 : 1; pass > 0; --pass) {
-    INFER_TRY_VOID(rec.dispatch(p, std::span<const Binding>(bindings, n_bindings), &push,
-                                uint32_t(sizeof(push)), g));
-  }
-  return {};
+                              up != nullptr ? Binding{&up->buffer} : Binding{}};
+  const size_t n_bindings = up != nullptr ? 4 : 3;
+  return rec.dispatch(p, std::span<const Binding>(bindings, n_bindings), &push,
+                      uint32_t(sizeof(push)), g);
 }
 
 Result<std::unique_ptr<MatvecOp>> MatvecOp::create(const VulkanContext& ctx, WeightFormat format,
@@ -380,13 +319,7 @@ MatvecOp::~MatvecOp() = default;
 
 Result<void> MatvecOp::record(Recorder& rec, const GpuMatrix& w, Binding x, Binding y,
                               uint32_t n_tokens, Binding x8) const {
-  return record_matvec_kernels(rec, k_, w, nullptr, x, y, n_tokens, Binding{}, x8);
-}
-
-Result<void> MatvecOp::record_gelu_mul(Recorder& rec, const GpuMatrix& w, Binding x, Binding mul,
-                                       Binding y) const {
-  INFER_CHECK(mul.buffer != nullptr, "matvec: gelu-mul without multipliers");
-  return record_matvec_kernels(rec, k_, w, nullptr, x, y, 1, mul);
+  return record_matvec_kernels(rec, k_, w, nullptr, x, y, n_tokens, x8);
 }
 
 Result<void> run_matvec(const VulkanContext& ctx, const MatvecOp& op, const GpuMatrix& w,

@@ -12,6 +12,7 @@
 #include "gpu/buffer.h"
 #include "gpu/pipeline.h"
 #include "gpu/recorder.h"
+#include "gpu/tuning.h"
 #include "model/matrix.h"
 
 namespace infer::gpu {
@@ -49,29 +50,13 @@ Result<GpuMatrix> upload_matrix(const VulkanContext& ctx, const Matrix& m, std::
                                 ThreadPool* pool = nullptr);
 
 // Whether Q8_0/Q4_0 products at small T quantize activations to int8 blocks of 32 and use integer
-// dot products (shaders/matvec_dot.comp). kAuto: where the device has shaderIntegerDotProduct
-// and INFER_INTDOT=1 or set_matvec_int_dot(true) asks for them (opt-in, matvec.cpp says why); kOn
-// fails on a device without them.
-enum class IntDot { kAuto, kOff, kOn };
+// dot products (shaders/matvec_dot.comp), x quantized once a product by a dispatch before it
+// (coop_x_prep_x8) or by the add_norm before it. The forward decides per model (gpu/tuning.h's
+// int_dot); kOn fails on a device without shaderIntegerDotProduct.
+enum class IntDot { kOff, kOn };
 
-// Where the integer-dot kernels get their int8 activations: kShared, each workgroup quantizes x
-// into shared memory itself (matvec_dot.comp's prologue); kPrepared, a dispatch before the
-// product quantizes it once for all (coop_x_prep_x8) and the kernel reads it (X_PREPPED).
-// kAuto: kPrepared where INFER_INTDOT=2, else kShared.
-enum class DotInput { kAuto, kShared, kPrepared };
-
-// How the cooperative-matrix kernel multiplies the activations' lo parts (shaders/matmul_coop.comp:
-// none, f16 activations alone; into the hi accumulators; into accumulators of their own).
-enum class CoopLo : uint32_t { kAuto, kNone, kShared, kApart };
-
-// What kAuto means for kernels created afterwards (default off). Off: every product keeps f32
-// activations, matmul_reference's contract, as the CPU's set_matmul_activations(kF32) does;
-// the GPU tests turn both off to compare whole forward passes with the CPU
-// (test/gpu/gpu_test_env.cpp), while the matvec tests ask for kOn.
-void set_matvec_int_dot(bool on);
-
-// Workgroup shapes; zeros are taken from INFER_MV_* / INFER_GU_* in the environment, then chosen
-// from the device (create_matvec_kernels and matvec.cpp's knob list say how).
+// Workgroup shapes; zeros are taken from the context's GpuTuning (gpu/tuning.h) where it has the
+// knob, else chosen from the device and format (matvec_shape.cpp, matmul_tuning.cpp say how).
 struct MatvecTuning {
   uint32_t subgroups_per_group = 0;  // workgroup = subgroup size * this
   uint32_t rows_per_subgroup = 0;    // rows a subgroup (or `split` subgroups together) sums
@@ -90,24 +75,15 @@ struct MatvecTuning {
   // tile of a quarter the outputs at the same invocations (MatvecKernels::tiled_small), so that a
   // few thousand rows still spread over a big GPU; 1: always the big tile.
   uint32_t tile_min_groups = 0;
-  IntDot int_dot = IntDot::kAuto;
+  IntDot int_dot = IntDot::kOff;
   // The cooperative-matrix kernel's tile (rows x tokens outputs, multiples of 32) and lo parts;
-  // zeros / kAuto from INFER_COOP_TILE (INFER_COOP_GU_TILE for gate-up: ROWSxTOKENS) and
-  // INFER_COOP_LO (none, shared, apart), then the defaults (matmul_tuning.cpp).
+  // zeros / kAuto from GpuTuning's coop_tile (coop_gu_tile for gate-up) and coop_lo.
   uint32_t coop_rows = 0;
   uint32_t coop_tokens = 0;
   CoopLo coop_lo = CoopLo::kAuto;
-  // Plain ops: also make the one-token pipeline with the gelu-mul epilogue (record_gelu_mul),
-  // which only INFER_PLE_EPILOGUE=1 uses; unmade, nothing compiles it at start-up.
-  bool gelu_mul_epilogue = false;
-  // matvec_dot.comp's workgroup and rows a subgroup; zeros from INFER_DOT_SUBGROUPS and
-  // INFER_DOT_ROWS, then 4 and rows_per_subgroup.
+  // matvec_dot.comp's workgroup and rows a subgroup; zeros: 4 and rows_per_subgroup.
   uint32_t dot_subgroups_per_group = 0;
   uint32_t dot_rows_per_subgroup = 0;
-  DotInput dot_input = DotInput::kAuto;
-  // Gate-up with prepared x: also make the kernel that writes its output quantized
-  // (MatvecKernels::dot_x8_out), which only INFER_X8_GATE_UP=1 uses; unmade, nothing compiles it.
-  bool dot_x8_out = false;
   // matvec.comp's rounds: each lane loads vec_unroll 16-byte vectors of each of its rows before
   // using any. A row of more than split_rounds rounds is split over up to max_split subgroups of
   // the workgroup (a divisor of subgroups_per_group; 1: never), each summing a part of its
@@ -115,9 +91,6 @@ struct MatvecTuning {
   // A matrix of few rows also splits (while parts still get a chunk of vectors each) until its
   // grid has split_min_groups workgroups.
   uint32_t vec_unroll = 0;
-  // Rounds of loads in flight: 2 issues each round's loads before the previous round's
-  // arithmetic (matvec_rows.glsl's MATVEC_DEPTH), 1 not.
-  uint32_t load_depth = 0;
   uint32_t max_split = 0;
   uint32_t split_rounds = 0;
   uint32_t split_min_groups = 0;
@@ -161,9 +134,6 @@ struct MatvecKernels {
   };
   std::vector<OneTokenVariant> one_token_variants;
   std::unique_ptr<Pipeline> many_tokens;
-  // Plain only, where tuning.gelu_mul_epilogue asks: one_token with y = gelu(W · x) · m in its
-  // epilogue (record_matvec_kernels' mul).
-  std::unique_ptr<Pipeline> one_token_gelu_mul;
   std::unique_ptr<Pipeline> tiled;
   // The quarter tile (MatvecTuning::tile_min_groups), small_tile_rows x small_tile_tokens; null
   // where the thread tile cannot shrink (then `tiled` takes every product).
@@ -181,24 +151,12 @@ struct MatvecKernels {
   // coop_x, which grows to the largest product recorded; buffers it outgrows stay alive with the
   // kernels, since recordings already made may still bind them.
   std::unique_ptr<Pipeline> coop_prep;
-  bool prep_int8 = false;  // coop_prep is coop_x_prep_x8 (coop_int8, or dot_prepared)
+  bool prep_int8 = false;  // coop_prep is coop_x_prep_x8 (coop_int8, or integer dots)
   mutable std::vector<std::unique_ptr<Buffer>> coop_x;
-  // Integer-dot-product kernels (null when off) for T = 1 and small T, and the 256-column groups
-  // of x their shared memory holds per token: wider rows take the f32 kernels.
+  // Integer-dot-product kernels (null when off) for T = 1 and small T, on x as coop_prep
+  // (coop_x_prep_x8) or add_norm leaves it.
   std::unique_ptr<Pipeline> dot_one_token;
   std::unique_ptr<Pipeline> dot_many_tokens;
-  uint32_t dot_groups_one = 0;
-  uint32_t dot_groups_many = 0;
-  // The dot kernels read x as coop_prep (then coop_x_prep_x8) leaves it, recorded before each
-  // product (DotInput::kPrepared); no shared-memory bound on the columns.
-  bool dot_prepared = false;
-  // Gate-up with dot_prepared, T = 1: the dot kernel that also writes its output quantized for
-  // the down projection (X8_OUT), in the same shape; each block of 32 rows is quantized by the
-  // lane that completes it, through x8_counters (one word a block, zero between dispatches,
-  // kX8CounterBlocks of them). Null where a subgroup's rows do not divide 32.
-  static constexpr uint32_t kX8CounterBlocks = 4096;
-  std::unique_ptr<Pipeline> dot_x8_out;
-  Buffer x8_counters;
 };
 
 // Whether a product of n_tokens over `rows` runs on the cooperative-matrix kernel with f16
@@ -211,13 +169,9 @@ bool products_in_f16(const MatvecKernels& k, int64_t rows, int64_t cols, uint32_
 // on the cooperative-matrix prefill).
 bool activations_in_int8(const MatvecKernels& k, int64_t rows, int64_t cols, uint32_t n_tokens);
 
-// Whether such a product runs on the integer-dot kernel on prepared x (MatvecKernels::
-// dot_prepared): the product then takes x already quantized (record_matvec_kernels' x8).
+// Whether such a product runs on the integer-dot kernel: the product then takes x already
+// quantized (record_matvec_kernels' x8).
 bool takes_x8(const MatvecKernels& k, int64_t rows, int64_t cols, uint32_t n_tokens);
-
-// Whether a gate-up product of `rows` (I) takes y8 (record_matvec_kernels): its output quantized
-// as takes_x8's products take it, written beside y.
-bool writes_x8(const MatvecKernels& k, int64_t rows, int64_t cols, uint32_t n_tokens);
 
 // Whether such a product runs on shaders/matvec.comp (neither tiled nor integer-dot).
 bool runs_matvec_shader(const MatvecKernels& k, int64_t rows, int64_t cols, uint32_t n_tokens);
@@ -250,13 +204,11 @@ Result<MatvecKernels> create_matvec_kernels(const VulkanContext& ctx, WeightForm
 
 // Records y[t, r] = sum_c W[r, c] * x[t, c] (gate_up: gelu(G[r]·x[t]) · (U[r]·x[t])) for t <
 // n_tokens. w (and up): [rows, cols] in the kernels' format; x: [n_tokens, cols] f32; y: [n_tokens,
-// rows] f32. up is nullptr unless gate_up. Given `mul` ([rows] f32; plain, T = 1, a product on
-// matvec.comp: gelu_mul_applies), y[r] = gelu(W[r] · x) · mul[r] instead. Given x8 (where
-// takes_x8): x as coop_x_prep_x8 leaves it, made by the caller (add_norm's h8), used instead of
-// quantizing x here. Given y8 (gate-up, where writes_x8): y also quantized there.
+// rows] f32. up is nullptr unless gate_up. Given x8 (where takes_x8): x as coop_x_prep_x8
+// leaves it, made by the caller (add_norm's h8), used instead of quantizing x here.
 Result<void> record_matvec_kernels(Recorder& rec, const MatvecKernels& k, const GpuMatrix& w,
                                    const GpuMatrix* up, Binding x, Binding y, uint32_t n_tokens,
-                                   Binding mul = {}, Binding x8 = {}, Binding y8 = {});
+                                   Binding x8 = {});
 
 class MatvecOp {
  public:
@@ -270,14 +222,7 @@ class MatvecOp {
   bool takes_x8(int64_t rows, int64_t cols, uint32_t n_tokens) const {
     return gpu::takes_x8(k_, rows, cols, n_tokens);
   }
-  bool dot_prepared() const { return k_.dot_prepared; }  // some products may take x8
-  // Records y[r] = gelu(W[r] · x) · mul[r] for one token (mul: [rows] f32), where
-  // gelu_mul_applies: the element-wise step in the product's epilogue, no dispatch of its own.
-  Result<void> record_gelu_mul(Recorder& rec, const GpuMatrix& w, Binding x, Binding mul,
-                               Binding y) const;
-  bool gelu_mul_applies(const GpuMatrix& w) const {
-    return k_.one_token_gelu_mul != nullptr && runs_matvec_shader(k_, w.rows, w.cols, 1);
-  }
+  bool int_dot() const { return k_.dot_one_token != nullptr; }  // some products may take x8
 
   WeightFormat format() const { return k_.format; }
   size_t scratch_bytes() const { return gpu::scratch_bytes(k_); }

@@ -10,12 +10,10 @@
 
 namespace infer::gpu {
 
-// Makes k's dot_* pipelines for k.format and k.gate_up (whose integer dots are wanted), and
-// records the shape they take in k.tuning: the dot workgroup (tuning's, else INFER_DOT_SUBGROUPS
-// and INFER_DOT_ROWS, else the defaults), the input (DotInput: kAuto from INFER_INTDOT) and,
-// prepared, the x8 prep pipeline and gate-up's X8_OUT variant. bindings: the plain kernels'.
-Result<void> create_dot_kernels(const VulkanContext& ctx, const VkPhysicalDeviceProperties& props,
-                                const std::vector<Access>& bindings, MatvecTuning tuning,
-                                MatvecKernels& k);
+// Makes k's dot_* pipelines for k.format and k.gate_up (whose integer dots are wanted) and the
+// x8 prep pipeline they read, and records the shape they take in k.tuning: the dot workgroup
+// (tuning's, else the defaults). bindings: the plain kernels'.
+Result<void> create_dot_kernels(const VulkanContext& ctx, const std::vector<Access>& bindings,
+                                MatvecTuning tuning, MatvecKernels& k);
 
 }  // namespace infer::gpu

@@ -3,8 +3,6 @@
 #include "gpu/ops/matvec_shape.h"
 
 #include <algorithm>
-#include <cctype>
-#include <cstdlib>
 #include <string>
 
 #include "base/check.h"
@@ -13,56 +11,43 @@
 namespace infer::gpu {
 namespace {
 
-// Each field is a knob read when the kernels are created, so one device run can sweep them
-// (`infer --bench --gpu --profile` prints each pipeline's time, its spec constants in its name):
-// INFER_MV_<KNOB> for plain products, INFER_GU_<KNOB> for gate-up, either with a suffix _F32,
-// _BF16, _Q8_0 or _Q4_0 for one format, which wins (INFER_MV_ROWS_Q4_0=8).
+// matvec.comp's shape, each field of MatvecTuning left 0 chosen here from the device and format.
 // The H200 numbers below: 132 SMs, ~4.3 TB/s, ~1 us a DRAM round trip under load.
-//   SUBGROUPS  subgroups a workgroup. Default 4: 128 invocations at 32 lanes, room to split a row
-//              4 ways; an SM still holds 8-16 such workgroups.
-//   ROWS       rows a subgroup (slot) sums. They set how often a lane's activations are reused:
-//              a Q4_0 vector carries 32 weights against 128 bytes of x, 4 bytes of L1 traffic a
-//              weight at one row; at 4.3 TB/s an SM streams ~29 Q4_0 weights a clock, which would
-//              take nearly all of its L1's 128 bytes a clock. Staging x in shared memory costs the
-//              same bytes, so rows it is: 4 for Q8_0/Q4_0 (gate-up 2, times its two matrices), a
-//              quarter of that; bf16 (2 bytes a weight, ~8 weights a clock) 2 (gate-up 1).
-//   UNROLL     vectors of each row a lane loads in one round, before using any: weights.glsl's
+//   subgroups_per_group  Default 4: 128 invocations at 32 lanes, room to split a row 4 ways; an
+//              SM still holds 8-16 such workgroups.
+//   rows_per_subgroup  rows a subgroup (slot) sums. They set how often a lane's activations are
+//              reused: a Q4_0 vector carries 32 weights against 128 bytes of x, 4 bytes of L1
+//              traffic a weight at one row; at 4.3 TB/s an SM streams ~29 Q4_0 weights a clock,
+//              which would take nearly all of its L1's 128 bytes a clock. Staging x in shared
+//              memory costs the same bytes, so rows it is: 4 for Q8_0/Q4_0 (gate-up 2, times its
+//              two matrices), a quarter of that; bf16 (2 bytes a weight, ~8 weights a clock) 2
+//              (gate-up 1).
+//   vec_unroll vectors of each row a lane loads in one round, before using any: weights.glsl's
 //              VEC_UNROLL (4 f32/bf16, 2 Q8_0/Q4_0, whose scale vectors double the registers):
 //              8 16-byte loads a lane in flight, 4 KB a 32-wide subgroup.
-//   SPLIT      most subgroups sharing a row (a divisor of SUBGROUPS; 1: off). Default SUBGROUPS.
-//              The 12B Q4_0 down projection (3840 x 13312) on 2 subgroups of 4 rows a workgroup
-//              left ~7 subgroups an SM, each doing 7 rounds of (issue loads, wait, compute) in
-//              turn (the Q4_0 matvecs averaged ~1 TB/s). Split 4 ways, each subgroup does 2 rounds and an SM holds 4x the
-//              loads in flight; few-row matrices (o, down: 3840 rows) fill the GPU like qkv.
-//   ROUNDS     a row is split (SPLIT permitting) until each part takes at most this many rounds.
-//              Default 1: every subgroup issues all its loads at once, and many short-lived
-//              subgroups keep an SM's loads in flight while others compute, as gate_up_bf16 did
-//              at 3.5 TB/s (100 subgroups an SM, in waves) where matvec_bf16 (15 an SM, 4-13
-//              rounds each) got 2.4.
-//   MIN_GROUPS a matrix of few rows splits further (SPLIT permitting, while each part still
-//              gets a chunk of vectors) until its grid has this many workgroups. Default 256,
-//              above the SM count of an H200 (132) or B200 (148): a 1536-row Q4_0 matrix of
-//              2048 columns (one round) keeps the previous shape's 192 workgroups, not 96.
-//   DEPTH      rounds of loads in flight, 1 or 2: at 2 a lane issues the next round's loads
-//              before this round's arithmetic, so a row of several rounds waits on DRAM once,
-//              not once a round, at twice the registers for loads. Default 1.
-//   TOKENS     tokens a workgroup for 1 < T below the tiled kernel's threshold. Default 4.
-//   FILL       subgroups a compute core (SM, CU) should get from a one-token product on unsplit
-//              rows: below FILL x cores, a subgroup sums half the rows, down to 1. Default 12
-//              (s8 call 3 on the H200's 132 SMs: E2B Q4_0 decode 270 -> 302 t/s with 1 row a
-//              subgroup against 4, 2 rows 296; 12B's 3840-row o took 11.2 us on 2 rows, 11.8
-//              on 4; its 8192-row q 15.8 on 4, 16.5 on 2). Off where the driver does not say
-//              how many cores the device has; INFER_MV_FILL=1 is nearly off.
-// Sweep: INFER_MV_SPLIT=1,2,4 x INFER_MV_ROUNDS=1,2 x INFER_MV_SUBGROUPS=2,4,8 (and INFER_GU_*),
-// then INFER_MV_ROWS_Q4_0=2,4,8 and INFER_MV_UNROLL_Q4_0=1,2,4. INFER_MV_SUBGROUPS=2
-// INFER_MV_SPLIT=1 (INFER_GU_ too) is the previous kernel's shape.
+//   max_split  most subgroups sharing a row (a divisor of subgroups_per_group; 1: off). Default
+//              all of them. The 12B Q4_0 down projection (3840 x 13312) on 2 subgroups of 4 rows
+//              a workgroup left ~7 subgroups an SM, each doing 7 rounds of (issue loads, wait,
+//              compute) in turn (the Q4_0 matvecs averaged ~1 TB/s). Split 4 ways, each
+//              subgroup does 2 rounds and an SM holds 4x the loads in flight; few-row matrices
+//              (o, down: 3840 rows) fill the GPU like qkv.
+//   split_rounds  a row is split (max_split permitting) until each part takes at most this many
+//              rounds. Default 1: every subgroup issues all its loads at once, and many
+//              short-lived subgroups keep an SM's loads in flight while others compute, as
+//              gate_up_bf16 did at 3.5 TB/s (100 subgroups an SM, in waves) where matvec_bf16
+//              (15 an SM, 4-13 rounds each) got 2.4.
+//   split_min_groups  a matrix of few rows splits further (while each part still gets a chunk of
+//              vectors) until its grid has this many workgroups. Default 256, above the SM count
+//              of an H200 (132) or B200 (148): a 1536-row Q4_0 matrix of 2048 columns (one
+//              round) keeps the previous shape's 192 workgroups, not 96.
+//   tokens_per_group  tokens a workgroup for 1 < T below the tiled kernel's threshold. Default 4.
+//   narrow_min_subgroups  from gpu/tuning.h's matvec_fill, subgroups a compute core should get
+//              from a one-token product on unsplit rows (GpuTuning says why).
 constexpr uint32_t kDefaultSubgroups = 4;
-constexpr uint32_t kQuantizedSubgroups = 2;  // and SPLIT 1 (resolve_matvec_shape says why)
+constexpr uint32_t kQuantizedSubgroups = 2;  // and max_split 1 (resolve_matvec_shape says why)
 constexpr uint32_t kDefaultTokens = 4;
-constexpr uint32_t kDefaultDepth = 1;
 constexpr uint32_t kDefaultSplitRounds = 1;
 constexpr uint32_t kDefaultMinGroups = 256;
-constexpr uint32_t kDefaultFill = 12;
 
 // A CPU device (lavapipe, SwiftShader) runs a subgroup as one SIMD instruction stream: its
 // out-of-order cores and prefetchers keep loads in flight without unrolling, and every extra
@@ -78,7 +63,7 @@ uint32_t default_rows_per_subgroup(const DeviceInfo& info, WeightFormat f, bool 
   return quantized ? 4 : 2;
 }
 
-// Vectors a lane loads per round. Q4_0: 1 (s8 call 3 on the H200, against weights.glsl's 2:
+// Vectors a lane loads per round. Q4_0: 1 (on the H200, against weights.glsl's 2:
 // 12B Q4_0 decode 171.9 vs 164.0 t/s, gate-up 33.9 vs 37.4 us; E2B 276 vs 270): its 32 weights a
 // vector are long enough work a load, and half the registers leave room for more subgroups.
 // Otherwise weights.glsl's VEC_UNROLL (the shader's default for the spec constant).
@@ -87,47 +72,31 @@ uint32_t default_vec_unroll(const DeviceInfo& info, WeightFormat f) {
   return f == WeightFormat::kQ8_0 ? 2 : 4;
 }
 
-// The knob for this family and format; 0 where unset.
-uint32_t env_knob(bool gate_up, WeightFormat f, const char* knob) {
-  const std::string name = std::string(gate_up ? "INFER_GU_" : "INFER_MV_") + knob;
-  std::string format = weight_format_name(f);
-  for (char& c : format) c = char(std::toupper(static_cast<unsigned char>(c)));
-  for (const std::string& n : {name + "_" + format, name}) {
-    const char* v = std::getenv(n.c_str());
-    if (v != nullptr && v[0] != '\0') return uint32_t(std::strtoul(v, nullptr, 10));
-  }
-  return 0;
-}
-
 }  // namespace
 
-void resolve_matvec_shape(const DeviceInfo& info, WeightFormat format, bool gate_up,
-                          MatvecTuning& t) {
-  auto fill = [&](uint32_t& field, const char* knob, uint32_t fallback) {
-    if (field == 0) field = env_knob(gate_up, format, knob);
+void resolve_matvec_shape(const DeviceInfo& info, const GpuTuning& tuning, WeightFormat format,
+                          bool gate_up, MatvecTuning& t) {
+  auto fill = [](uint32_t& field, uint32_t fallback) {
     if (field == 0) field = fallback;
   };
   const uint32_t subgroup = std::max(1u, info.subgroup_size);
-  // Q8_0/Q4_0 keep the unsplit 2-subgroup shape: on the H200 (docs/bench/gpu-h200-s5-mv.json)
+  // Q8_0/Q4_0 keep the unsplit 2-subgroup shape: on the H200
   // it ran 12B Q4_0 decode at 157.5 t/s against 152.1 split (gate-up 38.3 vs 40.7 us, the Q8_0
   // head 315 vs 406 us), while bf16 gained from the split (matvec 29.5 vs 32.7 us, gate-up
   // 54.6 vs 58.9).
   const bool quantized = format == WeightFormat::kQ8_0 || format == WeightFormat::kQ4_0;
-  fill(t.subgroups_per_group, "SUBGROUPS", quantized ? kQuantizedSubgroups : kDefaultSubgroups);
+  fill(t.subgroups_per_group, quantized ? kQuantizedSubgroups : kDefaultSubgroups);
   t.subgroups_per_group =
       std::min(t.subgroups_per_group, std::max(1u, info.max_workgroup_invocations / subgroup));
-  fill(t.rows_per_subgroup, "ROWS", default_rows_per_subgroup(info, format, gate_up));
-  fill(t.tokens_per_group, "TOKENS", kDefaultTokens);
-  fill(t.vec_unroll, "UNROLL", default_vec_unroll(info, format));
-  fill(t.load_depth, "DEPTH", kDefaultDepth);
-  t.load_depth = std::min(t.load_depth, 2u);
-  fill(t.max_split, "SPLIT", quantized ? 1 : t.subgroups_per_group);
+  fill(t.rows_per_subgroup, default_rows_per_subgroup(info, format, gate_up));
+  fill(t.tokens_per_group, kDefaultTokens);
+  fill(t.vec_unroll, default_vec_unroll(info, format));
+  fill(t.max_split, quantized ? 1 : t.subgroups_per_group);
   t.max_split = std::min(t.max_split, t.subgroups_per_group);
-  fill(t.split_rounds, "ROUNDS", kDefaultSplitRounds);
-  fill(t.split_min_groups, "MIN_GROUPS", kDefaultMinGroups);
+  fill(t.split_rounds, kDefaultSplitRounds);
+  fill(t.split_min_groups, kDefaultMinGroups);
   if (t.narrow_min_subgroups == 0) {
-    const uint32_t per_core = env_knob(gate_up, format, "FILL");
-    t.narrow_min_subgroups = (per_core != 0 ? per_core : kDefaultFill) * info.compute_cores;
+    t.narrow_min_subgroups = tuning.matvec_fill * info.compute_cores;
   }
 }
 

@@ -10,7 +10,7 @@ namespace infer::gpu {
 // vec_unroll, max_split, split_rounds) from INFER_MV_* (INFER_GU_* for gate-up) in the
 // environment, then the defaults (matvec_shape.cpp lists both), within the device's workgroup
 // size. Fields set in code are kept.
-void resolve_matvec_shape(const DeviceInfo& info, WeightFormat format, bool gate_up,
-                          MatvecTuning& t);
+void resolve_matvec_shape(const DeviceInfo& info, const GpuTuning& tuning, WeightFormat format,
+                          bool gate_up, MatvecTuning& t);
 
 }  // namespace infer::gpu

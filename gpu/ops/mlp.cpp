@@ -23,12 +23,8 @@ Result<std::unique_ptr<GateUpOp>> GateUpOp::create(const VulkanContext& ctx, Wei
 }
 
 Result<void> GateUpOp::record(Recorder& rec, const GpuMatrix& gate, const GpuMatrix& up, Binding x,
-                              Binding act, uint32_t T, Binding x8, Binding act8) const {
-  return record_matvec_kernels(rec, p_->k, gate, &up, x, act, T, Binding{}, x8, act8);
-}
-
-bool GateUpOp::writes_x8(int64_t I, int64_t H, uint32_t T) const {
-  return gpu::writes_x8(p_->k, I, H, T);
+                              Binding act, uint32_t T, Binding x8) const {
+  return record_matvec_kernels(rec, p_->k, gate, &up, x, act, T, x8);
 }
 
 bool GateUpOp::takes_x8(int64_t I, int64_t H, uint32_t T) const {

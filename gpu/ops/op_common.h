@@ -1,10 +1,9 @@
 // What the row and element-wise ops (norm, embed, elementwise) share: workgroup sizes from the
-// device and the size checks of their bindings; and the ops' environment knobs.
+// device and the size checks of their bindings.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
 
 #include "base/check.h"
 #include "gpu/context.h"
@@ -27,17 +26,6 @@ inline WorkgroupSize workgroup_size(const DeviceInfo& info, uint32_t target) {
       std::max(subgroup, std::min(target, info.max_workgroup_invocations) / subgroup * subgroup);
   s.max_subgroups = std::max(1u, s.local / std::max(1u, info.min_subgroup_size));
   return s;
-}
-
-// `name` from the environment if set to a number, clamped to [lo, hi]; else `fallback` (the
-// ops' knobs, read when their kernels are made).
-inline uint32_t env_uint(const char* name, uint32_t fallback, uint32_t lo, uint32_t hi) {
-  const char* v = std::getenv(name);
-  if (v == nullptr || *v == '\0') return fallback;
-  char* end = nullptr;
-  const unsigned long x = std::strtoul(v, &end, 10);
-  if (end == v || *end != '\0') return fallback;
-  return uint32_t(std::clamp<unsigned long>(x, lo, hi));
 }
 
 // Bytes of n_tokens rows of `cols` activations quantized for the integer-dot products

@@ -9,7 +9,7 @@
 // Ring modes store K before RoPE: keys are rotated at their cache position as they are loaded.
 // The mode is a specialization constant (one pipeline per mode, gpu/ops/attention.cpp): the
 // driver folds the branches below, so the exact-mode kernels carry no ring addressing or
-// rotation in their inner loops (a runtime mode cost E2B's decode passes ~40%, session 4).
+// rotation in their inner loops (a runtime mode cost E2B's decode passes ~40%).
 
 layout(constant_id = INFER_ATTN_SPEC_KV_MODE) const uint kKvMode = INFER_KV_EXACT;
 

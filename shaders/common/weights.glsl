@@ -104,9 +104,9 @@ uint pick4(uvec4 v, uint i) { return i == 0u ? v.x : i == 1u ? v.y : i == 2u ? v
 // The unsigned field of `width` bits at bit p of v, minus bias, exactly, as f32 (p + width <= 23).
 // Masked in place and given the exponent of 2^(23 - p), the word reads 2^(23 - p) + field: one
 // masked OR (a single LOP3 on NVIDIA) and one add, where extracting the field first (a shift and
-// a mask, or a byte extract, per weight) took twice the integer instructions. On the H200
-// (docs/bench/gpu-h200-s6-call1.json, against the extract-first decode): 12B Q4_0 decode 166.6
-// vs 160.4 t/s, E2B Q4_0 274-277 vs 268, E2B Q8_0 262.1 vs 259.7.
+// a mask, or a byte extract, per weight) took twice the integer instructions. On the H200,
+// against the extract-first decode: 12B Q4_0 decode 166.6 vs 160.4 t/s, E2B Q4_0 274-277 vs 268,
+// E2B Q8_0 262.1 vs 259.7.
 float field_int(uint v, uint p, uint width, float bias) {
   const uint mask = ((1u << width) - 1u) << p;
   return uintBitsToFloat((v & mask) | ((150u - p) << 23)) - (float(1u << (23u - p)) + bias);

@@ -185,5 +185,36 @@ TEST(Options, DoubleDashEndsTheSwitches) {
   EXPECT_EQ(*r->prompt, "--not-a-switch");
 }
 
+// --gpu-tune: keys and values of gpu/tuning.h, kept in order for the context to apply; an
+// unknown key names the keys there are, a bad value what the key takes.
+TEST(Options, ParsesGpuTuneOverrides) {
+  const auto r = parse({"--gpu", "--gpu-tune", "int_dot=on,mm_tile=64x128", "--gpu-tune",
+                        "attn_split_tile=16", "--prefill-chunk", "96"});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  const gpu::TuningOverrides want = {{"int_dot", "on"}, {"mm_tile", "64x128"},
+                                     {"attn_split_tile", "16"}};
+  EXPECT_EQ(r->gpu_tune, want);
+  EXPECT_EQ(*r->prefill_chunk, 96);
+}
+
+TEST(Options, RejectsAnUnknownGpuTuneKey) {
+  const std::string e = error_of({"--gpu", "--gpu-tune", "int_dots=on"});
+  EXPECT_NE(e.find("unknown key \"int_dots\""), std::string::npos) << e;
+  EXPECT_NE(e.find("int_dot,"), std::string::npos) << e;  // the keys there are
+}
+
+TEST(Options, RejectsABadGpuTuneValue) {
+  std::string e = error_of({"--gpu", "--gpu-tune", "mm_tile=128by64"});
+  EXPECT_NE(e.find("mm_tile takes ROWSxTOKENS"), std::string::npos) << e;
+  e = error_of({"--gpu", "--gpu-tune", "attn_split_tile=12"});
+  EXPECT_NE(e.find("attn_split_tile takes 8, 16 or 32"), std::string::npos) << e;
+  e = error_of({"--gpu", "--gpu-tune", "int_dot"});
+  EXPECT_NE(e.find("is not key=value"), std::string::npos) << e;
+  EXPECT_NE(error_of({"--gpu", "--gpu-tune", "mm_stages=3"}), "(parsed)");
+  EXPECT_NE(error_of({"--gpu", "--prefill-chunk", "0"}), "(parsed)");
+  EXPECT_EQ(error_of({"--gpu-tune", "int_dot=on"}), "--gpu-tune needs --gpu");
+  EXPECT_EQ(error_of({"--prefill-chunk", "64"}), "--prefill-chunk needs --gpu");
+}
+
 }  // namespace
 }  // namespace infer::cli

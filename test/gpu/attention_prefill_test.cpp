@@ -3,7 +3,7 @@
 // windows smaller than the chunk, GQA 8:1, 3:1 and 2:1, the exact mode and both KV ring modes,
 // chunks at nonzero positions, direct and split-K (merged) workgroups, peaked softmax; then the
 // same cases, in shares, with other shapes from the knobs and through the old kernel
-// (INFER_ATTN_PREFILL=old).
+// (attn_prefill=old).
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -50,9 +50,9 @@ std::string prefill_name(const PrefillCase& c) {
   return name.text;
 }
 
-// The whole binary may run with INFER_ATTN_PREFILL=old (the old kernel through these cases).
+// The whole binary may run with attn_prefill=old (the old kernel through these cases).
 bool tiled_by_default() {
-  const char* kernel = std::getenv("INFER_ATTN_PREFILL");
+  const char* kernel = std::getenv("attn_prefill");
   return kernel == nullptr || std::string(kernel) != "old";
 }
 
@@ -187,49 +187,42 @@ TEST_F(AttentionTest, PrefillCasesTakeTheTiledKernelDirectAndSplit) {
 // invocations, 4 x 32 output floats at d = 512), 16 rows of 128 keys, 128-key tiles at
 // d = 256, one-tile splits, and a 40 KB budget that leaves smaller V sub-tiles.
 TEST_F(AttentionTest, PrefillTiledShapesFromKnobsMatch) {
-  using Knobs = std::vector<std::pair<const char*, const char*>>;
-  const std::vector<Knobs> knob_sets = {
-      {{"INFER_ATTN_PREFILL_ROWS", "32"}, {"INFER_ATTN_PREFILL_TILE", "64"}},
-      {{"INFER_ATTN_PREFILL_ROWS", "16"}, {"INFER_ATTN_PREFILL_TILE", "128"}},
-      {{"INFER_ATTN_PREFILL_ROWS", "32"}, {"INFER_ATTN_PREFILL_KEYS", "1"}},
-      {{"INFER_ATTN_PREFILL_SHARED", "40960"}},
+  const std::vector<const char*> knob_sets = {
+      "attn_prefill_rows=32,attn_prefill_tile=64",
+      "attn_prefill_rows=16,attn_prefill_tile=128",
+      "attn_prefill_rows=32,attn_prefill_keys=1",
+      "attn_prefill_shared=40960",
   };
   // Knob set k takes cases k, k + 4, ... (a quarter each, rotating), so every case meets one
   // of the other shapes, and each set sees d 256 and 512 and two KV modes at least. The whole
   // cross product was ~2 minutes of CI's lavapipe time; alternating halves, 22 s.
   const size_t n_cases = sizeof(kPrefillCases) / sizeof(kPrefillCases[0]);
   for (size_t k = 0; k < knob_sets.size(); ++k) {
-    const Knobs& knobs = knob_sets[k];
-    std::vector<std::unique_ptr<ScopedEnv>> env;
-    std::string what;
-    for (const auto& [name, value] : knobs) {
-      env.push_back(std::make_unique<ScopedEnv>(name, value));
-      what += std::string(name) + "=" + value + " ";
-    }
-    SCOPED_TRACE(what);
+    const ScopedTuning knobs(*ctx_, knob_sets[k]);
+    SCOPED_TRACE(knob_sets[k]);
     for (size_t i = k; i < n_cases; i += knob_sets.size()) {
       check_prefill(*ctx_, kPrefillCases[i], 43);
     }
   }
   // 8 rows: 16 heads a KV head in two head groups of one token each.
-  const ScopedEnv rows("INFER_ATTN_PREFILL_ROWS", "8");
-  const ScopedEnv tile("INFER_ATTN_PREFILL_TILE", "128");
+  const ScopedTuning rows(*ctx_, "attn_prefill_rows=8");
+  const ScopedTuning tile(*ctx_, "attn_prefill_tile=128");
   check_prefill(*ctx_, {INFER_KV_EXACT, 16, 1, 256, 0, 300, 21, 200}, 47);
   check_prefill(*ctx_, {INFER_KV_SLIDING, 16, 1, 512, 40, 40 - 1 + 33, 33, 100}, 47);
 }
 
 // A budget below the smallest tiled shape falls back to attend.comp.
 TEST_F(AttentionTest, PrefillSmallSharedBudgetFallsBackToTheOldKernel) {
-  const ScopedEnv env("INFER_ATTN_PREFILL_SHARED", "8192");
+  const ScopedTuning env(*ctx_, "attn_prefill_shared=8192");
   check_prefill(*ctx_, kPrefillCases[0], 59, false);
 }
 
-// INFER_ATTN_PREFILL=old: the cases through attend.comp, as before the tiled kernel, but for
+// attn_prefill=old: the cases through attend.comp, as before the tiled kernel, but for
 // the two longest rings (1030 and 764 keys: about half of this test's time on lavapipe, where
 // the old kernel takes twice the tiled one's). attend.comp splits every 64 keys, so the rest
 // still take it direct and through the split merge in every KV mode, up to 690 keys (checked).
 TEST_F(AttentionTest, PrefillOldKernelOnRequestMatches) {
-  const ScopedEnv env("INFER_ATTN_PREFILL", "old");
+  const ScopedTuning env(*ctx_, "attn_prefill=old");
   constexpr uint32_t kMaxKeys = 700;
   bool direct = false;
   std::set<uint32_t> split_modes;

@@ -53,7 +53,7 @@ struct PrepRun {
   Buffer qkv, k_ring, v_ring, q_out, out, out8;
 };
 
-void check_prep(const VulkanContext& ctx, const PrepCase& c) {
+void check_prep(const VulkanContext& ctx, const PrepCase& c, bool fused_ops = true) {
   SCOPED_TRACE(prep_name(c));
   const bool tiered = c.mode == INFER_KV_TIERED, sliding = c.mode == INFER_KV_SLIDING;
   const size_t q_n = size_t(c.n_q) * c.d, kv_n = size_t(c.n_kv) * c.d;
@@ -86,7 +86,7 @@ void check_prep(const VulkanContext& ctx, const PrepCase& c) {
   qs.mode = c.mode;
   AttentionDims dims{1, c.n_q, c.n_kv, c.d, c.slots, c.window};
   dims.mode = c.mode;
-  ASSERT_TRUE(ops->fused_prep(dims));
+  ASSERT_EQ(ops->fused_prep(dims), fused_ops);
 
   PrepRun runs[2];  // apart, fused
   for (int fused = 0; fused < 2; ++fused) {
@@ -109,7 +109,7 @@ void check_prep(const VulkanContext& ctx, const PrepCase& c) {
       auto res = ops->prep_attend(**rec, {&step.buffer}, qs, dims, {&r.qkv}, {&qn}, {&kn}, {&fb},
                                   {&r.q_out}, {&r.k_ring}, {&r.v_ring}, {&r.out}, out8);
       ASSERT_TRUE(res.ok()) << res.error().message;
-      EXPECT_EQ((*rec)->dispatch_count(), 1u);
+      EXPECT_EQ((*rec)->dispatch_count(), fused_ops ? 1u : 2u);
     } else {
       const Binding kc = c.shared ? Binding{} : Binding{&r.k_ring};
       const Binding vc = c.shared ? Binding{} : Binding{&r.v_ring};
@@ -131,7 +131,7 @@ void check_prep(const VulkanContext& ctx, const PrepCase& c) {
                download_floats(ctx, runs[0].k_ring, ring_n), kPrepTol, "k ring");
   expect_close(download_floats(ctx, runs[1].v_ring, ring_n),
                download_floats(ctx, runs[0].v_ring, ring_n), kPrepTol, "v ring");
-  EXPECT_EQ(ops->writes_out8(dims), c.d % 32 == 0);
+  if (fused_ops) EXPECT_EQ(ops->writes_out8(dims), c.d % 32 == 0);
   if (ops->writes_out8(dims)) {
     // The int8 copy: the CPU's quantize_row_q8_0 of the fused run's own out, bit for bit (int8
     // quads [q_n], then f32 scales [q_n / 32]).
@@ -177,29 +177,31 @@ INSTANTIATE_TEST_SUITE_P(Attention, GpuAttendPrep, ::testing::ValuesIn(kPrepCase
 // d 512 takes the two passes by default; with the split at every d the fused kernel's
 // 16-key tiles and two dims an invocation.
 TEST_F(AttentionTest, FusedPrepAtHeadDim512) {
-  const ScopedEnv env("INFER_ATTN_SPLIT", "1");
+  const ScopedTuning env(*ctx_, "attn_split=on");
   check_prep(*ctx_, {INFER_KV_TIERED, 8, 1, 512, 0, 700, 639, false});
   check_prep(*ctx_, {INFER_KV_EXACT, 8, 2, 512, 0, 80, 47, false});
 }
 
-// Several query heads a workgroup (INFER_ATTN_SPLIT_HEADS 2: 12B's GQA group whole; 3: a
-// partial last head group) and 16-key tiles (INFER_ATTN_SPLIT_TILE).
+// Several query heads a workgroup (attn_split_heads 2: 12B's GQA group whole; 3: a
+// partial last head group) and 16-key tiles (attn_split_tile).
 TEST_F(AttentionTest, FusedPrepWithHeadGroupsAndTiles) {
-  const ScopedEnv tile("INFER_ATTN_SPLIT_TILE", "16");
+  const ScopedTuning tile(*ctx_, "attn_split_tile=16");
   for (const char* heads : {"2", "3"}) {
     SCOPED_TRACE(std::string("heads ") + heads);
-    const ScopedEnv h("INFER_ATTN_SPLIT_HEADS", heads);
+    const ScopedTuning h(*ctx_, std::string("attn_split_heads=") + heads);
     check_prep(*ctx_, {INFER_KV_EXACT, 16, 8, 256, 0, 700, 639, false});
     check_prep(*ctx_, {INFER_KV_TIERED, 8, 1, 256, 0, 20, 6, false});
     check_prep(*ctx_, {INFER_KV_SLIDING, 8, 1, 256, 512, 512, 900, true});
   }
 }
 
-// INFER_ATTN_PREP=0 keeps the ops apart (prep_attend records qkv_prep, then attend).
-TEST_F(AttentionTest, FusedPrepCanBeTurnedOff) {
-  const ScopedEnv env("INFER_ATTN_PREP", "0");
-  auto ops = make_ops(*ctx_, 1, 8, 256, 64);
-  EXPECT_FALSE(ops->fused_prep(AttentionDims{1, 8, 1, 256, 64, 0}));
+// With attn_prep off, prep_attend records qkv_prep and then the attention, two dispatches, and
+// leaves what qkv_prep and attend called one by one leave.
+TEST_F(AttentionTest, PrepAttendApartMatchesQkvPrepThenAttend) {
+  const ScopedTuning apart(*ctx_, "attn_prep=off");
+  check_prep(*ctx_, {INFER_KV_EXACT, 8, 1, 256, 0, 40, 20, false}, /*fused_ops=*/false);
+  check_prep(*ctx_, {INFER_KV_TIERED, 8, 1, 256, 0, 20, 6, false}, /*fused_ops=*/false);
+  check_prep(*ctx_, {INFER_KV_SLIDING, 8, 1, 256, 512, 512, 900, true}, /*fused_ops=*/false);
 }
 
 }  // namespace

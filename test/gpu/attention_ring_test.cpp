@@ -129,7 +129,7 @@ INSTANTIATE_TEST_SUITE_P(Attention, GpuAttendRing, ::testing::ValuesIn(kRingCase
 
 // The decode cases again through the opt-in one-dispatch decode (its own pipelines per mode).
 TEST_F(AttentionTest, RingSplitDecodeMatches) {
-  const ScopedEnv env("INFER_ATTN_SPLIT", "1");
+  const ScopedTuning env(*ctx_, "attn_split=on");
   for (const RingCase& c : kRingCases) {
     if (c.T == 1) check_ring(*ctx_, c, 29);
   }

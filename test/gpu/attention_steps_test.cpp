@@ -104,27 +104,27 @@ void check_decode(const VulkanContext& ctx, const DecodeCase& c, bool fused = fa
 // Sliding: a ring of W slots (W - 1 + one decode token) wrapped several times; full: every
 // position kept, proportional RoPE, splits appearing as the context grows past 64 keys.
 TEST_F(AttentionTest, SplitDecodeStepsMatchCpuAtEveryPosition) {
-  const ScopedEnv env("INFER_ATTN_SPLIT", "1");
+  const ScopedTuning env(*ctx_, "attn_split=on");
   check_decode(*ctx_, {8, 1, 256, 24, 24, 90});
   check_decode(*ctx_, {4, 2, 16, 0, 150, 150});
   check_decode(*ctx_, {8, 1, 512, 0, 80, 80});
 }
 
 // The same with qkv_prep folded into the split decode (AttentionOps::prep_attend): one dispatch
-// a token; the d-512 case goes the two-pass way (three dispatches) unless INFER_ATTN_SPLIT=1,
+// a token; the d-512 case goes the two-pass way (three dispatches) unless attn_split=1,
 // as here, asks for the split at every d.
 TEST_F(AttentionTest, FusedPrepDecodeStepsMatchCpuAtEveryPosition) {
-  const ScopedEnv env("INFER_ATTN_SPLIT", "1");
+  const ScopedTuning env(*ctx_, "attn_split=on");
   check_decode(*ctx_, {8, 1, 256, 24, 24, 90}, true);
   check_decode(*ctx_, {4, 2, 16, 0, 150, 150}, true);
   check_decode(*ctx_, {8, 1, 512, 0, 80, 80}, true);
   check_decode(*ctx_, {16, 8, 256, 0, 70, 70}, true);  // 12B's heads: two head groups a KV head
 }
 
-// The same token by token through the two-pass decode (INFER_ATTN_SPLIT=0 asks for it at every
+// The same token by token through the two-pass decode (attn_split=0 asks for it at every
 // d): two dispatches (AttendRig::check counts them).
 TEST_F(AttentionTest, TwoPassDecodeStepsMatchCpuAtEveryPosition) {
-  const ScopedEnv env("INFER_ATTN_SPLIT", "0");
+  const ScopedTuning env(*ctx_, "attn_split=off");
   check_decode(*ctx_, {8, 1, 256, 24, 24, 90});
   check_decode(*ctx_, {4, 2, 16, 0, 150, 150});
   check_decode(*ctx_, {8, 1, 512, 0, 80, 80});

@@ -1,7 +1,7 @@
 // GPU attend vs the CPU reference (model/ops/attention), exact KV mode: full and sliding rings
 // with GQA, d 16/256/512, decode at many positions (wrapped rings too) and prefill chunks at
 // pos0 > 0, split-K (merged by the last split) and direct paths; decode both in one dispatch
-// (split over keys: the default up to d 256, INFER_ATTN_SPLIT=1 everywhere) and in two passes
+// (split over keys: the default up to d 256, attn_split=1 everywhere) and in two passes
 // (also with its knobs forcing every loop and merge). The KV ring's modes:
 // attention_ring_test.cpp; token-by-token decode with qkv_prep: attention_steps_test.cpp.
 #include "gpu/ops/attention.h"
@@ -105,28 +105,29 @@ class AttendRig {
   Buffer kc_, vc_, qb_, ob_;
 };
 
-// Tests of one decode path at every head dim: INFER_ATTN_SPLIT (read when the ops are created)
-// is `value` while they run, so both paths stay tested whatever the default picks.
+// Tests of one decode path at every head dim: the tuning's attn_split (read when the ops are
+// created) is `value` while they run, so both paths stay tested whatever the default picks.
 class DecodePathTest : public GpuTest {
  protected:
   explicit DecodePathTest(const char* value) : value_(value) {}
   void SetUp() override {
-    setenv("INFER_ATTN_SPLIT", value_, 1);
     GpuTest::SetUp();
+    if (ctx_ != nullptr) tuning_.emplace(*ctx_, std::string("attn_split=") + value_);
   }
   void TearDown() override {
-    unsetenv("INFER_ATTN_SPLIT");
+    tuning_.reset();
     GpuTest::TearDown();
   }
 
  private:
   const char* value_;
+  std::optional<ScopedTuning> tuning_;
 };
 
 // The one-dispatch decode (attend_split.comp; the default up to d 256).
 class SplitDecode : public DecodePathTest {
  protected:
-  SplitDecode() : DecodePathTest("1") {}
+  SplitDecode() : DecodePathTest("on") {}
 };
 
 class GpuAttend : public SplitDecode, public ::testing::WithParamInterface<AttendCase> {};
@@ -182,11 +183,11 @@ std::string attend_name(const AttendCase& c) {
 INSTANTIATE_TEST_SUITE_P(Attention, GpuAttend, ::testing::ValuesIn(kAttendCases),
                          [](const auto& info) { return attend_name(info.param); });
 
-// The two-pass decode (the default above d 256; INFER_ATTN_SPLIT=0 asks for it everywhere) on
+// The two-pass decode (the default above d 256; attn_split=0 asks for it everywhere) on
 // every decode case above.
 class TwoPassDecode : public DecodePathTest {
  protected:
-  TwoPassDecode() : DecodePathTest("0") {}
+  TwoPassDecode() : DecodePathTest("off") {}
 };
 
 class GpuAttendTwoPass : public TwoPassDecode, public ::testing::WithParamInterface<AttendCase> {};
@@ -209,16 +210,16 @@ std::vector<AttendCase> decode_cases() {
 INSTANTIATE_TEST_SUITE_P(Attention, GpuAttendTwoPass, ::testing::ValuesIn(decode_cases()),
                          [](const auto& info) { return attend_name(info.param); });
 
-// The one-dispatch decode with several query heads a workgroup (INFER_ATTN_SPLIT_HEADS: 8,
+// The one-dispatch decode with several query heads a workgroup (attn_split_heads: 8,
 // capped by each case's GQA group, and 3, which leaves a partial last head group) and splits of
-// two tiles or more (INFER_ATTN_SPLIT_KEYS=64: the online softmax across tiles), on every decode
+// two tiles or more (attn_split_keys=64: the online softmax across tiles), on every decode
 // case; the default takes one head and one tile a split. Tiles of 16 and 8 keys up to d 256
-// (INFER_ATTN_SPLIT_TILE; 32 by default) with them.
+// (attn_split_tile; 32 by default) with them.
 TEST_F(SplitDecode, HeadGroupsAndTilesKeepItRight) {
   for (const char* heads : {"8", "3"}) {
-    const ScopedEnv h("INFER_ATTN_SPLIT_HEADS", heads);
-    const ScopedEnv keys("INFER_ATTN_SPLIT_KEYS", "64");
-    const ScopedEnv tile("INFER_ATTN_SPLIT_TILE", heads[0] == '8' ? "16" : "8");
+    const ScopedTuning h(*ctx_, std::string("attn_split_heads=") + heads);
+    const ScopedTuning keys(*ctx_, "attn_split_keys=64");
+    const ScopedTuning tile(*ctx_, std::string("attn_split_tile=") + (heads[0] == '8' ? "16" : "8"));
     for (const AttendCase& c : decode_cases()) {
       SCOPED_TRACE(attend_name(c) + " heads " + heads);
       AttendRig rig(*ctx_, c, c.pos0 + 1);
@@ -233,13 +234,13 @@ TEST_F(SplitDecode, HeadGroupsAndTilesKeepItRight) {
 // with a ragged last one, ranges that merge, odd dim chunks (past d in the last) and unpinned
 // sizes, on every decode case.
 TEST_F(TwoPassDecode, KnobsKeepItRight) {
-  const ScopedEnv keys("INFER_ATTN_KEYS_PER_SUBGROUP", "3");
-  const ScopedEnv groups("INFER_ATTN_SCORES_GROUPS", "5");
-  const ScopedEnv dims("INFER_ATTN_PV_DIMS", "24");
-  const ScopedEnv inv("INFER_ATTN_PV_INVOCATIONS", "100");  // 96: four key lanes
-  const ScopedEnv unroll("INFER_ATTN_PV_UNROLL", "3");
-  const ScopedEnv min_keys("INFER_ATTN_PV_KEYS", "20");
-  const ScopedEnv splits("INFER_ATTN_PV_SPLITS", "7");
+  const ScopedTuning keys(*ctx_, "attn_keys_per_subgroup=3");
+  const ScopedTuning groups(*ctx_, "attn_score_groups=5");
+  const ScopedTuning dims(*ctx_, "attn_pv_dims=24");
+  const ScopedTuning inv(*ctx_, "attn_pv_invocations=100");  // 96: four key lanes
+  const ScopedTuning unroll(*ctx_, "attn_pv_unroll=3");
+  const ScopedTuning min_keys(*ctx_, "attn_pv_keys=20");
+  const ScopedTuning splits(*ctx_, "attn_pv_splits=7");
   bool rounds = false, merges = false;
   for (const AttendCase& c : decode_cases()) {
     SCOPED_TRACE(attend_name(c));

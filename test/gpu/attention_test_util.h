@@ -22,13 +22,11 @@
 #include "shaders/step.h"
 #include "test/gpu/gpu_test_env.h"
 #include "test/gpu/host_matrix.h"
-#include "test/scoped_env.h"
 
 namespace infer::gpu {
 
 // Suites start with "Attention" so --gtest_filter='Attention*' selects them all.
 using AttentionTest = GpuTest;
-using test::ScopedEnv;
 
 inline constexpr uint32_t kMaxChunk = 64;
 

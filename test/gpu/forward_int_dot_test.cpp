@@ -1,9 +1,8 @@
-// The forward with integer-dot products on x quantized once a product (INFER_INTDOT=2,
-// Q4_0 and Q8_0 weights): add_norm quantizing the next product's input as it writes it
-// (NormOps::writes_x8, the default), the split decode attention the o projection's
-// (AttentionOps::writes_out8) and gate-up the down projection's (GateUpOp::writes_x8,
-// INFER_X8_GATE_UP=1) against a dispatch of its own before each product
-// (INFER_X8_FUSE=0), on every fixture architecture: the dispatches it saves per decode token and
+// The forward with integer-dot products on x quantized once a product (tuning int_dot=on, Q4_0
+// and Q8_0 weights): add_norm quantizing the next product's input as it writes it
+// (RmsNormOps::writes_x8, the default) and the split decode attention the o projection's
+// (AttentionOps::writes_out8) against a dispatch of its own before each product
+// (int8_from_norm=off), on every fixture architecture: the dispatches it saves per decode token and
 // the same logits bit for bit (both quantize the same f32 h with quant_x.glsl, whose bits
 // matvec_dot_test.cpp pins against the CPU's quantize_row_q8_0), prompt chunks of T > 1 too.
 // And that forward, token by token, against the CPU's with int8 activations (the integer
@@ -17,7 +16,7 @@
 #include <vector>
 
 #include "gpu/gpu_forward.h"
-#include "gpu/ops/norm.h"
+#include "gpu/ops/rms_norm.h"
 #include "model/cpu_forward.h"
 #include "model/model.h"
 #include "model/ops/matmul.h"
@@ -25,7 +24,6 @@
 #include "test/gpu/forward_fixture_test.h"
 #include "test/gpu/gpu_test_env.h"
 #include "test/model/golden_fixture.h"
-#include "test/scoped_env.h"
 #include "test/test_paths.h"
 
 namespace infer::gpu {
@@ -35,12 +33,11 @@ using Case = test::FixtureCase;
 
 class ForwardIntDotGpu : public GpuFixtureTest {
  protected:
-  // A forward made while INFER_X8_FUSE = fuse and INFER_X8_GATE_UP = gate_up, integer dots on
-  // prepared x.
-  std::unique_ptr<GpuForward> make(const Model& model, const char* fuse, const char* gate_up) {
-    const test::ScopedEnv dots("INFER_INTDOT", "2");
-    const test::ScopedEnv env("INFER_X8_FUSE", fuse);
-    const test::ScopedEnv env_gate_up("INFER_X8_GATE_UP", gate_up);
+  // A forward on integer dots, int8 inputs written by the steps before the products (fuse) or
+  // by a dispatch of their own.
+  std::unique_ptr<GpuForward> make(const Model& model, bool fuse) {
+    const ScopedTuning dots(*ctx_, fuse ? "int_dot=on,int8_from_norm=on"
+                                        : "int_dot=on,int8_from_norm=off");
     return make_forward(model);
   }
 
@@ -66,16 +63,13 @@ TEST_P(ForwardIntDotGpu, NormQuantizedInputSavesDispatchesAndKeepsTheLogits) {
     auto m = Model::load(dir_, LoadOptions{quant, EmbedScale::kF32}, pool_);
     ASSERT_TRUE(m.ok()) << m.error().message;
     const Model& model = **m;
-    std::unique_ptr<GpuForward> apart = make(model, "0", "0"), fused = make(model, "1", "0"),
-                                gate_up = make(model, "1", "1");
-    ASSERT_TRUE(apart != nullptr && fused != nullptr && gate_up != nullptr);
-    const int a = apart->decode_counts().dispatches, f = fused->decode_counts().dispatches,
-              g = gate_up->decode_counts().dispatches;
-    std::printf("[%s] decode dispatches: %d with add_norm's int8 h, %d with gate-up's too, %d "
-                "with their own\n", GetParam().name, f, g, a);
+    std::unique_ptr<GpuForward> apart = make(model, false), fused = make(model, true);
+    ASSERT_TRUE(apart != nullptr && fused != nullptr);
+    const int a = apart->decode_counts().dispatches, f = fused->decode_counts().dispatches;
+    std::printf("[%s] decode dispatches: %d with add_norm's int8 h, %d with their own\n",
+                GetParam().name, f, a);
     // At least the gate-up of every layer and the qkv of all but the first (whose input comes
-    // from rms_norm, not add_norm) take add_norm's copy, and with INFER_X8_GATE_UP=1 every down
-    // projection gate-up's; none where rows of H cannot be quantized (dense-mini's 144: its
+    // from rms_norm, not add_norm) take add_norm's copy; none where rows of H cannot be quantized (dense-mini's 144: its
     // products stay in the stored format, f32 activations).
     // Every layer of head dim % 32 == 0 on the split decode (d <= 256) takes the attention's
     // int8 output for its o projection (o's columns, n_q · d, quantizable even where H is not).
@@ -86,18 +80,16 @@ TEST_P(ForwardIntDotGpu, NormQuantizedInputSavesDispatchesAndKeepsTheLogits) {
     }
     if (model.config().text.hidden_size % 32 == 0) {
       EXPECT_GE(a - f, 2 * L - 1 + attention8);
-      EXPECT_EQ(f - g, L);
     } else {
       EXPECT_EQ(a - f, attention8);
-      EXPECT_EQ(f, g);
     }
     const auto want = run(*apart);
-    for (GpuForward* other : {fused.get(), gate_up.get()}) {
+    for (GpuForward* other : {fused.get()}) {
       const auto got = run(*other);
       ASSERT_EQ(want.size(), got.size());
       for (size_t k = 0; k < want.size(); ++k) {
         EXPECT_EQ(0, std::memcmp(want[k].data(), got[k].data(), want[k].size() * sizeof(float)))
-            << "step " << k << (other == gate_up.get() ? " (gate-up's int8 act)" : "");
+            << "step " << k;
       }
     }
   }
@@ -176,7 +168,7 @@ TEST_P(ForwardIntDotVsCpu, TokenByTokenMatchesTheCpusInt8Forward) {
     std::vector<int32_t> cpu_tokens, f32_tokens, gpu_tokens;
     const auto want = cpu_stream(model, MatmulActivations::kInt8, nullptr, &cpu_tokens);
     const auto f32 = cpu_stream(model, MatmulActivations::kF32, &cpu_tokens, &f32_tokens);
-    std::unique_ptr<GpuForward> gpu = make(model, "1", "0");
+    std::unique_ptr<GpuForward> gpu = make(model, true);
     ASSERT_NE(gpu, nullptr);
     const auto got = stream(*gpu, &cpu_tokens, &gpu_tokens);
     ASSERT_EQ(want.size(), got.size());

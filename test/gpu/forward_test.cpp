@@ -21,7 +21,6 @@
 #include "test/gpu/forward_fixture_test.h"
 #include "test/gpu/gpu_test_env.h"
 #include "test/model/golden_fixture.h"
-#include "test/scoped_env.h"
 #include "test/test_paths.h"
 
 namespace infer::gpu {
@@ -288,10 +287,9 @@ TEST_P(ForwardGpu, DecodeRecordsFewDispatchesPerLayer) {
   const bool ple = model->config().text.hidden_size_per_layer_input > 0;
   const bool moe = model->config().text.enable_moe_block;
   // Per layer, at most: qkv matvec, qkv_prep, attend (two dispatches, scores and softmax · V;
-  // one split, with qkv_prep in it), o_proj, add_norm, gate_up, down, add_norm (INFER_NORM_IN=1
-  // folds the add_norms into the products after them: forward_norm_in_test.cpp counts those);
-  // PLE adds gate, gelu_mul, projection, add_norm; MoE adds router (2), rms_norm, experts (2), norm_sum, and its down
-  // projection's add_norm apart. Outside the layers: embed (+ PLE projection and inputs), first
+  // one split, with qkv_prep in it), o_proj, add_norm, gate_up, down, add_norm; PLE adds gate,
+  // gelu_mul, projection, add_norm; MoE adds router (2), rms_norm, experts (2), norm_sum, and its
+  // down projection's add_norm apart. Outside the layers: embed (+ PLE projection and inputs), first
   // norm, head matvec, softcap, argmax.
   const int per_layer = 9 + (ple ? 4 : 0) + (moe ? 7 : 0);
   std::printf("[%s] decode: %d dispatches, %d barriers (%d buffer barriers), %d layers\n",
@@ -302,7 +300,7 @@ TEST_P(ForwardGpu, DecodeRecordsFewDispatchesPerLayer) {
   EXPECT_GE(c.buffer_barriers, c.barrier_commands);
   // qkv_prep is folded into the split decode (AttentionOps::prep_attend), which takes every
   // layer of the fixtures (head dims <= 256): a dispatch a layer more with it apart.
-  const test::ScopedEnv apart("INFER_ATTN_PREP", "0");
+  const ScopedTuning apart(*ctx_, "attn_prep=off");
   auto fwd_apart = gpu(*ctx_, *model, 8);
   ASSERT_NE(fwd_apart, nullptr);
   EXPECT_EQ(fwd_apart->decode_counts().dispatches, c.dispatches + L);

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/check.h"
 #include "gpu/ops/matvec.h"
 #include "model/ops/matmul.h"
 
@@ -28,13 +29,12 @@ namespace {
   return true;
 }();
 
-// The GPU computes with f32 activations; the CPU reference it is compared with must too, even on
-// CPUs whose integer kernels quantize activations to Q8_0 (model/ops/matmul.h). The GPU's
-// integer-dot matvecs quantize too, but its other kernels (MoE, tiled prefill) do not, so whole
-// forward passes compare in f32; test/gpu/matvec_test.cpp tests those kernels (IntDot::kOn).
+// The GPU computes with f32 activations (the fixtures' models are narrower than the integer
+// dots' threshold); the CPU reference it is compared with must too, even on CPUs whose integer
+// kernels quantize activations to Q8_0 (model/ops/matmul.h). test/gpu/matvec_dot_test.cpp tests
+// the integer-dot kernels (IntDot::kOn), forward_int_dot_test.cpp a forward on them.
 [[maybe_unused]] const bool kCpuF32Activations = [] {
   set_matmul_activations(MatmulActivations::kF32);
-  set_matvec_int_dot(false);
   return true;
 }();
 
@@ -68,7 +68,7 @@ std::vector<std::function<void()>>& releases() {
 
 // Destroys the shared contexts when the tests are done, before static destruction: destroyed
 // there, after the NVIDIA driver's own teardown, they crashed gpu_test at exit on the H200 (after
-// every test had passed; sessions 4-7).
+// every test had passed).
 class ReleaseContexts : public ::testing::Environment {
  public:
   void TearDown() override {
@@ -117,6 +117,15 @@ void GpuTest::TearDown() {
   if (ctx_ != nullptr) expect_no_new_validation_errors(*ctx_, errors_before_);
   if (staging_ctx_ != nullptr)
     expect_no_new_validation_errors(*staging_ctx_, staging_errors_before_);
+}
+
+ScopedTuning::ScopedTuning(VulkanContext& ctx, std::string_view spec)
+    : ctx_(ctx), saved_(ctx.tuning()) {
+  auto overrides = parse_gpu_tune(spec);
+  INFER_CHECK(overrides.ok(), "%s", overrides.error().message.c_str());
+  GpuTuning t = saved_;
+  INFER_CHECK(apply_tuning(*overrides, t).ok(), "tuning \"%.*s\"", int(spec.size()), spec.data());
+  ctx_.set_tuning(t);
 }
 
 }  // namespace infer::gpu

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <string_view>
 
 #include "gpu/context.h"
 
@@ -29,6 +30,20 @@ class GpuTest : public ::testing::Test {
  private:
   int errors_before_ = 0;
   int staging_errors_before_ = 0;
+};
+
+// ctx's tuning with --gpu-tune's overrides (spec "key=value,...", gpu/tuning.h) for a scope:
+// kernels made inside it take them. Restores the tuning it found.
+class ScopedTuning {
+ public:
+  ScopedTuning(VulkanContext& ctx, std::string_view spec);
+  ~ScopedTuning() { ctx_.set_tuning(saved_); }
+  ScopedTuning(const ScopedTuning&) = delete;
+  ScopedTuning& operator=(const ScopedTuning&) = delete;
+
+ private:
+  VulkanContext& ctx_;
+  GpuTuning saved_;
 };
 
 // Fails the current test if `ctx` saw validation errors beyond `before`, listing them.

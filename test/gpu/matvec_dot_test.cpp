@@ -53,7 +53,7 @@ INSTANTIATE_TEST_SUITE_P(
 
 // The integer-dot kernel (shaders/matvec_dot.comp) on ragged shapes: columns ending mid
 // 256-column group (288, 544, 800, 1056, 2080), rows ending mid workgroup, T = 2, 3, 5 ending mid
-// token group, and the widest rows its shared memory takes (16384 at T = 1, 6144 for T > 1).
+// token group, and wide rows (16384 at T = 1, 6144 for T > 1).
 TEST_F(GpuMatvecDot, MatchesInt8ReferenceOnRaggedShapes) {
   // Vulkan 1.3 requires the feature: a device without it fails these tests rather than skip them.
   ASSERT_TRUE(ctx_->info().integer_dot_product) << "no shaderIntegerDotProduct";
@@ -70,15 +70,13 @@ TEST_F(GpuMatvecDot, MatchesInt8ReferenceOnRaggedShapes) {
   }
 }
 
-// x quantized by a dispatch before the product (DotInput::kPrepared, matvec_dot.comp's
-// X_PREPPED) on the ragged shapes, rows wider than the shared-memory kernel takes (16640 at
-// T = 1, 6400 at T = 2), the exact-half activations of QuantizesActivationsLikeTheCpu's kind,
+// x quantized by a dispatch before the product (coop_x_prep_x8) on the ragged shapes, wider rows
+// (16640 at T = 1, 6400 at T = 2), the exact-half activations of QuantizesActivationsLikeTheCpu's kind,
 // other workgroup shapes (1 subgroup of 3 rows; 2 of 1 row) and gate-up.
 TEST_F(GpuMatvecDot, PreparedInputMatchesInt8Reference) {
   ASSERT_TRUE(ctx_->info().integer_dot_product) << "no shaderIntegerDotProduct";
   MatvecTuning on;
   on.int_dot = IntDot::kOn;
-  on.dot_input = DotInput::kPrepared;
   MatvecTuning narrow = on;
   narrow.dot_subgroups_per_group = 1;
   narrow.dot_rows_per_subgroup = 3;
@@ -112,7 +110,7 @@ TEST_F(GpuMatvecDot, PreparedInputMatchesInt8Reference) {
     for (uint32_t tokens : {1u, uint32_t(T)}) {
       auto k = create_matvec_kernels(*ctx_, f, /*gate_up=*/true, on);
       ASSERT_TRUE(k.ok()) << k.error().message;
-      ASSERT_TRUE(k->dot_prepared);
+      ASSERT_TRUE(k->dot_one_token != nullptr);
       ASSERT_TRUE(activations_in_int8(*k, I, H, tokens));
       const std::vector<float> act = run_gate_up(*ctx_, *k, gate.m, up.m, x, tokens);
       expect_gate_up_matches(gate.m, up.m, through_q8_0(x, tokens, H), tokens, act);
@@ -120,85 +118,17 @@ TEST_F(GpuMatvecDot, PreparedInputMatchesInt8Reference) {
   }
 }
 
-// Gate-up writing its output quantized for the down projection (X8_OUT, one token): the int8
-// quads and scales are the CPU's quantize_row_q8_0 of the act it wrote, bit for bit; I of 32
-// (one block, a partial workgroup) and 96 (3 blocks); rows a subgroup 2 and 3.
-TEST_F(GpuMatvecDot, GateUpWritesItsOutputQuantized) {
-  ASSERT_TRUE(ctx_->info().integer_dot_product) << "no shaderIntegerDotProduct";
-  for (WeightFormat f : {WeightFormat::kQ8_0, WeightFormat::kQ4_0}) {
-    // 1, 2, 4 or 8 rows a subgroup: 32, 16, 8 or 4 arrivals complete a block (the last one
-    // quantizes it); 3 rows straddle blocks, so no such kernel.
-    for (uint32_t rows : {1u, 2u, 3u, 4u, 8u}) {
-      MatvecTuning on;
-      on.int_dot = IntDot::kOn;
-      on.dot_input = DotInput::kPrepared;
-      on.dot_rows_per_subgroup = rows;
-      on.dot_x8_out = true;
-      auto k = create_matvec_kernels(*ctx_, f, /*gate_up=*/true, on);
-      ASSERT_TRUE(k.ok()) << k.error().message;
-      if (32 % rows != 0) {
-        EXPECT_FALSE(writes_x8(*k, 96, 288, 1)) << rows;
-        continue;
-      }
-      for (int64_t I : {32, 96}) {
-        SCOPED_TRACE(std::string(weight_format_name(f)) + " rows " + std::to_string(rows) +
-                     " I " + std::to_string(I));
-        const int64_t H = 288;
-        ASSERT_TRUE(writes_x8(*k, I, H, 1));
-        EXPECT_FALSE(writes_x8(*k, I + 16, H, 1));  // rows not whole blocks
-        EXPECT_FALSE(writes_x8(*k, I, H, 2));
-        const HostMatrix gate = random_matrix(f, I, H, uint32_t(I + 5));
-        const HostMatrix up = random_matrix(f, I, H, uint32_t(I + 6));
-        const std::vector<float> x = random_vector(size_t(H), 7, -2.0f, 2.0f);
-        auto g = upload_matrix(*ctx_, gate.m, "gate");
-        auto u = upload_matrix(*ctx_, up.m, "up");
-        auto xb = Buffer::create(*ctx_, size_t(H) * 4, BufferKind::kDevice, "x");
-        auto yb = Buffer::create(*ctx_, size_t(I) * 4, BufferKind::kDevice, "act");
-        auto y8 = Buffer::create(*ctx_, size_t(I + I / 8), BufferKind::kDevice, "act8");
-        auto zeros = Buffer::create(*ctx_, size_t(I + I / 8), BufferKind::kDevice, "zeros");
-        auto rec = Recorder::create(*ctx_);
-        ASSERT_TRUE(g.ok() && u.ok() && xb.ok() && yb.ok() && y8.ok() && zeros.ok() && rec.ok());
-        ASSERT_TRUE(upload(*ctx_, *xb, 0, x.data(), size_t(H) * 4).ok());
-        const std::vector<uint8_t> none(size_t(I + I / 8), 0);
-        ASSERT_TRUE(upload(*ctx_, *zeros, 0, none.data(), none.size()).ok());
-        // Twice, y8 cleared between: the second product's blocks are quantized only if the
-        // first left the block counters at zero.
-        ASSERT_TRUE((*rec)->begin().ok());
-        for (int pass = 0; pass < 2; ++pass) {
-          if (pass == 1) (*rec)->copy(*zeros, 0, *y8, 0, none.size());
-          auto r = record_matvec_kernels(**rec, *k, *g, &*u, Binding{&*xb}, Binding{&*yb}, 1,
-                                         Binding{}, Binding{}, Binding{&*y8});
-          ASSERT_TRUE(r.ok()) << r.error().message;
-        }
-        ASSERT_TRUE((*rec)->submit_and_wait().ok());
-        std::vector<float> act(static_cast<size_t>(I));
-        std::vector<uint8_t> got(size_t(I + I / 8));
-        ASSERT_TRUE(download(*ctx_, *yb, 0, act.data(), act.size() * 4).ok());
-        ASSERT_TRUE(download(*ctx_, *y8, 0, got.data(), got.size()).ok());
-        std::vector<BlockQ8_0> want(static_cast<size_t>(I / 32));
-        quantize_row_q8_0(act.data(), want.data(), I);
-        for (int64_t b = 0; b < I / 32; ++b) {
-          float d = 0;
-          std::memcpy(&d, &got[size_t(I + 4 * b)], 4);
-          EXPECT_EQ(d, fp16_to_f32(want[size_t(b)].d)) << "block " << b;
-          EXPECT_EQ(0, std::memcmp(&got[size_t(32 * b)], want[size_t(b)].qs, 32)) << "block " << b;
-        }
-      }
-    }
-  }
-}
-
-// Rows wider than the kernel's shared memory, and IntDot::kOff, take matvec.comp
-// with f32 activations (checked against matmul_reference's tighter bound).
+// IntDot::kOff (the default) takes matvec.comp with f32 activations (checked against
+// matmul_reference's tighter bound), at any width.
 TEST_F(GpuMatvecDot, FallsBackToF32Activations) {
   MatvecTuning off;
   off.int_dot = IntDot::kOff;
   for (WeightFormat f : {WeightFormat::kQ8_0, WeightFormat::kQ4_0}) {
     const std::vector<float> x = random_vector(size_t(2 * 6400), 11);
     EXPECT_FALSE(check_matvec_x(*ctx_, f, 5, 544, 1, x, off));
-    EXPECT_FALSE(check_matvec_x(*ctx_, f, 5, 6400, 2, x, {}));  // 25 groups a token
+    EXPECT_FALSE(check_matvec_x(*ctx_, f, 5, 6400, 2, x, {}));
     const std::vector<float> wide = random_vector(16640, 12);
-    EXPECT_FALSE(check_matvec_x(*ctx_, f, 3, 16640, 1, wide, {}));  // 65 groups
+    EXPECT_FALSE(check_matvec_x(*ctx_, f, 3, 16640, 1, wide, {}));
   }
 }
 

@@ -177,38 +177,6 @@ TEST_F(GpuRecorder, OneBarrierCoversACopyAndALaterShaderRead) {
   }
 }
 
-// INFER_BARRIERS=after:P / before:P (a diagnosis, read when the Recorder is made) drop only the
-// barriers after / before a dispatch whose pipeline name starts with P: y = W x, z = W y (one
-// dependent step) records no barrier under either rule naming the matvec, and its barrier under
-// a rule naming another pipeline. Recorded only (without the barrier the result is a race), on a
-// context of its own so the shared ones' validation counts stay clean.
-TEST(GpuRecorderDiagnosis, BarrierRulesDropOnlyTheNamedStepsBarriers) {
-  auto ctx = VulkanContext::create(ContextOptions{});
-  ASSERT_TRUE(ctx.ok()) << ctx.error().message;
-  RandomMatvec mv = random_matvec(**ctx, 32, 3);
-  auto x = Buffer::create(**ctx, 128, BufferKind::kDevice, "x");
-  auto y = Buffer::create(**ctx, 128, BufferKind::kDevice, "y");
-  auto z = Buffer::create(**ctx, 128, BufferKind::kDevice, "z");
-  ASSERT_TRUE(x.ok() && y.ok() && z.ok());
-  auto barriers_with = [&](const char* rule) {
-    if (rule != nullptr) setenv("INFER_BARRIERS", rule, 1);
-    auto rec = Recorder::create(**ctx);
-    unsetenv("INFER_BARRIERS");
-    INFER_CHECK(rec.ok(), "%s", rec.error().message.c_str());
-    Recorder& r = **rec;
-    INFER_CHECK(r.begin().ok(), "begin");
-    INFER_CHECK(mv.op->record(r, mv.w, {&*x}, {&*y}, 1).ok(), "y = W x");
-    INFER_CHECK(mv.op->record(r, mv.w, {&*y}, {&*z}, 1).ok(), "z = W y");
-    EXPECT_EQ(r.dispatch_count(), 2) << (rule != nullptr ? rule : "default");
-    return std::make_pair(r.barrier_command_count(), r.barrier_count());
-  };
-  EXPECT_EQ(barriers_with(nullptr), std::make_pair(1, 1));
-  EXPECT_EQ(barriers_with("after:matvec"), std::make_pair(0, 0));
-  EXPECT_EQ(barriers_with("before:matvec"), std::make_pair(0, 0));
-  EXPECT_EQ(barriers_with("after:gate_up"), std::make_pair(1, 1));
-  EXPECT_EQ(barriers_with("before:attend"), std::make_pair(1, 1));
-}
-
 // More dispatches than one descriptor pool holds (256 sets): the Recorder adds pools.
 TEST_F(GpuRecorder, RecordsMoreDispatchesThanOnePoolHolds) {
   const int64_t n = 32;

@@ -1,5 +1,5 @@
 // Push and specialization constants of the RMSNorm family (rms_norm.comp, add_norm.comp,
-// norm_sum.comp), shared with gpu/ops/norm.cpp (which static_asserts the size). C/GLSL common
+// norm_sum.comp), shared with gpu/ops/rms_norm.cpp (which static_asserts the size). C/GLSL common
 // subset: 32-bit scalars only.
 #ifndef INFER_SHADERS_NORM_H_
 #define INFER_SHADERS_NORM_H_

@@ -1,4 +1,4 @@
-// What a chain of dependent products costs, two ways (gpu/gpu_chain_cost.cpp, for the bench):
+// What a chain of dependent products costs, two ways (bench/chain_cost.cpp, for bench/gpu_probes):
 // x_{k+1} = W_k · x_k for phases k = first .. first + phases - 1, W_k [n, n] f32 (a decode
 // step's products are such a chain, ~460 links a token on E2B).
 //   w:     binding 0, f32 [phases][n][n], read as vec4
@@ -79,7 +79,7 @@ void product(uint phase) {
   }
 }
 
-#include "common/spin.glsl"
+#include "spin.glsl"
 
 // Every invocation's writes of the phase made available, then this workgroup counted in.
 void arrive() {

@@ -1,6 +1,6 @@
 // The device's ordering costs: replayed recordings of empty dispatches (chained by barriers or
 // not) and of one persistent dispatch crossing a grid barrier per phase (shaders/sync_probe.comp).
-#include "gpu/gpu_sync_cost.h"
+#include "bench/sync_cost.h"
 
 #include <algorithm>
 #include <memory>
@@ -12,7 +12,8 @@
 #include "gpu/pipeline.h"
 #include "gpu/recorder.h"
 
-namespace infer::gpu {
+namespace infer::bench {
+using namespace infer::gpu;
 namespace {
 
 struct ProbePush {
@@ -39,6 +40,7 @@ Result<SyncCost> measure_sync_cost(const VulkanContext& ctx, uint32_t dispatches
   // (the Recorder's write-after-write barrier); read, none of them waits.
   PipelineDesc desc;
   desc.variant = "sync_probe";
+  desc.spirv = probe_spirv("sync_probe");
   desc.push_bytes = sizeof(ProbePush);
   desc.spec = {{0, local_size}};
   desc.bindings = {Access::kReadWrite, Access::kReadWrite};
@@ -85,4 +87,4 @@ Result<SyncCost> measure_sync_cost(const VulkanContext& ctx, uint32_t dispatches
   return cost;
 }
 
-}  // namespace infer::gpu
+}  // namespace infer::bench

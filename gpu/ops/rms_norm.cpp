@@ -1,5 +1,5 @@
 // RMSNorm family: pipelines sized from the device (all built in create()), and record().
-#include "gpu/ops/norm.h"
+#include "gpu/ops/rms_norm.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -9,13 +9,13 @@
 #include "base/check.h"
 #include "gpu/context.h"
 #include "gpu/ops/op_common.h"
-#include "shaders/norm.h"
+#include "shaders/rms_norm.h"
 
 namespace infer::gpu {
 namespace {
 
 static_assert(sizeof(shader::NormPush) == 4 * sizeof(uint32_t),
-              "NormPush must match shaders/norm.h in the shader (32-bit scalars only)");
+              "NormPush must match shaders/rms_norm.h in the shader (32-bit scalars only)");
 
 // A whole row (H up to 5376) in one workgroup: enough loads in flight on a big GPU with ~10 floats
 // an invocation, and a reduction of only a few subgroups.
@@ -23,10 +23,10 @@ constexpr uint32_t kRowInvocations = 512;
 // Rows this short (head dims, PLE slices of P = 256) go to one-subgroup workgroups: a 512-wide
 // one would leave most invocations idle, and there are many such rows (T·L, T·n_q).
 constexpr uint32_t kShortRowPerInvocation = 8;
-// add_norm's held variants (the default; INFER_NORM_HELD=0 at create keeps the loop form for
-// A/B): elements an invocation holds at most; rows longer than the workgroup times this take the
-// loop form. On the H200 held beat the loop form side by side (session 14 call 1): E2B Q4_0
-// 319.5 / 320.5 vs 310.8 / 306.8 t/s, 12B Q4_0 177.1 vs 173.6, 12B bf16 119.4 vs 117.1 / 117.9.
+// add_norm's held variants: elements an invocation holds at most; rows longer than the workgroup
+// times this take the loop form. Holding the row in registers (one read of x and o) beat the
+// loop form side by side on the H200: E2B Q4_0 319.5 / 320.5 vs 310.8 / 306.8 t/s, 12B Q4_0
+// 177.1 vs 173.6, 12B bf16 119.4 vs 117.1 / 117.9.
 constexpr uint32_t kMaxHeld = 16;
 // add_norm.comp's shared memory besides X8_OUT's row: the reduction's partials (and headroom).
 constexpr size_t kReduceSharedBytes = 1024;
@@ -45,19 +45,14 @@ Result<std::unique_ptr<Pipeline>> make(const VulkanContext& ctx, const char* var
   return Pipeline::create(ctx, desc);
 }
 
-bool held_wanted() {
-  const char* v = std::getenv("INFER_NORM_HELD");
-  return v == nullptr || v[0] != '0';
-}
-
 }  // namespace
 
-struct NormOps::Pipelines {
+struct RmsNormOps::Pipelines {
   const VulkanContext* ctx = nullptr;
   uint32_t short_row_max = 0;  // n up to this goes to the one-subgroup rms_norm pipelines
   std::unique_ptr<Pipeline> rms_norm, rms_norm_short, rms_norm_no_weight, rms_norm_no_weight_short,
       add_norm, add_norm_next, norm_sum;
-  // The held add_norm variants (absent with INFER_NORM_HELD=0) and the longest row they take.
+  // The held add_norm variants and the longest row they take.
   std::unique_ptr<Pipeline> add_norm_held, add_norm_next_held;
   std::unique_ptr<Pipeline> add_norm_next_held_x8;  // null where the row's copy does not fit
   uint32_t held_max = 0;
@@ -65,11 +60,11 @@ struct NormOps::Pipelines {
   Groups rows_grid(uint32_t rows) const { return wrapped_groups(ctx->info(), rows); }
 };
 
-NormOps::~NormOps() = default;
+RmsNormOps::~RmsNormOps() = default;
 
-Result<std::unique_ptr<NormOps>> NormOps::create(const VulkanContext& ctx, uint32_t row_n,
+Result<std::unique_ptr<RmsNormOps>> RmsNormOps::create(const VulkanContext& ctx, uint32_t row_n,
                                                  bool int8_h) {
-  std::unique_ptr<NormOps> op(new NormOps());
+  std::unique_ptr<RmsNormOps> op(new RmsNormOps());
   op->p_ = std::make_unique<Pipelines>();
   Pipelines& p = *op->p_;
   p.ctx = &ctx;
@@ -87,26 +82,24 @@ Result<std::unique_ptr<NormOps>> NormOps::create(const VulkanContext& ctx, uint3
   INFER_TRY(p.add_norm, make(ctx, "add_norm", {Access::kReadWrite, R, R}, row));
   INFER_TRY(p.add_norm_next, make(ctx, "add_norm_next", {Access::kReadWrite, R, R, R, W}, row));
   INFER_TRY(p.norm_sum, make(ctx, "norm_sum", {R, R, R, R, W}, row));
-  if (held_wanted()) {
-    // As many elements an invocation as the model's rows need (all of kMaxHeld when unknown).
-    const uint32_t held =
-        row_n == 0 ? kMaxHeld : std::clamp((row_n + row.local - 1) / row.local, 1u, kMaxHeld);
-    p.held_max = held * row.local;
-    INFER_TRY(p.add_norm_held, make(ctx, "add_norm_held", {Access::kReadWrite, R, R}, row, held));
-    INFER_TRY(p.add_norm_next_held,
-              make(ctx, "add_norm_next_held", {Access::kReadWrite, R, R, R, W}, row, held));
-    VkPhysicalDeviceProperties props;
-    vkGetPhysicalDeviceProperties(ctx.physical_device(), &props);
-    if (int8_h &&
-        size_t(p.held_max) * 4 + kReduceSharedBytes <= props.limits.maxComputeSharedMemorySize) {
-      INFER_TRY(p.add_norm_next_held_x8, make(ctx, "add_norm_next_held_x8",
-                                              {Access::kReadWrite, R, R, R, W, W}, row, held));
-    }
+  // As many elements an invocation as the model's rows need (all of kMaxHeld when unknown).
+  const uint32_t held =
+      row_n == 0 ? kMaxHeld : std::clamp((row_n + row.local - 1) / row.local, 1u, kMaxHeld);
+  p.held_max = held * row.local;
+  INFER_TRY(p.add_norm_held, make(ctx, "add_norm_held", {Access::kReadWrite, R, R}, row, held));
+  INFER_TRY(p.add_norm_next_held,
+            make(ctx, "add_norm_next_held", {Access::kReadWrite, R, R, R, W}, row, held));
+  VkPhysicalDeviceProperties props;
+  vkGetPhysicalDeviceProperties(ctx.physical_device(), &props);
+  if (int8_h &&
+      size_t(p.held_max) * 4 + kReduceSharedBytes <= props.limits.maxComputeSharedMemorySize) {
+    INFER_TRY(p.add_norm_next_held_x8, make(ctx, "add_norm_next_held_x8",
+                                            {Access::kReadWrite, R, R, R, W, W}, row, held));
   }
   return op;
 }
 
-Result<void> NormOps::rms_norm(Recorder& rec, Binding x, Binding w, Binding out, uint32_t rows,
+Result<void> RmsNormOps::rms_norm(Recorder& rec, Binding x, Binding w, Binding out, uint32_t rows,
                                uint32_t n, float eps) const {
   INFER_CHECK(rows > 0 && n > 0, "rms_norm: %u rows of %u", rows, n);
   check_words("rms_norm", "x", x, uint64_t(rows) * n);
@@ -122,7 +115,7 @@ Result<void> NormOps::rms_norm(Recorder& rec, Binding x, Binding w, Binding out,
   return rec.dispatch(short_row ? *p_->rms_norm_short : *p_->rms_norm, {x, w, out}, push, g);
 }
 
-Result<void> NormOps::add_norm(Recorder& rec, Binding x, Binding o, Binding w_post, float scale,
+Result<void> RmsNormOps::add_norm(Recorder& rec, Binding x, Binding o, Binding w_post, float scale,
                                Binding next_w, Binding h, uint32_t T, uint32_t n, float eps,
                                Binding h8) const {
   INFER_CHECK(T > 0 && n > 0, "add_norm: %u rows of %u", T, n);
@@ -148,11 +141,11 @@ Result<void> NormOps::add_norm(Recorder& rec, Binding x, Binding o, Binding w_po
                       {x, o, w_post, next_w, h}, push, g);
 }
 
-bool NormOps::writes_x8(uint32_t n) const {
+bool RmsNormOps::writes_x8(uint32_t n) const {
   return p_->add_norm_next_held_x8 != nullptr && n <= p_->held_max && n % 32 == 0;
 }
 
-Result<void> NormOps::norm_sum(Recorder& rec, Binding a, Binding wa, Binding b, Binding wb,
+Result<void> RmsNormOps::norm_sum(Recorder& rec, Binding a, Binding wa, Binding b, Binding wb,
                                Binding out, uint32_t T, uint32_t n, float eps) const {
   INFER_CHECK(T > 0 && n > 0, "norm_sum: %u rows of %u", T, n);
   check_words("norm_sum", "a", a, uint64_t(T) * n);

@@ -1,6 +1,6 @@
-// GPU RMSNorm family (gpu/ops/norm.h) vs the CPU reference (model/ops/rms_norm.h): odd row
+// GPU RMSNorm family (gpu/ops/rms_norm.h) vs the CPU reference (model/ops/rms_norm.h): odd row
 // lengths, one and many rows, in place, with and without weight, fused add + next norm.
-#include "gpu/ops/norm.h"
+#include "gpu/ops/rms_norm.h"
 
 #include <cmath>
 #include <memory>
@@ -12,7 +12,6 @@
 #include "model/ops/rms_norm.h"
 #include "test/gpu/gpu_test_env.h"
 #include "test/gpu/op_test_buffers.h"
-#include "test/scoped_env.h"
 
 namespace infer::gpu {
 namespace {
@@ -68,18 +67,18 @@ std::vector<float> abs_of(const std::vector<float>& v) {
   return a;
 }
 
-class GpuNorm : public GpuTest {
+class GpuRmsNorm : public GpuTest {
  protected:
   void SetUp() override {
     GpuTest::SetUp();
     if (ctx_ == nullptr) return;
-    ops_ = NormOps::create(*ctx_).value();
+    ops_ = RmsNormOps::create(*ctx_).value();
   }
-  std::unique_ptr<NormOps> ops_;
+  std::unique_ptr<RmsNormOps> ops_;
 };
 
 // rows x n through rms_norm, into a separate buffer at an offset or in place.
-void check_rms_norm(const VulkanContext& ctx, const NormOps& ops, uint32_t rows, uint32_t n,
+void check_rms_norm(const VulkanContext& ctx, const RmsNormOps& ops, uint32_t rows, uint32_t n,
                     bool weight, bool in_place) {
   SCOPED_TRACE("rows " + std::to_string(rows) + " n " + std::to_string(n) +
                (weight ? " weight" : " no weight") + (in_place ? " in place" : ""));
@@ -103,7 +102,7 @@ void check_rms_norm(const VulkanContext& ctx, const NormOps& ops, uint32_t rows,
   expect_near(got, want, abs_of(want), "out");
 }
 
-TEST_F(GpuNorm, RmsNormMatchesCpuReference) {
+TEST_F(GpuRmsNorm, RmsNormMatchesCpuReference) {
   for (uint32_t n : kLengths) {
     for (uint32_t rows : {1u, 9u}) {
       check_rms_norm(*ctx_, *ops_, rows, n, true, false);
@@ -112,7 +111,7 @@ TEST_F(GpuNorm, RmsNormMatchesCpuReference) {
   }
 }
 
-TEST_F(GpuNorm, RmsNormInPlaceMatchesCpuReference) {
+TEST_F(GpuRmsNorm, RmsNormInPlaceMatchesCpuReference) {
   for (uint32_t n : {7u, 256u, 3840u}) {
     check_rms_norm(*ctx_, *ops_, 5, n, true, true);
     check_rms_norm(*ctx_, *ops_, 5, n, false, true);
@@ -120,12 +119,12 @@ TEST_F(GpuNorm, RmsNormInPlaceMatchesCpuReference) {
 }
 
 // More rows than the ops put along x (kMaxGroupsX): the rest wrap into y.
-TEST_F(GpuNorm, RmsNormCoversRowsPastTheGridLimit) {
+TEST_F(GpuRmsNorm, RmsNormCoversRowsPastTheGridLimit) {
   check_rms_norm(*ctx_, *ops_, kMaxGroupsX + 37, 3, true, false);
 }
 
 // The zero row: ε keeps 1/rms finite, and the output is 0.
-TEST_F(GpuNorm, RmsNormOfZerosIsZero) {
+TEST_F(GpuRmsNorm, RmsNormOfZerosIsZero) {
   const uint32_t n = 33;
   const Buffer xb = to_device(*ctx_, std::vector<float>(n, 0.0f), "x");
   const Buffer ob = to_device(*ctx_, std::vector<float>(n, NAN), "out");
@@ -137,7 +136,7 @@ TEST_F(GpuNorm, RmsNormOfZerosIsZero) {
 }
 
 // x = (x + rmsnorm(o)·w_post)·scale, then optionally h = rmsnorm(x)·next_w.
-void check_add_norm(const VulkanContext& ctx, const NormOps& ops, uint32_t T, uint32_t n,
+void check_add_norm(const VulkanContext& ctx, const RmsNormOps& ops, uint32_t T, uint32_t n,
                     float scale, bool fuse_next) {
   SCOPED_TRACE("T " + std::to_string(T) + " n " + std::to_string(n) + " scale " +
                std::to_string(scale) + (fuse_next ? " with next norm" : ""));
@@ -185,7 +184,7 @@ void check_add_norm(const VulkanContext& ctx, const NormOps& ops, uint32_t T, ui
   }
 }
 
-TEST_F(GpuNorm, AddNormMatchesCpuReference) {
+TEST_F(GpuRmsNorm, AddNormMatchesCpuReference) {
   for (uint32_t n : kLengths) {
     for (uint32_t T : {1u, 4u}) {
       check_add_norm(*ctx_, *ops_, T, n, 1.0f, true);
@@ -194,7 +193,7 @@ TEST_F(GpuNorm, AddNormMatchesCpuReference) {
   }
 }
 
-TEST_F(GpuNorm, AddNormAppliesTheLayerScalar) {
+TEST_F(GpuRmsNorm, AddNormAppliesTheLayerScalar) {
   for (uint32_t n : {33u, 1536u}) {
     check_add_norm(*ctx_, *ops_, 3, n, 0.37f, true);
     check_add_norm(*ctx_, *ops_, 3, n, 0.37f, false);
@@ -202,7 +201,7 @@ TEST_F(GpuNorm, AddNormAppliesTheLayerScalar) {
 }
 
 // out = rmsnorm(a)·wa + rmsnorm(b)·wb, into a separate buffer or in place over a.
-void check_norm_sum(const VulkanContext& ctx, const NormOps& ops, uint32_t T, uint32_t n,
+void check_norm_sum(const VulkanContext& ctx, const RmsNormOps& ops, uint32_t T, uint32_t n,
                     bool in_place) {
   SCOPED_TRACE("T " + std::to_string(T) + " n " + std::to_string(n) +
                (in_place ? " in place" : ""));
@@ -231,7 +230,7 @@ void check_norm_sum(const VulkanContext& ctx, const NormOps& ops, uint32_t T, ui
   expect_near(from_device<float>(ctx, in_place ? ab : ob, a.size()), want, scale, "out");
 }
 
-TEST_F(GpuNorm, NormSumMatchesCpuReference) {
+TEST_F(GpuRmsNorm, NormSumMatchesCpuReference) {
   for (uint32_t n : kLengths) {
     for (uint32_t T : {1u, 3u}) check_norm_sum(*ctx_, *ops_, T, n, false);
   }
@@ -240,8 +239,8 @@ TEST_F(GpuNorm, NormSumMatchesCpuReference) {
 
 // Pipelines sized for a short model row (create(ctx, 40): 40 rounded up to whole subgroups)
 // still normalize rows of any length, shorter and far longer than the workgroup.
-TEST_F(GpuNorm, OpsSizedForAShortRowHandleEveryLength) {
-  auto sized = NormOps::create(*ctx_, 40);
+TEST_F(GpuRmsNorm, OpsSizedForAShortRowHandleEveryLength) {
+  auto sized = RmsNormOps::create(*ctx_, 40);
   ASSERT_TRUE(sized.ok()) << sized.error().message;
   for (uint32_t n : {1u, 40u, 33u, 1536u}) {
     check_rms_norm(*ctx_, **sized, 3, n, true, false);
@@ -250,28 +249,24 @@ TEST_F(GpuNorm, OpsSizedForAShortRowHandleEveryLength) {
   }
 }
 
-// add_norm's held variants (the default) sized for the model's rows (1536 and 5376 on 512-wide
-// workgroups: 3 and 11 elements an invocation) and unsized (16), rows longer than they hold
-// taking the loop form; and the loop form for every row (INFER_NORM_HELD=0).
-TEST_F(GpuNorm, AddNormHeldAndLoopFormsMatchCpuReference) {
-  for (const char* held_env : {"1", "0"}) {
-    const test::ScopedEnv env("INFER_NORM_HELD", held_env);
-    for (uint32_t row_n : {0u, 1536u, 5376u}) {
-      auto ops = NormOps::create(*ctx_, row_n);
-      ASSERT_TRUE(ops.ok()) << ops.error().message;
-      SCOPED_TRACE(std::string("INFER_NORM_HELD=") + held_env + ", ops sized for " +
-                   std::to_string(row_n));
-      for (uint32_t n : kLengths) {
-        check_add_norm(*ctx_, **ops, n > 1536 ? 1 : 3, n, 0.37f, true);
-        check_add_norm(*ctx_, **ops, 1, n, 1.0f, false);
-      }
+// add_norm's held variants sized for the model's rows (1536 and 5376 on 512-wide workgroups: 3
+// and 11 elements an invocation) and unsized (16), rows longer than they hold taking the loop
+// form.
+TEST_F(GpuRmsNorm, AddNormHeldAndLoopFormsMatchCpuReference) {
+  for (uint32_t row_n : {0u, 1536u, 5376u}) {
+    auto ops = RmsNormOps::create(*ctx_, row_n);
+    ASSERT_TRUE(ops.ok()) << ops.error().message;
+    SCOPED_TRACE("ops sized for " + std::to_string(row_n));
+    for (uint32_t n : kLengths) {
+      check_add_norm(*ctx_, **ops, n > 1536 ? 1 : 3, n, 0.37f, true);
+      check_add_norm(*ctx_, **ops, 1, n, 1.0f, false);
     }
   }
 }
 
 // The three ops back to back in one recording, as a layer records them: each reads what the one
 // before wrote (the recorder's barriers), and nothing else changes the result.
-TEST_F(GpuNorm, ChainedOpsMatchCpuReference) {
+TEST_F(GpuRmsNorm, ChainedOpsMatchCpuReference) {
   const uint32_t T = 2, n = 1536;
   const std::vector<float> x = random_rows(T, n, 1), o = random_rows(T, n, 2);
   const std::vector<float> w1 = random_weight(n, 3), w2 = random_weight(n, 4);

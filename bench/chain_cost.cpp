@@ -1,6 +1,6 @@
-// The chain probe (gpu_chain_cost.h): both forms recorded once, replayed, timed with fences, and
+// The chain probe (chain_cost.h): both forms recorded once, replayed, timed with fences, and
 // their results compared.
-#include "gpu/gpu_chain_cost.h"
+#include "bench/chain_cost.h"
 
 #include <algorithm>
 #include <cmath>
@@ -12,12 +12,13 @@
 #include "gpu/buffer.h"
 #include "gpu/context.h"
 #include "gpu/gpu_bandwidth.h"
-#include "gpu/gpu_sync_cost.h"
+#include "bench/sync_cost.h"
 #include "gpu/ops/op_common.h"
 #include "gpu/pipeline.h"
 #include "gpu/recorder.h"
 
-namespace infer::gpu {
+namespace infer::bench {
+using namespace infer::gpu;
 namespace {
 
 struct ChainPush {
@@ -67,6 +68,7 @@ Result<ChainCost> measure_chain_cost(const VulkanContext& ctx, uint32_t n, uint3
 
   PipelineDesc desc;
   desc.variant = "chain_probe";
+  desc.spirv = probe_spirv("chain_probe");
   desc.push_bytes = sizeof(ChainPush);
   desc.spec = {{0, local_size}, {1, vecs}, {2, rows}};
   desc.bindings = {Access::kRead, Access::kReadWrite, Access::kReadWrite, Access::kReadWrite};
@@ -130,4 +132,4 @@ Result<ChainCost> measure_chain_cost(const VulkanContext& ctx, uint32_t n, uint3
   return cost;
 }
 
-}  // namespace infer::gpu
+}  // namespace infer::bench

@@ -14,16 +14,16 @@ namespace infer::gpu {
 
 class VulkanContext;
 
-class NormOps {
+class RmsNormOps {
  public:
   // row_n: the longest row the model normalizes (H), when known. The whole-row pipelines then
   // get no more invocations than it has elements (a small model on a CPU device such as
   // lavapipe, where idle invocations of a 512-wide workgroup cost ~8x the work); 0: the full
   // 512. Any n still works on any pipeline. int8_h: also make add_norm's variant that writes h
   // quantized (writes_x8), for a forward whose products take int8 x.
-  static Result<std::unique_ptr<NormOps>> create(const VulkanContext& ctx, uint32_t row_n = 0,
+  static Result<std::unique_ptr<RmsNormOps>> create(const VulkanContext& ctx, uint32_t row_n = 0,
                                                  bool int8_h = false);
-  ~NormOps();
+  ~RmsNormOps();
 
   // out[r, :] = rmsnorm(x[r, :]) · w for r < rows, rows of n floats (H for the stream, d per
   // head, P per PLE slice). w.buffer == nullptr: no weight (v_norm, the router's input norm).
@@ -51,7 +51,7 @@ class NormOps {
                         uint32_t T, uint32_t n, float eps) const;
 
  private:
-  NormOps() = default;
+  RmsNormOps() = default;
   struct Pipelines;
   std::unique_ptr<Pipelines> p_;
 };

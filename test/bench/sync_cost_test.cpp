@@ -1,7 +1,7 @@
-// The bench's ordering costs (gpu/gpu_sync_cost.h): the figures come back positive, the probe's
+// The bench's ordering costs (bench/sync_cost.h): the figures come back positive, the probe's
 // grid barriers (by generation and by count) hold with one workgroup (its ordering check of several runs on the H200: the
 // bench's grid_barrier_ok), and a grid that is not resident is reported, not hung on.
-#include "gpu/gpu_sync_cost.h"
+#include "bench/sync_cost.h"
 
 #include <gtest/gtest.h>
 
@@ -9,8 +9,10 @@
 
 #include "test/gpu/gpu_test_env.h"
 
-namespace infer::gpu {
+namespace infer::bench {
 namespace {
+
+using gpu::GpuTest;
 
 using GpuSyncCost = GpuTest;
 
@@ -46,4 +48,4 @@ TEST_F(GpuSyncCost, RejectsAnEmptyMeasurement) {
 }
 
 }  // namespace
-}  // namespace infer::gpu
+}  // namespace infer::bench

@@ -1,4 +1,4 @@
-// What ordering costs on this device (gpu/gpu_sync_cost.cpp), for the bench: the price of a
+// What ordering costs on this device (bench/sync_cost.cpp), for bench/gpu_probes: the price of a
 // dependent dispatch against a grid-wide barrier inside one persistent dispatch, the two ways a
 // decode step can order its ~400 dependent steps.
 //   sync:  binding 0, coherent uint [3 + 2 * groups]: [0] arrivals, [1] generation, then two
@@ -27,7 +27,7 @@ layout(push_constant) uniform Push {
 
 shared uint gen_sh;
 
-#include "common/spin.glsl"
+#include "spin.glsl"
 
 // Sense by generation: read the generation, arrive; the last to arrive resets the count and
 // bumps the generation, the others spin until it moves (at most spin_limit reads, so a grid that

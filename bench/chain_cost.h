@@ -1,6 +1,6 @@
-// What a chain of dependent products costs on the device, two ways (shaders/chain_probe.comp),
-// for the bench: a dispatch a link, ordered by pipeline barriers (how a decode step runs now),
-// against one persistent dispatch whose workgroups cross a grid barrier between links and load
+// What a chain of dependent products costs on the device, two ways
+// (bench/shaders/chain_probe.comp), for bench/gpu_probes: a dispatch a link, ordered by pipeline
+// barriers (how a decode step runs now), against one persistent dispatch whose workgroups cross a grid barrier between links and load
 // the next link's weights before waiting at it (the route a whole-layer kernel would take).
 #pragma once
 
@@ -8,10 +8,13 @@
 #include <vector>
 
 #include "base/result.h"
+#include "bench/probe_spirv.h"
 
 namespace infer::gpu {
-
 class VulkanContext;
+}  // namespace infer::bench
+
+namespace infer::bench {
 
 struct ChainCost {
   uint32_t n = 0;       // each link: x <- W x, W [n, n] f32
@@ -34,8 +37,8 @@ void chain_probe_inputs(uint32_t n, uint32_t links, std::vector<float>* w, std::
 // A chain of `links` products of n x n (n a multiple of 4) on `groups` workgroups of
 // `local_size` invocations, weights and x random (seeded), each form replayed `passes` times
 // after a warm-up.
-Result<ChainCost> measure_chain_cost(const VulkanContext& ctx, uint32_t n = 1024,
+Result<ChainCost> measure_chain_cost(const gpu::VulkanContext& ctx, uint32_t n = 1024,
                                      uint32_t links = 64, uint32_t groups = 128,
                                      uint32_t local_size = 256, int passes = 5);
 
-}  // namespace infer::gpu
+}  // namespace infer::bench

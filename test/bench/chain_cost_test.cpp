@@ -1,8 +1,8 @@
-// The bench's chain probe (gpu/gpu_chain_cost.h): both forms of a chain of dependent products
+// The bench's chain probe (bench/chain_cost.h): both forms of a chain of dependent products
 // give the CPU's result (the persistent forms, with the next link's weights loaded before or after
 // each barrier, bit for bit the dispatch form's), a grid that is not
 // resident is reported, not hung on, and bad shapes are refused.
-#include "gpu/gpu_chain_cost.h"
+#include "bench/chain_cost.h"
 
 #include <gtest/gtest.h>
 
@@ -12,8 +12,10 @@
 
 #include "test/gpu/gpu_test_env.h"
 
-namespace infer::gpu {
+namespace infer::bench {
 namespace {
+
+using gpu::GpuTest;
 
 using GpuChainCost = GpuTest;
 
@@ -80,4 +82,4 @@ TEST_F(GpuChainCost, RejectsBadShapes) {
 }
 
 }  // namespace
-}  // namespace infer::gpu
+}  // namespace infer::bench

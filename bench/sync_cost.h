@@ -1,16 +1,19 @@
-// What ordering dependent work costs on the device, for the bench (issue 3: a decode token is
+// What ordering dependent work costs on the device, for bench/gpu_probes (a decode token is
 // ~400-460 dependent steps): a dependent dispatch (an empty dispatch after a barrier), a
 // dispatch without one, and a grid-wide barrier inside one persistent dispatch
-// (shaders/sync_probe.comp), the figure a whole-layer kernel would pay per step instead.
+// (bench/shaders/sync_probe.comp), the figure a whole-layer kernel would pay per step instead.
 #pragma once
 
 #include <cstdint>
 
 #include "base/result.h"
+#include "bench/probe_spirv.h"
 
 namespace infer::gpu {
-
 class VulkanContext;
+}  // namespace infer::bench
+
+namespace infer::bench {
 
 // Reads a spinning workgroup of the probes (sync_probe.comp, chain_probe.comp) makes before it
 // gives up: far beyond any real wait (a phase takes microseconds), small enough that a grid
@@ -33,8 +36,8 @@ struct SyncCost {
 // `dispatches` empty dispatches per recording (with and without barriers), `phases` grid
 // barriers in one dispatch of `grid_groups` workgroups of `local_size` invocations; each
 // recording replayed `passes` times after a warm-up.
-Result<SyncCost> measure_sync_cost(const VulkanContext& ctx, uint32_t dispatches = 400,
+Result<SyncCost> measure_sync_cost(const gpu::VulkanContext& ctx, uint32_t dispatches = 400,
                                    uint32_t phases = 2000, uint32_t grid_groups = 128,
                                    uint32_t local_size = 256, int passes = 5);
 
-}  // namespace infer::gpu
+}  // namespace infer::bench
