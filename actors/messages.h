@@ -18,7 +18,7 @@ namespace infer::actors {
 // A generation's own sampling (Pipeline::send with params), else the session's. Plain fields:
 // CAF inspects them like the rest.
 struct TurnSampling {
-  bool stop_at_end = true;  // false: end ids are ordinary tokens for this turn (--serve)
+  EndIds end_ids = EndIds::kStopBefore;  // what the model's end ids do in this turn
   bool own = false;
   float temperature = 0.0f;
   int32_t top_k = 0;
@@ -26,6 +26,7 @@ struct TurnSampling {
   uint64_t seed = 0;
   // false: the gate's listen/act decisions are reported, not obeyed (--serve without GATED).
   bool gate_may_stop = true;
+  std::vector<int32_t> stop_ids;  // emitting one ends the turn (--serve GENERATE stop ids)
 };
 
 struct InputMsg {
@@ -70,8 +71,8 @@ struct QuietTick {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, TurnSampling& x) {
-  return f(caf::meta::type_name("TurnSampling"), x.stop_at_end, x.own, x.temperature, x.top_k,
-           x.top_p, x.seed, x.gate_may_stop);
+  return f(caf::meta::type_name("TurnSampling"), x.end_ids, x.own, x.temperature, x.top_k,
+           x.top_p, x.seed, x.gate_may_stop, x.stop_ids);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, InputMsg& x) {

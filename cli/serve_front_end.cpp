@@ -32,6 +32,7 @@ Overload(F...) -> Overload<F...>;
 protocol::DoneReason done_reason(actors::StopReason r) {
   switch (r) {
     case actors::StopReason::kEndToken: return protocol::DoneReason::kEos;
+    case actors::StopReason::kStopId: return protocol::DoneReason::kStopId;
     case actors::StopReason::kInterrupted: return protocol::DoneReason::kInterrupted;
     case actors::StopReason::kGate: return protocol::DoneReason::kGate;
     case actors::StopReason::kError: return protocol::DoneReason::kError;
@@ -206,9 +207,13 @@ void ServeFrontEnd::start_generation(uint32_t rid, const protocol::Generate& g) 
   own.seed = g.seed;
   const bool server_sampling = (g.flags & protocol::kGenDefaultSampling) != 0;
   const int64_t max = g.max_tokens != 0 ? int64_t(g.max_tokens) : default_max_tokens_;
-  gen_turn_ = pipeline_->send("", {}, true, max, server_sampling ? nullptr : &own,
-                              (g.flags & protocol::kGenStopAtEot) != 0,
-                              (g.flags & protocol::kGenGated) != 0);
+  actors::TurnOptions turn;
+  turn.sampling = server_sampling ? nullptr : &own;
+  turn.end_ids = (g.flags & protocol::kGenStopAtEot) != 0 ? actors::EndIds::kStopAfter
+                                                          : actors::EndIds::kIgnore;
+  turn.gate_may_stop = (g.flags & protocol::kGenGated) != 0;
+  turn.stop_ids.assign(g.stop_ids.begin(), g.stop_ids.end());
+  gen_turn_ = pipeline_->send("", {}, true, max, std::move(turn));
   turns_[gen_turn_] = TurnInfo{TurnKind::kGenerate, rid};
   gen_rid_ = rid;
   gen_flags_ = g.flags;
@@ -216,8 +221,6 @@ void ServeFrontEnd::start_generation(uint32_t rid, const protocol::Generate& g) 
   gen_last_id_ = protocol::kNoToken;
   gen_interrupted_ = false;
   after_interrupt_ = 0;
-  gen_stop_ids_ = g.stop_ids;
-  gen_stopped_ = false;
 }
 
 void ServeFrontEnd::interrupt_generation() {
@@ -270,7 +273,6 @@ void ServeFrontEnd::token(const actors::TokenEvent& t) {
   std::lock_guard lock(mu_);
   pos_ = std::max(pos_, t.position + 1);
   if (t.turn != gen_turn_) return;
-  if (gen_stopped_) return;
   if (gen_interrupted_ && after_interrupt_++ >= 1) return;  // at most one TOKEN after INTERRUPT
   // TOKEN and its GATE go out in one write: one syscall, and one wake-up of the client.
   append(protocol::ServerMessage{protocol::Token{uint32_t(t.id), gen_sent_, uint64_t(t.position),
@@ -290,12 +292,6 @@ void ServeFrontEnd::token(const actors::TokenEvent& t) {
   flush();
   ++gen_sent_;
   gen_last_id_ = uint32_t(t.id);
-  if (std::find(gen_stop_ids_.begin(), gen_stop_ids_.end(), uint32_t(t.id)) != gen_stop_ids_.end()) {
-    // A stop id ends the generation: it is stopped like an interrupt (tokens the pipeline had
-    // already computed stay in the context, DONE.pos counts them, but are not sent).
-    gen_stopped_ = true;
-    interrupt_generation();
-  }
 }
 
 void ServeFrontEnd::turn_end(const actors::TurnEnd& e) {
@@ -319,25 +315,9 @@ void ServeFrontEnd::turn_end(const actors::TurnEnd& e) {
     return;
   }
   protocol::Done d;
-  d.reason = gen_stopped_ ? protocol::DoneReason::kStopId : done_reason(e.reason);
+  d.reason = done_reason(e.reason);
   d.text = e.tail_text;
   d.pos = uint64_t(e.position);
-  const bool resetting = !reset_rids_.empty();
-  if (e.reason == actors::StopReason::kEndToken && e.stop_id >= 0 && !gen_stopped_ &&
-      !(gen_interrupted_ && after_interrupt_ >= 1)) {
-    // The protocol emits the end id and keeps it in the context (unless a RESET follows).
-    append(protocol::ServerMessage{protocol::Token{uint32_t(e.stop_id), gen_sent_,
-                                                   uint64_t(e.position), ""}},
-           gen_rid_);  // goes out with the DONE below
-    ++gen_sent_;
-    gen_last_id_ = uint32_t(e.stop_id);
-    if (!resetting) {
-      const uint64_t turn = pipeline_->send("", {e.stop_id}, false, 0);
-      turns_[turn] = TurnInfo{TurnKind::kInternal, 0};
-      d.pos = uint64_t(e.position + 1);
-      pos_ = e.position + 1;
-    }
-  }
   d.n_tokens = gen_sent_;
   d.last_id = gen_last_id_;
   write(protocol::ServerMessage{d}, gen_rid_);

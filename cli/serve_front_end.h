@@ -99,8 +99,6 @@ class ServeFrontEnd : public actors::FrontEnd {
   uint32_t gen_last_id_ = protocol::kNoToken;
   bool gen_interrupted_ = false;
   uint32_t after_interrupt_ = 0;  // TOKENs sent since the interrupt was read
-  std::vector<uint32_t> gen_stop_ids_;
-  bool gen_stopped_ = false;  // a stop id was sent: nothing more of this generation goes out
 
   // STATS, over the session.
   int64_t pos_ = 0;
