@@ -89,10 +89,26 @@ uint64_t Pipeline::send(std::string text, std::vector<int32_t> ids, bool generat
 
 void Pipeline::interrupt() { impl_->control->interrupt_epoch.fetch_add(1); }
 
-void Pipeline::reset() { caf::anon_send(impl_->wiring->io, Command{CommandKind::kReset, false}); }
+void Pipeline::reset() { caf::anon_send(impl_->wiring->io, reset_atom::value); }
 
-void Pipeline::request_stats(bool with_context) {
-  caf::anon_send(impl_->wiring->io, Command{CommandKind::kStats, with_context});
+Result<PipelineStats> Pipeline::stats(bool with_context) {
+  caf::scoped_actor self{impl_->sys};
+  Result<PipelineStats> out = make_error(ErrorCode::kInternal, "no stats");
+  self->request(impl_->wiring->io, caf::infinite, stats_atom::value, with_context)
+      .receive([&](PipelineStats& st) { out = std::move(st); },
+               [&](caf::error& e) {
+                 const ErrorEvent ev = error_event(e);
+                 out = make_error(ev.code, ev.message);
+               });
+  return out;
+}
+
+ErrorEvent error_event(const caf::error& e) {
+  if (!e) return ErrorEvent{ErrorCode::kInternal, "an empty error"};
+  if (e.category() == caf::atom("infer") && e.context().match_elements<std::string>()) {
+    return ErrorEvent{ErrorCode(e.code()), e.context().get_as<std::string>(0)};
+  }
+  return ErrorEvent{ErrorCode::kInternal, caf::to_string(e)};
 }
 
 }  // namespace infer::actors

@@ -55,8 +55,8 @@ class Pipeline {
   void interrupt();
   // Empties the context (after the turns already sent). FrontEnd::reset_done follows.
   void reset();
-  // FrontEnd::stats follows (after the turns already sent).
-  void request_stats(bool with_context = false);
+  // The session's figures after the turns already sent (waits for them).
+  Result<PipelineStats> stats(bool with_context = false);
 
  private:
   struct Impl;

@@ -62,7 +62,7 @@ void run_turn(Self self, const StreamInput& in) {
   req.control = TurnControl{s.control.get(), in.epoch, in.turn, in.sampling.gate_may_stop};
   GateSink sink(self, in);
   const TurnOutcome o = s.engine->run_turn(req, sink);
-  if (o.error) self->send(s.wiring->gate, ErrorEvent{o.error->code, o.error->message});
+  if (o.error) self->send(s.wiring->gate, failure(*o.error));
   s.generated += o.generated;
   TurnEnd end;
   end.turn = in.turn;
@@ -103,18 +103,17 @@ stream_actor::behavior_type stream_fn(Self self, std::shared_ptr<Engine> engine,
   self->state.tracer = tracer;
   return {
       [=](const StreamInput& in) { run_turn(self, in); },
-      [=](const Command& cmd) {
+      [=](stats_atom, bool with_context) {  // the gate adds its counts and answers
+        return self->delegate(self->state.wiring->gate, stats(self->state, with_context));
+      },
+      [=](reset_atom a) {
         StreamState& s = self->state;
-        TraceScope scope(s.tracer, "stream", "command", int64_t(cmd.kind));
-        if (cmd.kind == CommandKind::kReset) {
-          s.engine->reset();
-          s.turns = 0;
-          s.generated = 0;
-          self->send(s.wiring->consolidation, ResetDone{});
-          self->send(s.wiring->gate, ResetDone{});
-        } else {
-          self->send(s.wiring->gate, stats(s, cmd.with_context));
-        }
+        TraceScope scope(s.tracer, "stream", "reset");
+        s.engine->reset();
+        s.turns = 0;
+        s.generated = 0;
+        self->send(s.wiring->consolidation, ResetDone{});
+        return self->delegate(s.wiring->gate, a);
       },
   };
 }
