@@ -26,7 +26,9 @@ namespace infer::actors {
 struct EngineOptions {
   SamplingParams sampling;
   std::vector<int32_t> end_ids;  // end-of-turn ids (cli/session.h end_of_turn_ids)
-  int64_t max_positions = 0;     // the Forward's stream length
+  // The most ids the context holds; the last is never fed unless generation goes on, so the
+  // Forward's stream length + 1 is the most that fits.
+  int64_t max_positions = 0;
   int64_t prefill_chunk = 128;   // ids per prefill call; the interrupt is checked between them
   Tracer* tracer = nullptr;      // "prefill chunk" and "token" spans (on the stream's track)
   // Greedy steps may feed the previous token and take the argmax on the device, returning only

@@ -141,7 +141,10 @@ Result<void> run_generate(const Options& opts) {
 
   const TextConfig& text = model->config().text;
   const int64_t V = text.vocab_size;
-  std::vector<int32_t> ids = opts.prompt_ids ? *opts.prompt_ids : tok->encode(*opts.prompt, true);
+  // No prompt: generation from <bos> (a text prompt gets it from the tokenizer, ids from the user).
+  std::vector<int32_t> ids = opts.prompt_ids ? *opts.prompt_ids
+                             : opts.prompt   ? tok->encode(*opts.prompt, true)
+                                             : std::vector<int32_t>{text.bos_token_id};
   for (int32_t id : ids) {
     if (id >= V) {
       return make_error(ErrorCode::kInvalidArgument, "prompt id " + std::to_string(id) +

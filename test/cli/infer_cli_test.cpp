@@ -169,6 +169,17 @@ TEST(InferCli, GreedyIdsMatchTheGoldenTokens) {
   }
 }
 
+TEST(InferCli, WithoutAPromptGenerationStartsFromBos) {
+  // e2b-mini has no tokenizer.json: ids out need none (this run used to crash on it).
+  const RunResult bare = infer({"--model", fixture("e2b-mini").string(), "-n", "6", "--output",
+                                "ids"});
+  const RunResult bos = infer({"--model", fixture("e2b-mini").string(), "--prompt-ids", "2", "-n",
+                               "6", "--output", "ids"});
+  EXPECT_EQ(bare.status, 0) << bare.err;
+  EXPECT_EQ(bos.status, 0) << bos.err;
+  EXPECT_EQ(bare.out, bos.out);
+}
+
 TEST(InferCli, GenerationStopsAtAnEosIdFromGenerationConfig) {
   // e2b-mini's greedy continuation is 343 497 400 ...: make 400 an end token.
   const fs::path dir = make_temp_dir("eos");
