@@ -1,5 +1,6 @@
-// Engine: pending ids are context_[fed(), position()); feeding them is a prefill (several ids) or
-// a decode (one: the previous step's token), timed for the stats and the gate's cost signal.
+// Engine: pending ids are context_[fed(), position()); feeding them is a prefill (input) or a
+// decode (the previous step's token), timed for the stats and the gate's cost signal. run_turn()
+// is the per-token loop every generator shares.
 #include "actors/engine.h"
 
 #include <algorithm>
@@ -26,7 +27,9 @@ Engine::Engine(std::shared_ptr<Forward> forward, EngineOptions opts)
       logits_(size_t(forward_->vocab_size())) {
   INFER_CHECK(opts_.max_positions > 0, "max_positions %lld", (long long)opts_.max_positions);
   INFER_CHECK(opts_.prefill_chunk > 0, "prefill_chunk %lld", (long long)opts_.prefill_chunk);
-  context_.reserve(size_t(opts_.max_positions));
+  // Reserved so that committing a token never allocates; a stream without an end (the ring)
+  // grows past this geometrically, rarely.
+  context_.reserve(size_t(std::min<int64_t>(opts_.max_positions, int64_t(1) << 20)));
 }
 
 bool Engine::is_end(int32_t id) const {
@@ -52,22 +55,36 @@ Result<void> Engine::append(std::span<const int32_t> ids) {
   return Ok{};
 }
 
+void Engine::account_decode(double ms) {
+  decode_ms_ += ms;
+  last_decode_ms_ = ms;
+  ++decoded_;
+  // A short memory: the gate's cost signal follows load changes within a few tokens.
+  ms_per_token_ = ms_per_token_ == 0.0f ? float(ms) : 0.8f * ms_per_token_ + 0.2f * float(ms);
+}
+
+// Input is prefilled, even a single id; the previous step's token alone is decoded (the GPU
+// records the two differently, and generation has always decoded it).
 Result<void> Engine::feed_range(std::span<const int32_t> ids) {
   const auto t0 = Clock::now();
-  if (ids.size() == 1) {
+  if (ids.size() == 1 && fed() == decode_at_) {
     INFER_TRY_VOID(forward_->decode(ids[0], logits_.data()));
-    const double ms = ms_since(t0);
-    decode_ms_ += ms;
-    ++decoded_;
-    // A short memory: the gate's cost signal follows load changes within a few tokens.
-    ms_per_token_ = ms_per_token_ == 0.0f ? float(ms) : 0.8f * ms_per_token_ + 0.2f * float(ms);
+    account_decode(ms_since(t0));
   } else {
     TraceScope chunk(opts_.tracer, "stream", "prefill chunk", int64_t(ids.size()));
-    INFER_TRY_VOID(forward_->prefill(ids, logits_.data()));
+    if (opts_.prompt_logits) {
+      all_logits_.resize(ids.size() * logits_.size());
+      INFER_TRY_VOID(forward_->prefill(ids, all_logits_.data(), true));
+      INFER_TRY_VOID(opts_.prompt_logits(all_logits_, int64_t(ids.size())));
+      std::copy(all_logits_.end() - ptrdiff_t(logits_.size()), all_logits_.end(), logits_.begin());
+    } else {
+      INFER_TRY_VOID(forward_->prefill(ids, logits_.data()));
+    }
     prefill_ms_ += ms_since(t0);
     prefilled_ += int64_t(ids.size());
   }
   have_logits_ = true;
+  argmax_id_ = -1;
   return Ok{};
 }
 
@@ -80,21 +97,147 @@ Result<bool> Engine::feed(const std::function<bool()>& stop) {
   return true;
 }
 
-Result<Step> Engine::step() {
-  INFER_TRY(bool all_fed, feed(nullptr));
-  INFER_CHECK(all_fed, "feed without a stop predicate stopped");
-  if (!have_logits_) {
-    return make_error(ErrorCode::kInvalidArgument, "nothing to continue: the context is empty");
-  }
+Result<Step> Engine::sample_next() {
   Step s;
-  s.id = active_sampler().sample(logits_);
+  const bool greedy = active_sampler().params().temperature <= 0.0f;
+  if (opts_.decode_argmax && greedy && position() - fed() == 1 && fed() == decode_at_) {
+    const auto t0 = Clock::now();
+    INFER_TRY(s.id, opts_.decode_argmax(context_.back()));
+    account_decode(ms_since(t0));
+    have_logits_ = false;  // the device kept them
+    argmax_id_ = s.id;
+  } else {
+    INFER_TRY(bool all_fed, feed(nullptr));
+    INFER_CHECK(all_fed, "feed without a stop predicate stopped");
+    if (have_logits_) {
+      s.id = active_sampler().sample(logits_);
+      s.entropy = active_sampler().signals().entropy;
+      s.top_prob = active_sampler().signals().top_prob;
+      s.eot_prob = end_probability(logits_);
+    } else if (argmax_id_ >= 0) {  // a refused token, taken on the device: offered again
+      s.id = argmax_id_;
+    } else {
+      return make_error(ErrorCode::kInvalidArgument, "nothing to continue: the context is empty");
+    }
+  }
   s.position = position();
-  s.entropy = active_sampler().signals().entropy;
-  s.top_prob = active_sampler().signals().top_prob;
-  s.eot_prob = end_probability(logits_);
+  s.ms_per_token = ms_per_token_;
   s.end = stop_at_end_ && is_end(s.id);
-  if (!s.end) context_.push_back(s.id);
   return s;
+}
+
+Result<Step> Engine::step() {
+  INFER_TRY(Step s, sample_next());
+  if (!s.end) commit(s);
+  return s;
+}
+
+void Engine::commit(const Step& s) {
+  context_.push_back(s.id);
+  decode_at_ = s.position;
+}
+
+bool Engine::interrupted(const TurnControl& t) const {
+  if (t.control == nullptr) return false;
+  return t.control->interrupt_epoch.load(std::memory_order_relaxed) != t.epoch ||
+         t.control->shutting_down.load(std::memory_order_relaxed);
+}
+
+// Waits until the gate is fewer than kGateLead tokens behind. The tokens reach the gate by
+// message; the wait is on an atomic the gate bumps, never on the scheduler.
+void Engine::wait_for_gate(const TurnControl& t) const {
+  if (t.control == nullptr) return;
+  const Control& c = *t.control;
+  for (int64_t seen = c.gate_seen.load(); emitted_ - seen >= kGateLead; seen = c.gate_seen.load()) {
+    if (c.shutting_down.load()) return;
+    c.gate_seen.wait(seen);
+  }
+}
+
+TurnOutcome Engine::run_turn(const TurnRequest& req, TokenSink& sink) {
+  TurnOutcome out;
+  const double prefill_ms0 = prefill_ms_, decode_ms0 = decode_ms_;
+  const int64_t prefilled0 = prefilled_;
+  if (Result<void> r = append(req.input); !r) {
+    out.reason = StopReason::kError;
+    out.error = r.error();
+  } else if (Result<bool> all_fed = [&] {
+               TraceScope prefill(opts_.tracer, "stream", "prefill", position() - fed());
+               return feed([&] { return interrupted(req.control); });
+             }();
+             !all_fed) {
+    out.reason = StopReason::kError;
+    out.error = all_fed.error();
+  } else if (!*all_fed) {
+    out.reason = StopReason::kInterrupted;
+  } else if (req.max_tokens > 0) {
+    generate(req, sink, out);
+  }
+  out.prefilled = prefilled_ - prefilled0;
+  out.prefill_ms = prefill_ms_ - prefill_ms0;
+  out.decode_ms = decode_ms_ - decode_ms0;
+  return out;
+}
+
+void Engine::generate(const TurnRequest& req, TokenSink& sink, TurnOutcome& out) {
+  const TurnControl& ctl = req.control;
+  set_stop_at_end(req.end_ids != EndIds::kIgnore);
+  if (req.sampling != nullptr) set_request_sampling(req.sampling);
+  out.reason = StopReason::kTokenLimit;
+  for (int64_t index = 0; index < req.max_tokens; ++index) {
+    wait_for_gate(ctl);
+    if (interrupted(ctl)) {
+      out.reason = StopReason::kInterrupted;
+      break;
+    }
+    if (ctl.control != nullptr && ctl.gate_may_stop && ctl.turn != 0 &&
+        ctl.control->gate_stop_turn.load(std::memory_order_relaxed) == ctl.turn) {
+      out.reason = StopReason::kGate;
+      break;
+    }
+    if (full()) {
+      out.reason = StopReason::kContextFull;
+      break;
+    }
+    TraceScope token(opts_.tracer, "stream", "token", index);
+    Result<Step> r = sample_next();
+    if (!r) {
+      out.reason = StopReason::kError;
+      out.error = r.error();
+      break;
+    }
+    Step& s = *r;
+    s.index = index;
+    if (s.end && req.end_ids == EndIds::kStopBefore) {
+      out.reason = StopReason::kEndToken;
+      out.stop_id = s.id;
+      break;
+    }
+    const Verdict v = sink.token(s);
+    if (v == Verdict::kRefuse) {
+      out.reason = StopReason::kSink;
+      break;
+    }
+    commit(s);
+    ++emitted_;
+    ++out.generated;
+    if (s.end) {  // EndIds::kStopAfter: emitted and kept
+      out.reason = StopReason::kEndToken;
+      out.stop_id = s.id;
+      break;
+    }
+    if (std::find(req.stop_ids.begin(), req.stop_ids.end(), s.id) != req.stop_ids.end()) {
+      out.reason = StopReason::kStopId;
+      out.stop_id = s.id;
+      break;
+    }
+    if (v == Verdict::kLast) {
+      out.reason = StopReason::kSink;
+      break;
+    }
+  }
+  set_request_sampling(nullptr);  // the next turn samples with the session's settings
+  set_stop_at_end(true);
 }
 
 // P(any end id) under softmax(logits / T): the top token has probability exp(0) / z = top_prob,
@@ -118,6 +261,8 @@ void Engine::reset() {
   forward_->reset();
   context_.clear();
   have_logits_ = false;
+  argmax_id_ = -1;
+  decode_at_ = -1;
   sampler_.reseed(opts_.sampling.seed);
   request_sampler_.reset();
   prefill_ms_ = decode_ms_ = 0.0;

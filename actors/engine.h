@@ -1,8 +1,9 @@
-// Engine: the per-token loop the stream actor schedules (STYLE.md, Actors stay thin). It owns the
-// sampler and the context of one conversation over a Forward; no CAF. Input is appended as
-// pending ids and fed (prefilled) before the next step; each step samples one token from the
-// logits of the last fed position, and a generated token joins the context at once (it is fed
-// by the following step, or by the next turn's prefill when generation stops there).
+// Engine: the one per-token loop (STYLE.md, Actors stay thin). It owns the sampler and the
+// context of one conversation over a Forward; no CAF. Every generator calls run_turn(): the
+// stream actor, one-shot generation, the benches. Input is appended as pending ids and fed
+// (prefilled) before the next step; each step samples one token from the logits of the last fed
+// position, hands it to a TokenSink and, unless the sink refuses it, commits it to the context
+// (it is fed by the following step, or by the next turn's prefill when generation stops there).
 #pragma once
 
 #include <chrono>
@@ -13,6 +14,8 @@
 #include <span>
 #include <vector>
 
+#include "actors/control.h"
+#include "actors/events.h"
 #include "actors/tracer.h"
 #include "base/result.h"
 #include "model/forward.h"
@@ -22,21 +25,78 @@ namespace infer::actors {
 
 struct EngineOptions {
   SamplingParams sampling;
-  std::vector<int32_t> end_ids;  // end-of-turn ids: sampling one ends the turn
-  int64_t max_positions = 0;     // the Forward's stream length
+  std::vector<int32_t> end_ids;  // end-of-turn ids (cli/session.h end_of_turn_ids)
+  // The most ids the context holds; the last is never fed unless generation goes on, so the
+  // Forward's stream length + 1 is the most that fits.
+  int64_t max_positions = 0;
   int64_t prefill_chunk = 128;   // ids per prefill call; the interrupt is checked between them
-  Tracer* tracer = nullptr;      // a "prefill chunk" span per chunk (on the stream's track)
+  Tracer* tracer = nullptr;      // "prefill chunk" and "token" spans (on the stream's track)
+  // Greedy steps may feed the previous token and take the argmax on the device, returning only
+  // the id (gpu::GpuForward::decode_greedy): no logits come back, so such steps carry no
+  // signals. Empty: every step samples host logits.
+  std::function<Result<int32_t>(int32_t id)> decode_argmax;
+  // Prefill chunks also write every position's logits [n, V] here (--dump-logits); empty: none.
+  std::function<Result<void>(std::span<const float> logits, int64_t n)> prompt_logits;
+};
+
+// Where the loop reads, between tokens and prefill chunks, what stops a turn from outside
+// (actors/control.h): the interrupt epoch the turn was sent under, the gate's stop for this turn
+// and the gate's lead. Atomics only: never a message per step.
+struct TurnControl {
+  const Control* control = nullptr;
+  uint64_t epoch = 0;         // Control::interrupt_epoch when the turn was sent
+  uint64_t turn = 0;          // the turn Control::gate_stop_turn names; 0: none (never stopped)
+  bool gate_may_stop = true;  // false: the gate's stop is reported, not obeyed
+};
+
+// One turn: append `input`, feed it, then (max_tokens > 0) generate.
+struct TurnRequest {
+  std::span<const int32_t> input;
+  int64_t max_tokens = 0;
+  EndIds end_ids = EndIds::kStopBefore;
+  std::span<const int32_t> stop_ids;  // emitting one ends the turn (it stays in the context)
+  // This turn's own sampler, seeded afresh from sampling->seed; null: the session's sampler goes
+  // on where it was.
+  const SamplingParams* sampling = nullptr;
+  TurnControl control;  // control.control null: nothing stops the turn from outside
 };
 
 // One step's outcome and the gate's signals (DESIGN.md §3), measured on the distribution the
 // token was drawn from (softmax(logits / T), T = 1 when greedy).
 struct Step {
   int32_t id = 0;
-  bool end = false;       // id is an end-of-turn id: not added to the context
+  bool end = false;       // id is an end-of-turn id (with EndIds::kIgnore: never)
   int64_t position = 0;   // the context position the token takes
+  int64_t index = 0;      // within its turn, from 0
+  float ms_per_token = 0.0f;  // Engine::ms_per_token() when it was sampled
   float entropy = 0.0f;
   float top_prob = 0.0f;
   float eot_prob = 0.0f;
+};
+
+// What the sink makes of a token, before it joins the context.
+enum class Verdict : uint8_t {
+  kKeep,     // commit it and go on
+  kLast,     // commit it and end the turn (StopReason::kSink)
+  kRefuse,   // do not commit it; the turn ends (StopReason::kSink), the token is not counted
+};
+
+// Where a turn's tokens go: one call per sampled token, on the loop's thread, before the token
+// is committed to the context. Must not block for long: the next step waits on it.
+class TokenSink {
+ public:
+  virtual ~TokenSink() = default;
+  virtual Verdict token(const Step& step) = 0;
+};
+
+// How a turn ended. error is set when reason is kError.
+struct TurnOutcome {
+  StopReason reason = StopReason::kNoGenerate;
+  int32_t stop_id = -1;    // the end id or stop id that ended it, else -1
+  int64_t generated = 0;   // tokens committed (emitted) in this turn
+  int64_t prefilled = 0;   // input ids fed by prefill in this turn
+  double prefill_ms = 0.0, decode_ms = 0.0;
+  std::optional<Error> error;
 };
 
 class Engine {
@@ -44,24 +104,23 @@ class Engine {
   // `forward` is shared so that whoever built it (and its device) lives as long as the engine.
   Engine(std::shared_ptr<Forward> forward, EngineOptions opts);
 
+  // The per-token loop: appends and feeds req.input, then generates until a stop condition,
+  // checked in this order before each step: the interrupt, the gate's stop, the turn's limit,
+  // a full context; after each sampled token: end ids, the sink's verdict, stop ids. Allocates
+  // nothing per token. The session's sampling and end ids are back in force afterwards.
+  TurnOutcome run_turn(const TurnRequest& req, TokenSink& sink);
+
   // Adds ids to the context (pending until fed). Ids outside the vocabulary are an error and
   // nothing is added.
   Result<void> append(std::span<const int32_t> ids);
   // Feeds the pending ids in chunks; between chunks, stops early when stop() says so and keeps
   // the rest pending. Returns whether everything was fed.
   Result<bool> feed(const std::function<bool()>& stop);
-  // Feeds what is pending (the previous token), then samples the next token. Needs a non-empty
-  // context.
+  // Feeds what is pending (the previous token), then samples the next token, which joins the
+  // context unless it is an end id (and stop at end). Needs a non-empty context.
   Result<Step> step();
   // Forgets the conversation; the sampler restarts from its seed.
   void reset();
-  // Sampling for the steps until cleared (a request's own settings, e.g. --serve's GENERATE):
-  // a sampler of its own, seeded from params.seed; nullptr goes back to the session's sampler,
-  // whose random stream is left where it was.
-  void set_request_sampling(const SamplingParams* params);
-  // false: end ids are ordinary tokens (Step::end stays false, they join the context) until set
-  // back to true.
-  void set_stop_at_end(bool stop) { stop_at_end_ = stop; }
 
   // Whether the context can take another token.
   bool full() const { return int64_t(context_.size()) >= opts_.max_positions; }
@@ -78,10 +137,27 @@ class Engine {
   int64_t decoded() const { return decoded_; }
   // Recent decode cost (exponential average), for the gate.
   float ms_per_token() const { return ms_per_token_; }
+  // The forward time of the last decode (one id fed), for the benches' per-token figures.
+  double last_decode_ms() const { return last_decode_ms_; }
+  // Tokens handed to sinks over the engine's life (never reset): the gate's lead counts them.
+  int64_t emitted() const { return emitted_; }
 
  private:
   Result<void> feed_range(std::span<const int32_t> ids);
+  void account_decode(double ms);
   float end_probability(std::span<const float> logits) const;
+  bool interrupted(const TurnControl& c) const;
+  void wait_for_gate(const TurnControl& c) const;
+  void generate(const TurnRequest& req, TokenSink& sink, TurnOutcome& out);
+  // step() without committing: the caller decides with commit().
+  Result<Step> sample_next();
+  void commit(const Step& s);
+  // Sampling for the steps until cleared (a request's own settings, e.g. --serve's GENERATE):
+  // a sampler of its own, seeded from params.seed; nullptr goes back to the session's sampler,
+  // whose random stream is left where it was.
+  void set_request_sampling(const SamplingParams* params);
+  // false: end ids are ordinary tokens (Step::end stays false) until set back to true.
+  void set_stop_at_end(bool stop) { stop_at_end_ = stop; }
 
   std::shared_ptr<Forward> forward_;
   EngineOptions opts_;
@@ -92,10 +168,15 @@ class Engine {
   const Sampler& active_sampler() const { return request_sampler_ ? *request_sampler_ : sampler_; }
   std::vector<float> logits_;    // [V] of the last fed position
   bool have_logits_ = false;
+  int32_t argmax_id_ = -1;  // decode_argmax's answer for the last fed position, if it was that
   std::vector<int32_t> context_;  // every id of the conversation, fed or not
   double prefill_ms_ = 0.0, decode_ms_ = 0.0;
   int64_t prefilled_ = 0, decoded_ = 0;
   float ms_per_token_ = 0.0f;
+  double last_decode_ms_ = 0.0;
+  int64_t emitted_ = 0;
+  int64_t decode_at_ = -1;         // the position of the last committed generated token
+  std::vector<float> all_logits_;  // [chunk, V] for opts_.prompt_logits
 };
 
 }  // namespace infer::actors

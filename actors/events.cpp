@@ -19,6 +19,10 @@ const char* stop_reason_name(StopReason r) {
   switch (r) {
     case StopReason::kEndToken:
       return "end of turn";
+    case StopReason::kStopId:
+      return "stop id";
+    case StopReason::kSink:
+      return "stopped by the receiver";
     case StopReason::kTokenLimit:
       return "token limit";
     case StopReason::kInterrupted:

@@ -20,9 +20,19 @@ enum class Decision : uint8_t {
 };
 const char* decision_name(Decision d);
 
+// What the end ids do in a turn.
+enum class EndIds : uint8_t {
+  kStopBefore,  // sampling one ends the turn; it is not emitted and not in the context (REPL)
+  kStopAfter,   // sampling one ends the turn after emitting it; it stays in the context (--serve)
+  kIgnore,      // ordinary tokens (--serve without STOP_AT_EOT, --bench-actors)
+};
+
 // Why a turn's generation ended.
 enum class StopReason : uint8_t {
-  kEndToken,     // the model sampled an end-of-turn id (not emitted, not in the context)
+  kEndToken,     // the model sampled an end-of-turn id (EndIds::kStopBefore: not emitted, not in
+                 // the context; kStopAfter: emitted and kept)
+  kStopId,       // the turn emitted one of its stop ids (kept in the context)
+  kSink,         // the token sink ended the turn (Verdict::kLast or kRefuse)
   kTokenLimit,   // max_tokens generated
   kInterrupted,  // Pipeline::interrupt() (Ctrl-C, a serve interrupt frame)
   kGate,         // the gate chose listen or act

@@ -15,7 +15,6 @@ class FrontEnd {
   // A turn is over; every token of it has been delivered.
   virtual void turn_end(const TurnEnd& e) = 0;
   virtual void quiet(const QuietSpan&) {}
-  virtual void stats(const PipelineStats&) {}
   virtual void reset_done() {}
   virtual void error(const ErrorEvent& e) = 0;
 };

@@ -64,15 +64,15 @@ gate_actor::behavior_type gate_fn(Self self, Gate gate, std::shared_ptr<Control>
         st.speak = s.speak;
         st.listen = s.listen;
         st.act = s.act;
-        self->send(s.wiring->tokenizer, std::move(st));
+        return std::move(st);
       },
-      [=](ResetDone r) {
+      [=](reset_atom) {
         GateState& s = self->state;
         TraceScope scope(s.tracer, "gate", "reset");
         s.speak = s.listen = s.act = 0;
-        self->send(s.wiring->tokenizer, r);
+        return self->delegate(s.wiring->tokenizer, ResetDone{});
       },
-      [=](ErrorEvent& e) { self->send(self->state.wiring->tokenizer, std::move(e)); },
+      [=](Failure& f) { self->send(self->state.wiring->tokenizer, std::move(f)); },
   };
 }
 

@@ -1,6 +1,7 @@
 // io: the front end's actor (DESIGN.md §3). Input from Pipeline goes on to the tokenizer, and
 // io tells the gate (urgency) and consolidation (debounce) that it came; every event out is
-// handed to the FrontEnd on this actor's own thread, in order.
+// handed to the FrontEnd on this actor's own thread, in order. Stats and reset requests start
+// down the input's path here.
 #include <utility>
 
 #include "actors/stages.h"
@@ -28,7 +29,6 @@ io_actor::behavior_type io_fn(Self self, FrontEnd* front_end, WiringPtr wiring, 
         self->send(s.wiring->consolidation, InputQueued{in.turn});
         self->send(s.wiring->tokenizer, std::move(in));
       },
-      [=](const Command& c) { self->send(self->state.wiring->tokenizer, c); },
       [=](const TokenEvent& t) {
         TraceScope scope(self->state.tracer, "io", "token", t.step);
         self->state.front_end->token(t);
@@ -41,9 +41,14 @@ io_actor::behavior_type io_fn(Self self, FrontEnd* front_end, WiringPtr wiring, 
         TraceScope scope(self->state.tracer, "io", "quiet");
         self->state.front_end->quiet(q);
       },
-      [=](const PipelineStats& st) { self->state.front_end->stats(st); },
-      [=](ResetDone) { self->state.front_end->reset_done(); },
-      [=](const ErrorEvent& e) { self->state.front_end->error(e); },
+      [=](const Failure& f) { self->state.front_end->error(error_event(f.error)); },
+      [=](stats_atom a, bool with_context) {
+        return self->delegate(self->state.wiring->tokenizer, a, with_context);
+      },
+      [=](reset_atom a) {
+        self->request(self->state.wiring->tokenizer, caf::infinite, a)
+            .then([=](ResetDone) { self->state.front_end->reset_done(); });
+      },
   };
 }
 

@@ -12,13 +12,10 @@
 
 namespace infer::actors {
 
-// io -> tokenizer: text (encoded, then) and ids appended to the context; with generate, a turn
-// of at most max_tokens follows. turn numbers the inputs from 1; epoch is the interrupt epoch
-// when it was sent (actors/control.h).
-// A generation's own sampling (Pipeline::send with params), else the session's. Plain fields:
-// CAF inspects them like the rest.
+// A generation's settings (Pipeline::send's TurnOptions): its own sampling (own), else the
+// session's; what end ids and stop ids do. Plain fields: CAF inspects them like the rest.
 struct TurnSampling {
-  bool stop_at_end = true;  // false: end ids are ordinary tokens for this turn (--serve)
+  EndIds end_ids = EndIds::kStopBefore;  // what the model's end ids do in this turn
   bool own = false;
   float temperature = 0.0f;
   int32_t top_k = 0;
@@ -26,8 +23,12 @@ struct TurnSampling {
   uint64_t seed = 0;
   // false: the gate's listen/act decisions are reported, not obeyed (--serve without GATED).
   bool gate_may_stop = true;
+  std::vector<int32_t> stop_ids;  // emitting one ends the turn (--serve GENERATE stop ids)
 };
 
+// io -> tokenizer: text (encoded, then) and ids appended to the context; with generate, a turn
+// of at most max_tokens follows. turn numbers the inputs from 1; epoch is the interrupt epoch
+// when it was sent (actors/control.h).
 struct InputMsg {
   uint64_t turn = 0;
   std::string text;
@@ -48,15 +49,15 @@ struct StreamInput {
   TurnSampling sampling;
 };
 
-enum class CommandKind : uint8_t { kReset, kStats };
-// io -> tokenizer -> stream, in order with the input.
-struct Command {
-  CommandKind kind = CommandKind::kStats;
-  bool with_context = false;  // kStats: include the context's ids
-};
-
-// stream -> gate -> tokenizer -> io, and stream -> consolidation: the context is empty again.
+// stream -> consolidation: the context is empty again; also the reset request's reply.
 struct ResetDone {};
+
+// An error on its way to the front end (stream or tokenizer -> ... -> io), as a caf::error built
+// from our ErrorCode (CAF_ERROR_CODE_ENUM below). A bare caf::error message would go to the
+// actor's error handler, not its behavior, so it travels in this struct.
+struct Failure {
+  caf::error error;
+};
 
 // io -> gate and consolidation: input `turn` was sent (urgency; the debounce restarts).
 struct InputQueued {
@@ -70,8 +71,8 @@ struct QuietTick {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, TurnSampling& x) {
-  return f(caf::meta::type_name("TurnSampling"), x.stop_at_end, x.own, x.temperature, x.top_k,
-           x.top_p, x.seed, x.gate_may_stop);
+  return f(caf::meta::type_name("TurnSampling"), x.end_ids, x.own, x.temperature, x.top_k,
+           x.top_p, x.seed, x.gate_may_stop, x.stop_ids);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, InputMsg& x) {
@@ -82,10 +83,6 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, StreamInput& x) {
   return f(caf::meta::type_name("StreamInput"), x.turn, x.ids, x.generate, x.max_tokens,
            x.epoch, x.sampling);
-}
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, Command& x) {
-  return f(caf::meta::type_name("Command"), x.kind, x.with_context);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, ResetDone&) {
@@ -120,8 +117,8 @@ typename Inspector::result_type inspect(Inspector& f, PipelineStats& x) {
            x.context);
 }
 template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, ErrorEvent& x) {
-  return f(caf::meta::type_name("ErrorEvent"), x.code, x.message);
+typename Inspector::result_type inspect(Inspector& f, Failure& x) {
+  return f(caf::meta::type_name("Failure"), x.error);
 }
 
 }  // namespace infer::actors
@@ -129,7 +126,6 @@ typename Inspector::result_type inspect(Inspector& f, ErrorEvent& x) {
 CAF_BEGIN_TYPE_ID_BLOCK(infer_actors, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(infer_actors, (infer::actors::InputMsg))
   CAF_ADD_TYPE_ID(infer_actors, (infer::actors::StreamInput))
-  CAF_ADD_TYPE_ID(infer_actors, (infer::actors::Command))
   CAF_ADD_TYPE_ID(infer_actors, (infer::actors::ResetDone))
   CAF_ADD_TYPE_ID(infer_actors, (infer::actors::InputQueued))
   CAF_ADD_TYPE_ID(infer_actors, (infer::actors::QuietTick))
@@ -137,29 +133,45 @@ CAF_BEGIN_TYPE_ID_BLOCK(infer_actors, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(infer_actors, (infer::actors::TurnEnd))
   CAF_ADD_TYPE_ID(infer_actors, (infer::actors::QuietSpan))
   CAF_ADD_TYPE_ID(infer_actors, (infer::actors::PipelineStats))
-  CAF_ADD_TYPE_ID(infer_actors, (infer::actors::ErrorEvent))
+  CAF_ADD_TYPE_ID(infer_actors, (infer::actors::Failure))
+  CAF_ADD_ATOM(infer_actors, infer::actors, stats_atom, "stats")
+  CAF_ADD_ATOM(infer_actors, infer::actors, reset_atom, "reset")
 CAF_END_TYPE_ID_BLOCK(infer_actors)
+
+// Our ErrorCode as a CAF error category: caf::error(ErrorCode::kIo, message).
+CAF_ERROR_CODE_ENUM(infer::ErrorCode, "infer")
 
 namespace infer::actors {
 
-using stream_actor = caf::typed_actor<caf::reacts_to<StreamInput>, caf::reacts_to<Command>>;
+// Stats and reset are requests with typed replies, each passed on by delegation along the
+// path the input takes (so they follow the turns already sent), answered by the last stage.
+using stream_actor =
+    caf::typed_actor<caf::reacts_to<StreamInput>,
+                     caf::replies_to<stats_atom, bool>::with<PipelineStats>,
+                     caf::replies_to<reset_atom>::with<ResetDone>>;
 using gate_actor =
     caf::typed_actor<caf::reacts_to<TokenEvent>, caf::reacts_to<TurnEnd>,
-                     caf::reacts_to<InputQueued>, caf::reacts_to<PipelineStats>,
-                     caf::reacts_to<ResetDone>, caf::reacts_to<ErrorEvent>>;
+                     caf::reacts_to<InputQueued>, caf::reacts_to<Failure>,
+                     caf::replies_to<PipelineStats>::with<PipelineStats>,
+                     caf::replies_to<reset_atom>::with<ResetDone>>;
 using tokenizer_actor =
-    caf::typed_actor<caf::reacts_to<InputMsg>, caf::reacts_to<Command>,
-                     caf::reacts_to<TokenEvent>, caf::reacts_to<TurnEnd>,
-                     caf::reacts_to<PipelineStats>, caf::reacts_to<ResetDone>,
-                     caf::reacts_to<ErrorEvent>>;
+    caf::typed_actor<caf::reacts_to<InputMsg>, caf::reacts_to<TokenEvent>,
+                     caf::reacts_to<TurnEnd>, caf::reacts_to<Failure>,
+                     caf::replies_to<stats_atom, bool>::with<PipelineStats>,
+                     caf::replies_to<reset_atom>::with<ResetDone>,
+                     caf::replies_to<ResetDone>::with<ResetDone>>;
 using io_actor =
-    caf::typed_actor<caf::reacts_to<InputMsg>, caf::reacts_to<Command>,
-                     caf::reacts_to<TokenEvent>, caf::reacts_to<TurnEnd>,
-                     caf::reacts_to<QuietSpan>, caf::reacts_to<PipelineStats>,
-                     caf::reacts_to<ResetDone>, caf::reacts_to<ErrorEvent>>;
+    caf::typed_actor<caf::reacts_to<InputMsg>, caf::reacts_to<TokenEvent>,
+                     caf::reacts_to<TurnEnd>, caf::reacts_to<QuietSpan>, caf::reacts_to<Failure>,
+                     caf::replies_to<stats_atom, bool>::with<PipelineStats>,
+                     caf::reacts_to<reset_atom>>;
 using consolidation_actor =
     caf::typed_actor<caf::reacts_to<InputQueued>, caf::reacts_to<TurnEnd>,
                      caf::reacts_to<ResetDone>, caf::reacts_to<QuietTick>>;
+
+// Errors cross actors as caf::error (STYLE.md, Errors); front ends get them back as ErrorEvent.
+inline Failure failure(const Error& e) { return Failure{caf::error(e.code, e.message)}; }
+ErrorEvent error_event(const caf::error& e);
 
 // Who talks to whom, filled by Pipeline after spawning every stage and before the first
 // message (sending a message orders the writes before the receiver's reads).

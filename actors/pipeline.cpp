@@ -68,28 +68,47 @@ Pipeline::~Pipeline() {
 }
 
 uint64_t Pipeline::send(std::string text, std::vector<int32_t> ids, bool generate,
-                        int64_t max_tokens, const SamplingParams* sampling, bool stop_at_end,
-                        bool gate_may_stop) {
+                        int64_t max_tokens, TurnOptions turn) {
   Impl& m = *impl_;
-  const uint64_t turn = m.turns.fetch_add(1) + 1;
-  InputMsg in{turn, std::move(text), std::move(ids), generate, max_tokens,
+  const uint64_t n = m.turns.fetch_add(1) + 1;
+  InputMsg in{n, std::move(text), std::move(ids), generate, max_tokens,
               m.control->interrupt_epoch.load()};
-  if (sampling != nullptr) {
-    in.sampling = TurnSampling{true, true, sampling->temperature, int32_t(sampling->top_k),
-                               sampling->top_p, sampling->seed};
+  if (turn.sampling != nullptr) {
+    in.sampling.own = true;
+    in.sampling.temperature = turn.sampling->temperature;
+    in.sampling.top_k = int32_t(turn.sampling->top_k);
+    in.sampling.top_p = turn.sampling->top_p;
+    in.sampling.seed = turn.sampling->seed;
   }
-  in.sampling.stop_at_end = stop_at_end;
-  in.sampling.gate_may_stop = gate_may_stop;
+  in.sampling.end_ids = turn.end_ids;
+  in.sampling.gate_may_stop = turn.gate_may_stop;
+  in.sampling.stop_ids = std::move(turn.stop_ids);
   caf::anon_send(m.wiring->io, std::move(in));
-  return turn;
+  return n;
 }
 
 void Pipeline::interrupt() { impl_->control->interrupt_epoch.fetch_add(1); }
 
-void Pipeline::reset() { caf::anon_send(impl_->wiring->io, Command{CommandKind::kReset, false}); }
+void Pipeline::reset() { caf::anon_send(impl_->wiring->io, reset_atom::value); }
 
-void Pipeline::request_stats(bool with_context) {
-  caf::anon_send(impl_->wiring->io, Command{CommandKind::kStats, with_context});
+Result<PipelineStats> Pipeline::stats(bool with_context) {
+  caf::scoped_actor self{impl_->sys};
+  Result<PipelineStats> out = make_error(ErrorCode::kInternal, "no stats");
+  self->request(impl_->wiring->io, caf::infinite, stats_atom::value, with_context)
+      .receive([&](PipelineStats& st) { out = std::move(st); },
+               [&](caf::error& e) {
+                 const ErrorEvent ev = error_event(e);
+                 out = make_error(ev.code, ev.message);
+               });
+  return out;
+}
+
+ErrorEvent error_event(const caf::error& e) {
+  if (!e) return ErrorEvent{ErrorCode::kInternal, "an empty error"};
+  if (e.category() == caf::atom("infer") && e.context().match_elements<std::string>()) {
+    return ErrorEvent{ErrorCode(e.code()), e.context().get_as<std::string>(0)};
+  }
+  return ErrorEvent{ErrorCode::kInternal, caf::to_string(e)};
 }
 
 }  // namespace infer::actors

@@ -27,6 +27,15 @@ struct PipelineOptions {
   int scheduler_threads = 0;             // CAF workers for the scheduled stages; 0: 2
 };
 
+// A generating turn's settings besides its limit.
+struct TurnOptions {
+  // This turn's own sampling settings, seeded afresh; null: the session's sampler goes on.
+  const SamplingParams* sampling = nullptr;
+  EndIds end_ids = EndIds::kStopBefore;  // what the model's end ids do
+  bool gate_may_stop = true;  // false: the gate's listen/act decisions are reported, not obeyed
+  std::vector<int32_t> stop_ids;  // emitting one ends the turn (it stays in the context)
+};
+
 class Pipeline {
  public:
   // `front_end` must outlive the pipeline.
@@ -37,22 +46,17 @@ class Pipeline {
   Pipeline& operator=(const Pipeline&) = delete;
 
   // Appends text (encoded as raw text: added tokens such as <|turn> match) and then ids to the
-  // context; with generate, a turn of at most max_tokens follows. Returns the turn's number
-  // (from 1), which its events carry. Callable from any thread.
-  // `sampling` (optional): this turn's own sampling settings, seeded afresh; without it the
-  // session's sampler goes on.
-  // stop_at_end false: the model's end ids do not end this turn (they join the context).
-  // gate_may_stop false: the gate's listen/act decisions are reported, this turn goes on.
+  // context; with generate, a turn of at most max_tokens follows, as `turn` says. Returns the
+  // turn's number (from 1), which its events carry. Callable from any thread.
   uint64_t send(std::string text, std::vector<int32_t> ids, bool generate, int64_t max_tokens,
-                const SamplingParams* sampling = nullptr, bool stop_at_end = true,
-                bool gate_may_stop = true);
+                TurnOptions turn = {});
   // Stops the generation in progress, and any turn already sent, within one token; what was
   // generated stays in the context. Async-signal-safe (one atomic increment).
   void interrupt();
   // Empties the context (after the turns already sent). FrontEnd::reset_done follows.
   void reset();
-  // FrontEnd::stats follows (after the turns already sent).
-  void request_stats(bool with_context = false);
+  // The session's figures after the turns already sent (waits for them).
+  Result<PipelineStats> stats(bool with_context = false);
 
  private:
   struct Impl;

@@ -32,8 +32,9 @@ tokenizer_actor::behavior_type tokenizer_fn(Self self, const Tokenizer* tokenize
         if (!in.text.empty()) {
           if (s.tokenizer == nullptr) {
             // The turn still reaches the stream, so that it ends like any other.
-            self->send(s.wiring->io, ErrorEvent{ErrorCode::kInvalidArgument,
-                                                "text input needs the model's tokenizer.json"});
+            self->send(s.wiring->io,
+                       failure(make_error(ErrorCode::kInvalidArgument,
+                                          "text input needs the model's tokenizer.json")));
             out.generate = false;
             self->send(s.wiring->stream, std::move(out));
             return;
@@ -43,7 +44,10 @@ tokenizer_actor::behavior_type tokenizer_fn(Self self, const Tokenizer* tokenize
         out.ids.insert(out.ids.end(), in.ids.begin(), in.ids.end());
         self->send(s.wiring->stream, std::move(out));
       },
-      [=](const Command& c) { self->send(self->state.wiring->stream, c); },
+      [=](stats_atom a, bool with_context) {
+        return self->delegate(self->state.wiring->stream, a, with_context);
+      },
+      [=](reset_atom a) { return self->delegate(self->state.wiring->stream, a); },
       [=](TokenEvent& t) {
         TokenizerState& s = self->state;
         TraceScope scope(s.tracer, "tokenizer", "token", t.step);
@@ -56,13 +60,12 @@ tokenizer_actor::behavior_type tokenizer_fn(Self self, const Tokenizer* tokenize
         if (s.decoder) s.decoder->flush(e.tail_text);
         self->send(s.wiring->io, std::move(e));
       },
-      [=](ResetDone r) {
+      [=](ResetDone r) {  // the reset's last hop: after every token before it was decoded
         TokenizerState& s = self->state;
         if (s.decoder) s.decoder->reset();
-        self->send(s.wiring->io, r);
+        return r;
       },
-      [=](PipelineStats& st) { self->send(self->state.wiring->io, std::move(st)); },
-      [=](ErrorEvent& e) { self->send(self->state.wiring->io, std::move(e)); },
+      [=](Failure& f) { self->send(self->state.wiring->io, std::move(f)); },
   };
 }
 

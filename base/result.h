@@ -1,6 +1,7 @@
 // Result<T> and Error: what the outside world can get wrong comes back as a value (STYLE.md, Errors).
 #pragma once
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -9,8 +10,9 @@
 
 namespace infer {
 
-enum class ErrorCode {
-  kInvalidArgument,  // a bad option or value given by the user
+// From 1: CAF reads code 0 as "no error" when an ErrorCode crosses actors as a caf::error.
+enum class ErrorCode : uint8_t {
+  kInvalidArgument = 1,  // a bad option or value given by the user
   kNotFound,         // a missing file, tensor or key
   kIo,               // open/read/mmap failed
   kParse,            // malformed JSON, header or frame

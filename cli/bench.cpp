@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "actors/engine.h"
 #include "base/clock.h"
 #include "cli/backend.h"
 #include "cli/bench_output.h"
@@ -109,6 +110,60 @@ void add_gpu_fields(const gpu::VulkanContext& ctx, const ModelConfig& cfg,
   j["decode_wait_ms_median"] = median(wait_ms);
 }
 
+// Per decode step: the forward's time and, on the GPU, its host / submit / wait split.
+class DecodeTimes : public actors::TokenSink {
+ public:
+  explicit DecodeTimes(gpu::GpuForward* gpu) : gpu_(gpu) {
+    for (auto* v : {&step_ms, &host_ms, &submit_ms, &wait_ms}) v->reserve(kBenchDecodeTokens);
+  }
+  void attach(const actors::Engine* engine) { engine_ = engine; }
+  actors::Verdict token(const actors::Step& s) override {
+    last_ns_ = actors::steady_ns();
+    last_id = s.id;
+    if (s.index == 0) {  // sampled from the prompt's logits: the clock starts here
+      first_ns_ = last_ns_;
+      return actors::Verdict::kKeep;
+    }
+    step_ms.push_back(engine_->last_decode_ms());
+    if (gpu_ != nullptr) {
+      const gpu::StepTiming& st = gpu_->last_step_timing();
+      host_ms.push_back(st.host_s * 1e3);
+      submit_ms.push_back(st.submit_s * 1e3);
+      wait_ms.push_back(st.wait_s * 1e3);
+    }
+    return actors::Verdict::kKeep;
+  }
+  double total_s() const { return double(last_ns_ - first_ns_) * 1e-9; }
+
+  std::vector<double> step_ms, host_ms, submit_ms, wait_ms;
+  int32_t last_id = 0;
+
+ private:
+  gpu::GpuForward* gpu_;
+  const actors::Engine* engine_ = nullptr;
+  int64_t first_ns_ = 0, last_ns_ = 0;
+};
+
+// kBenchDecodeTokens decode steps after the prompt `ids`, greedy, end ids as ordinary tokens.
+Result<void> bench_decode(Backend& backend, const std::vector<int32_t>& ids, DecodeTimes& times) {
+  Forward& fwd = *backend.forward;
+  fwd.reset();
+  actors::EngineOptions o;
+  o.max_positions = int64_t(ids.size()) + kBenchDecodeTokens + 1;
+  o.prefill_chunk = std::max<int64_t>(1, int64_t(ids.size()));
+  if (gpu::GpuForward* g = backend.gpu; g != nullptr) {
+    o.decode_argmax = [g](int32_t id) { return g->decode_greedy(id); };
+  }
+  actors::Engine engine(std::shared_ptr<Forward>(std::shared_ptr<void>(), &fwd), std::move(o));
+  times.attach(&engine);
+  actors::TurnRequest turn;
+  turn.input = ids;
+  turn.max_tokens = kBenchDecodeTokens + 1;  // the first comes from the prompt's logits
+  turn.end_ids = actors::EndIds::kIgnore;
+  if (actors::TurnOutcome out = engine.run_turn(turn, times); out.error) return *out.error;
+  return Ok{};
+}
+
 }  // namespace
 
 Result<void> run_bench(const Options& opts) {
@@ -155,26 +210,15 @@ Result<void> run_bench(const Options& opts) {
   }
   const double prefill_tok_s = double(T) / median(prefill_s);
 
-  // Decode: greedy from the last prefill, one timed step per token (on the GPU the argmax is
-  // taken there, as generation does, and each step's host / submit / wait split is kept).
-  std::vector<double> step_ms, host_ms, submit_ms, wait_ms;
-  int32_t next = argmax(logits);
-  t0 = Clock::now();
-  for (int i = 0; i < kBenchDecodeTokens; ++i) {
-    const auto s0 = Clock::now();
-    if (backend.gpu != nullptr) {
-      INFER_TRY(next, backend.gpu->decode_greedy(next));
-      const gpu::StepTiming& st = backend.gpu->last_step_timing();
-      host_ms.push_back(st.host_s * 1e3);
-      submit_ms.push_back(st.submit_s * 1e3);
-      wait_ms.push_back(st.wait_s * 1e3);
-    } else {
-      INFER_TRY_VOID(fwd.decode(next, logits.data()));
-      next = argmax(logits);
-    }
-    step_ms.push_back(seconds_since(s0) * 1e3);
-  }
-  const double decode_tok_s = kBenchDecodeTokens / seconds_since(t0);
+  // Decode: greedy through the Engine's loop from the prompt, one timed step per token (on the
+  // GPU the argmax is taken there, as generation does, and each step's host / submit / wait
+  // split is kept).
+  DecodeTimes times(backend.gpu);
+  INFER_TRY_VOID(bench_decode(backend, ids, times));
+  const std::vector<double>&step_ms = times.step_ms, &host_ms = times.host_ms,
+                       &submit_ms = times.submit_ms, &wait_ms = times.wait_ms;
+  const int32_t next = times.last_id;
+  const double decode_tok_s = kBenchDecodeTokens / times.total_s();
   const size_t rss = peak_rss_bytes();  // before the bandwidth buffer inflates it
   nlohmann::ordered_json profile = nullptr;
   if (opts.profile && backend.gpu != nullptr) {

@@ -1,5 +1,5 @@
-// --bench-actors: the same forward pass, greedy and without end ids (so both runs generate every
-// token), driven by the bare loop of cli/generate.cpp and by the actor pipeline. The hop latency
+// --bench-actors: the same forward pass, greedy and with end ids as ordinary tokens (so both runs
+// generate every token), driven by the Engine's loop on this thread and by the actor pipeline. The hop latency
 // is measured per token from the stream's send (TokenEvent::emit_ns) to the front end's call,
 // that is stream -> gate -> tokenizer -> io.
 #include "cli/bench_actors.h"
@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "actors/engine.h"
 #include "actors/pipeline.h"
 #include "cli/bench_output.h"
 #include "cli/session.h"
@@ -31,21 +32,40 @@ std::vector<int32_t> bench_prompt(int64_t V) {
   return p;
 }
 
-Result<Run> bare_run(Forward& fwd, const std::vector<int32_t>& prompt, int64_t n) {
-  Run r;
-  fwd.reset();
-  std::vector<float> logits(size_t(fwd.vocab_size()));
-  INFER_TRY_VOID(fwd.prefill(prompt, logits.data()));
-  Sampler sampler(fwd.vocab_size(), SamplingParams{});
-  const auto t0 = std::chrono::steady_clock::now();
-  for (int64_t i = 0; i < n; ++i) {
-    r.ids.push_back(sampler.sample(logits));
-    if (i + 1 < n) INFER_TRY_VOID(fwd.decode(r.ids.back(), logits.data()));
+// Records the ids and when the first and the last arrived.
+class RunSink : public actors::TokenSink {
+ public:
+  explicit RunSink(int64_t n) { run_.ids.reserve(size_t(n)); }
+  actors::Verdict token(const actors::Step& s) override {
+    last_ns_ = actors::steady_ns();
+    if (run_.ids.empty()) first_ns_ = last_ns_;
+    run_.ids.push_back(s.id);
+    return actors::Verdict::kKeep;
   }
-  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  // The bare loop's first token is ready at t0 (prefill done); n - 1 decodes follow.
-  r.tokens_per_s = s > 0 ? double(n - 1) / s : 0.0;
-  return r;
+  Run finish() {
+    const double s = double(last_ns_ - first_ns_) * 1e-9;
+    run_.tokens_per_s = s > 0 ? double(run_.ids.size() - 1) / s : 0.0;
+    return std::move(run_);
+  }
+
+ private:
+  Run run_;
+  int64_t first_ns_ = 0, last_ns_ = 0;
+};
+
+// The Engine's loop on this thread, without actors.
+Result<Run> bare_run(const Session& s, const std::vector<int32_t>& prompt, int64_t n) {
+  s.forward->reset();
+  actors::EngineOptions o = s.pipeline.engine;
+  o.sampling = SamplingParams{};
+  actors::Engine engine(s.forward, o);
+  RunSink sink(n);
+  actors::TurnRequest turn;
+  turn.input = prompt;
+  turn.max_tokens = n;
+  turn.end_ids = actors::EndIds::kIgnore;
+  if (actors::TurnOutcome out = engine.run_turn(turn, sink); out.error) return *out.error;
+  return sink.finish();
 }
 
 class BenchFrontEnd : public actors::FrontEnd {
@@ -87,11 +107,12 @@ Run actors_run(Session& s, const std::vector<int32_t>& prompt, int64_t n) {
   s.forward->reset();
   actors::PipelineOptions o = s.pipeline;
   o.engine.sampling = SamplingParams{};
-  o.engine.end_ids.clear();
   BenchFrontEnd front;
   {
     actors::Pipeline p(s.forward, o, front);
-    p.send("", prompt, true, n);
+    actors::TurnOptions turn;
+    turn.end_ids = actors::EndIds::kIgnore;
+    p.send("", prompt, true, n, std::move(turn));
     return front.wait();
   }
 }
@@ -112,7 +133,7 @@ Result<void> run_bench_actors(const Options& opts) {
   std::vector<double> hops;
   bool same = true;
   for (int rep = 0; rep < 2; ++rep) {
-    INFER_TRY(Run bare, bare_run(*s->forward, prompt, n));
+    INFER_TRY(Run bare, bare_run(*s, prompt, n));
     const Run act = actors_run(*s, prompt, n);
     same = same && bare.ids == act.ids;
     bare_tps = std::max(bare_tps, bare.tokens_per_s);

@@ -1,5 +1,5 @@
-// The long-stream benchmarks (bench_stream.h). --bench-stream feeds greedy tokens one decode step
-// at a time from position 0, so every point is real work. --bench-context cannot afford that for
+// The long-stream benchmarks (bench_stream.h). --bench-stream runs the Engine's loop, greedy, one
+// token at a time from position 0, so every point is real work. --bench-context cannot afford that for
 // 64K tokens on a CPU: it sets the cache to the state after N tokens with synthetic rows
 // (CpuForward::fast_forward; attention's cost depends on the keys' count, not their values) and
 // times real decode steps from there, for the exact cache and the ring side by side.
@@ -16,6 +16,7 @@
 #include <optional>
 #include <vector>
 
+#include "actors/engine.h"
 #include "base/clock.h"
 #include "cli/backend.h"
 #include "cli/bench_output.h"
@@ -48,8 +49,38 @@ nlohmann::ordered_json ring_json(const std::optional<RingConfig>& r) {
 }
 
 
-// N greedy decode steps from position 0; a point every K tokens: mean and max ms per token over
-// those K, and anonymous RSS.
+// A point every `every` tokens: mean and max forward ms per token over them, and anonymous RSS.
+class CurveSink : public actors::TokenSink {
+ public:
+  CurveSink(const actors::Engine& engine, int64_t n, int64_t every)
+      : engine_(engine), n_(n), every_(every) {}
+  actors::Verdict token(const actors::Step& s) override {
+    const int64_t i = s.index + 1;
+    const double ms = s.index == 0 ? engine_.prefill_ms() : engine_.last_decode_ms();
+    sum_ms_ += ms;
+    max_ms_ = std::max(max_ms_, ms);
+    if (i % every_ == 0 || i == n_) {
+      const int64_t k = i % every_ == 0 ? every_ : i % every_;
+      points.push_back({{"tokens", i},
+                        {"ms_per_token_mean", sum_ms_ / double(k)},
+                        {"ms_per_token_max", max_ms_},
+                        {"anon_rss_bytes", anon_rss_bytes()}});
+      std::fprintf(stderr, "  %10lld tokens  %.3f ms/token (max %.3f)  RSS %.1f MB\n",
+                   (long long)i, sum_ms_ / double(k), max_ms_, double(anon_rss_bytes()) / 1e6);
+      sum_ms_ = max_ms_ = 0;
+    }
+    return actors::Verdict::kKeep;
+  }
+
+  nlohmann::ordered_json points = nlohmann::json::array();
+
+ private:
+  const actors::Engine& engine_;
+  int64_t n_, every_;
+  double sum_ms_ = 0, max_ms_ = 0;
+};
+
+// N greedy tokens through the Engine's loop from <bos> at position 0, each a real forward step.
 Result<nlohmann::ordered_json> stream_curve(const Options& opts, const Model& model,
                                             ThreadPool& pool,
                                             const std::optional<RingConfig>& ring) {
@@ -57,35 +88,24 @@ Result<nlohmann::ordered_json> stream_curve(const Options& opts, const Model& mo
   const int64_t every = opts.bench_every.value_or(std::max<int64_t>(1, n / 50));
   INFER_TRY(std::unique_ptr<gpu::VulkanContext> gpu_ctx, open_gpu(opts));
   INFER_TRY(Backend backend, make_backend(std::move(gpu_ctx), model, pool, n + 1, ring));
-  Forward& fwd = *backend.forward;
-  std::vector<float> logits(size_t(fwd.vocab_size()));
-  nlohmann::ordered_json points = nlohmann::json::array();
-  int32_t next = model.config().text.bos_token_id;
-  double sum_ms = 0, max_ms = 0;
-  for (int64_t i = 1; i <= n; ++i) {
-    const auto t0 = Clock::now();
-    INFER_TRY_VOID(fwd.decode(next, logits.data()));
-    const double ms = seconds_since(t0) * 1e3;
-    next = argmax(logits);
-    sum_ms += ms;
-    max_ms = std::max(max_ms, ms);
-    if (i % every == 0 || i == n) {
-      const int64_t k = i % every == 0 ? every : i % every;
-      points.push_back({{"tokens", i},
-                        {"ms_per_token_mean", sum_ms / double(k)},
-                        {"ms_per_token_max", max_ms},
-                        {"anon_rss_bytes", anon_rss_bytes()}});
-      std::fprintf(stderr, "  %10lld tokens  %.3f ms/token (max %.3f)  RSS %.1f MB\n",
-                   (long long)i, sum_ms / double(k), max_ms, double(anon_rss_bytes()) / 1e6);
-      sum_ms = max_ms = 0;
-    }
-  }
+  actors::EngineOptions o;
+  o.max_positions = n + 2;
+  actors::Engine engine(std::shared_ptr<Forward>(std::shared_ptr<void>(), backend.forward.get()),
+                        std::move(o));
+  CurveSink sink(engine, n, every);
+  // <bos> at position 0 is prefilled: it is the curve's first step.
+  const int32_t bos = model.config().text.bos_token_id;
+  actors::TurnRequest turn;
+  turn.input = std::span(&bos, 1);
+  turn.max_tokens = n;
+  turn.end_ids = actors::EndIds::kIgnore;
+  if (actors::TurnOutcome out = engine.run_turn(turn, sink); out.error) return *out.error;
   return nlohmann::ordered_json{{"benchmark", "stream"},
                                 {"backend", backend.name},
                                 {"ring", ring_json(ring)},
                                 {"tokens", n},
                                 {"every", every},
-                                {"points", points}};
+                                {"points", std::move(sink.points)}};
 }
 
 // Median ms of steps.timed decode steps after steps.warmup untimed ones, from the state after

@@ -1,7 +1,7 @@
-// Generation from the command line: load, prefill (dumping prompt logits when asked), then the
-// decode loop, which samples, streams each token to stdout as it comes and stops at <eos>,
-// <turn|> or -n tokens, on the CPU or (--gpu) the Vulkan backend, both through Forward. Load,
-// prefill and decode timings go to stderr.
+// Generation from the command line: load, then one Engine turn that prefills (dumping prompt
+// logits when asked) and one that generates, streaming each token to stdout as it comes and
+// stopping at the end ids or -n tokens, on the CPU or (--gpu) the Vulkan backend. Load, prefill
+// and decode timings go to stderr.
 #include "cli/generate.h"
 
 #include <unistd.h>
@@ -18,9 +18,11 @@
 #include <utility>
 #include <vector>
 
+#include "actors/engine.h"
 #include "base/clock.h"
 #include "cli/backend.h"
 #include "cli/model_choice.h"
+#include "cli/session.h"
 #include "model/config.h"
 #include "model/model.h"
 #include "model/sampling.h"
@@ -42,10 +44,14 @@ Result<Tokenizer> load_tokenizer(const std::filesystem::path& dir, const char* w
 
 // Writes each generated token to stdout as soon as it is known: decoded text (UTF-8 held back
 // until complete) or space-separated ids.
-class TokenPrinter {
+class TokenPrinter : public actors::TokenSink {
  public:
   TokenPrinter(OutputMode mode, const Tokenizer* tok) : mode_(mode) {
     if (mode_ == OutputMode::kText) decoder_.emplace(*tok);
+  }
+  actors::Verdict token(const actors::Step& s) override {
+    push(s.id);
+    return actors::Verdict::kKeep;
   }
   void push(int32_t id) {
     text_.clear();
@@ -77,26 +83,27 @@ class TokenPrinter {
   int64_t count_ = 0;
 };
 
-// Prefills the prompt; with a dump file, in chunks whose logits [chunk, V] are appended to it.
-Result<void> prefill(Forward& fwd, const std::vector<int32_t>& ids, int64_t V,
-                     const std::filesystem::path& dump, std::vector<float>& logits) {
-  if (dump.empty()) return fwd.prefill(ids, logits.data());
+// Appends every prompt position's logits [n, V] to the dump file as the engine prefills.
+class LogitsDump {
+ public:
   static_assert(std::endian::native == std::endian::little, "the dump is little-endian float32");
-  std::ofstream out(dump, std::ios::binary | std::ios::trunc);
-  if (!out) return make_error(ErrorCode::kIo, dump.string() + ": cannot open for writing");
-  constexpr size_t kChunk = 64;
-  std::vector<float> chunk_logits(kChunk * size_t(V));
-  size_t n = 0;
-  for (size_t b = 0; b < ids.size(); b += kChunk) {
-    n = std::min(kChunk, ids.size() - b);
-    INFER_TRY_VOID(fwd.prefill(std::span(ids).subspan(b, n), chunk_logits.data(), true));
-    out.write(reinterpret_cast<const char*>(chunk_logits.data()),
-              std::streamsize(n * size_t(V) * sizeof(float)));
-    if (!out) return make_error(ErrorCode::kIo, dump.string() + ": write failed");
+  Result<void> open(const std::filesystem::path& path) {
+    path_ = path;
+    out_.open(path, std::ios::binary | std::ios::trunc);
+    if (!out_) return make_error(ErrorCode::kIo, path.string() + ": cannot open for writing");
+    return Ok{};
   }
-  std::copy_n(chunk_logits.begin() + ptrdiff_t((n - 1) * size_t(V)), V, logits.begin());
-  return Ok{};
-}
+  Result<void> write(std::span<const float> logits) {
+    out_.write(reinterpret_cast<const char*>(logits.data()),
+               std::streamsize(logits.size() * sizeof(float)));
+    if (!out_) return make_error(ErrorCode::kIo, path_.string() + ": write failed");
+    return Ok{};
+  }
+
+ private:
+  std::filesystem::path path_;
+  std::ofstream out_;
+};
 
 }  // namespace
 
@@ -134,7 +141,10 @@ Result<void> run_generate(const Options& opts) {
 
   const TextConfig& text = model->config().text;
   const int64_t V = text.vocab_size;
-  std::vector<int32_t> ids = opts.prompt_ids ? *opts.prompt_ids : tok->encode(*opts.prompt, true);
+  // No prompt: generation from <bos> (a text prompt gets it from the tokenizer, ids from the user).
+  std::vector<int32_t> ids = opts.prompt_ids ? *opts.prompt_ids
+                             : opts.prompt   ? tok->encode(*opts.prompt, true)
+                                             : std::vector<int32_t>{text.bos_token_id};
   for (int32_t id : ids) {
     if (id >= V) {
       return make_error(ErrorCode::kInvalidArgument, "prompt id " + std::to_string(id) +
@@ -150,64 +160,58 @@ Result<void> run_generate(const Options& opts) {
                       "the prompt has " + std::to_string(T) + " tokens, the model takes " +
                           std::to_string(text.max_position_embeddings));
   }
-  // T + max_tokens - 1 would do (the last token is never fed back); one spare costs nothing.
-  const int64_t max_positions =
-      std::min(text.max_position_embeddings, T + std::min<int64_t>(opts.max_tokens, 1 << 30));
-
-  std::vector<int32_t> stop_ids = gen.eos_token_id.empty() ? text.eos_token_id : gen.eos_token_id;
-  for (int id : text.eos_token_id) stop_ids.push_back(id);
-  if (tok) {
-    if (auto turn_end = tok->token_to_id("<turn|>")) stop_ids.push_back(*turn_end);
-  }
-  const auto is_stop = [&](int32_t id) {
-    return std::find(stop_ids.begin(), stop_ids.end(), id) != stop_ids.end();
-  };
+  // The forward takes T + max_tokens - 1 positions (the last token is never fed back); one spare
+  // costs nothing. The engine's context holds one more id than the forward: the last token,
+  // which is never fed. With the ring only the token limit ends the stream.
+  const int64_t max_tokens = std::min<int64_t>(opts.max_tokens, 1 << 30);
+  const int64_t max_positions = std::min(text.max_position_embeddings, T + max_tokens);
 
   const SamplingParams params = resolve_sampling(opts, gen);
-  Sampler sampler(V, params);
   const auto t_backend = Clock::now();
   INFER_TRY(Backend backend,
             make_backend(std::move(gpu_ctx), *model, pool, max_positions, ring));
   INFER_TRY_VOID(apply_quiescence(opts, backend));
   const double backend_s = seconds_since(t_backend);
-  Forward& fwd = *backend.forward;
-  // Greedy on the GPU takes the argmax there: only the id comes back, not V logits.
-  gpu::GpuForward* const greedy_on_gpu = params.temperature > 0 ? nullptr : backend.gpu;
-  std::vector<float> logits(static_cast<size_t>(V));
 
-  const auto t_prefill = Clock::now();
-  INFER_TRY_VOID(prefill(fwd, ids, V, opts.dump_logits, logits));
-  const double prefill_s = seconds_since(t_prefill);
+  actors::EngineOptions eo;
+  eo.sampling = params;
+  eo.end_ids = end_of_turn_ids(text, gen, tok ? &*tok : nullptr);
+  eo.max_positions = (ring ? T + max_tokens : max_positions) + 1;
+  eo.prefill_chunk = std::max<int64_t>(T, 1);  // the prompt in one call
+  LogitsDump dump;
+  if (!opts.dump_logits.empty()) {
+    INFER_TRY_VOID(dump.open(opts.dump_logits));
+    eo.prefill_chunk = 64;
+    eo.prompt_logits = [&dump](std::span<const float> logits, int64_t) {
+      return dump.write(logits);
+    };
+  }
+  // Greedy on the GPU takes the argmax there: only the id comes back, not V logits.
+  if (gpu::GpuForward* g = backend.gpu; g != nullptr && params.temperature <= 0) {
+    eo.decode_argmax = [g](int32_t id) { return g->decode_greedy(id); };
+  }
+  // The engine shares the forward; the backend here outlives it.
+  actors::Engine engine(std::shared_ptr<Forward>(std::shared_ptr<void>(), backend.forward.get()),
+                        std::move(eo));
 
   TokenPrinter printer(opts.output, tok ? &*tok : nullptr);
+  actors::TurnRequest prompt;
+  prompt.input = ids;
+  const auto t_prefill = Clock::now();
+  if (actors::TurnOutcome o = engine.run_turn(prompt, printer); o.error) return *o.error;
+  const double prefill_s = seconds_since(t_prefill);
+
+  actors::TurnRequest turn;
+  turn.max_tokens = max_tokens;
   const auto t_decode = Clock::now();
-  int64_t generated = 0;
-  int64_t decoded = 0;
-  const char* stopped_by = "the token limit";
-  if (opts.max_tokens > 0) {
-    int32_t next = sampler.sample(logits);
-    while (true) {
-      if (is_stop(next)) {
-        stopped_by = "an end token";
-        break;
-      }
-      printer.push(next);
-      if (++generated == opts.max_tokens) break;
-      if (!ring && fwd.position() >= max_positions) {
-        stopped_by = "the model's context length";
-        break;
-      }
-      if (greedy_on_gpu != nullptr) {
-        INFER_TRY(next, greedy_on_gpu->decode_greedy(next));
-      } else {
-        INFER_TRY_VOID(fwd.decode(next, logits.data()));
-        next = sampler.sample(logits);
-      }
-      ++decoded;
-    }
-  }
+  const actors::TurnOutcome out = engine.run_turn(turn, printer);
+  if (out.error) return *out.error;
   const double decode_s = seconds_since(t_decode);
   printer.finish();
+  const int64_t generated = out.generated, decoded = engine.decoded();
+  const char* stopped_by = out.reason == actors::StopReason::kEndToken      ? "an end token"
+                           : out.reason == actors::StopReason::kContextFull ? "the model's context length"
+                                                                            : "the token limit";
 
   const ModelWeights& w = model->weights();
   const Matrix& proj = w.layers.empty() ? w.lm_head : w.layers[0].q_proj;

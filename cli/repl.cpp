@@ -37,8 +37,8 @@ extern "C" void on_sigint(int) {
   }
 }
 
-// Prints tokens as they come (text, or ids with --output ids) and hands turn ends, stats and
-// resets to the main thread.
+// Prints tokens as they come (text, or ids with --output ids) and hands turn ends and resets to
+// the main thread.
 class ConsoleFrontEnd : public actors::FrontEnd {
  public:
   explicit ConsoleFrontEnd(OutputMode mode) : mode_(mode) {}
@@ -56,7 +56,6 @@ class ConsoleFrontEnd : public actors::FrontEnd {
     std::fflush(stdout);
     notify([&] { ends_.push_back(e); });
   }
-  void stats(const actors::PipelineStats& s) override { notify([&] { stats_.push_back(s); }); }
   void reset_done() override { notify([&] { ++resets_; }); }
   void error(const actors::ErrorEvent& e) override {
     std::fflush(stdout);
@@ -71,13 +70,6 @@ class ConsoleFrontEnd : public actors::FrontEnd {
       }
       cv_.wait(lock);
     }
-  }
-  actors::PipelineStats wait_stats() {
-    std::unique_lock lock(mu_);
-    cv_.wait(lock, [&] { return !stats_.empty(); });
-    const actors::PipelineStats s = stats_.back();
-    stats_.clear();
-    return s;
   }
   void wait_reset() {
     std::unique_lock lock(mu_);
@@ -99,7 +91,6 @@ class ConsoleFrontEnd : public actors::FrontEnd {
   std::mutex mu_;
   std::condition_variable cv_;
   std::vector<actors::TurnEnd> ends_;
-  std::vector<actors::PipelineStats> stats_;
   int resets_ = 0;
 };
 
@@ -208,8 +199,9 @@ Result<void> run_repl(const Options& opts, bool interactive) {
       continue;
     }
     if (line == "/stats") {
-      pipeline.request_stats();
-      print_stats(front.wait_stats());
+      const Result<actors::PipelineStats> st = pipeline.stats();
+      if (!st) return st.error();
+      print_stats(*st);
       continue;
     }
     if (line.empty()) continue;

@@ -1,6 +1,6 @@
-// infer --serve (docs/PROTOCOL.md): loads the session, then this thread only reads stdin
-// (unbuffered read(2), so frames are handled as soon as they arrive, also while tokens stream)
-// and hands the bytes to ServeFrontEnd; the pipeline's io thread writes the generation's frames.
+// infer --serve (docs/PROTOCOL.md): loads the session and the pipeline, then this thread reads
+// stdin through ServeFrontEnd::run until the session ends; the pipeline's io thread writes the
+// generation's frames.
 #include "cli/serve.h"
 
 #include <signal.h>
@@ -36,23 +36,7 @@ Result<int> run_serve(const Options& opts) {
     std::fprintf(stderr, "infer: serving %s (%s) on stdin/stdout, protocol version %u\n",
                  hello.model_name.c_str(), session->backend_name.c_str(),
                  protocol::kProtocolVersion);
-    uint8_t chunk[65536];
-    for (;;) {
-      const ssize_t n = read(STDIN_FILENO, chunk, sizeof chunk);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {  // EOF (or a read error): shut down as on EOF, no SHUTDOWN_ACK
-        front.eof();
-        front.finish_generation();
-        break;
-      }
-      const ServeFrontEnd::Next next = front.feed(chunk, size_t(n));
-      if (next == ServeFrontEnd::Next::kContinue) continue;
-      front.finish_generation();
-      if (!front.output_closed()) front.shutdown_ack();
-      status = next == ServeFrontEnd::Next::kMismatch ? 1 : 0;
-      break;
-    }
-    front.close_output();  // nothing after the last frame, whatever the pipeline still says
+    status = front.run(STDIN_FILENO);
   }
   return status;
 }

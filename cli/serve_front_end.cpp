@@ -1,37 +1,24 @@
-// The --serve session rules on top of the actor pipeline (docs/PROTOCOL.md §6.3, §8):
-// - appends go to the pipeline as input-only turns; their TurnEnd becomes APPENDED;
-// - a GENERATE is one generating turn; its tokens become TOKEN (and GATE) frames, its TurnEnd
-//   DONE; appends that arrive meanwhile wait here and are sent after DONE, in order;
-// - the end id that ends a turn is sent as a TOKEN and appended back to the context (the
-//   engine leaves it out; the protocol keeps it);
-// - after an INTERRUPT is read at most one more TOKEN goes out: tokens the pipeline had in
-//   flight beyond it stay in the context (DONE.pos counts them) but are not sent;
-// - STATS while generating is answered at once from counters kept here; while idle it goes
-//   through the pipeline, so that it follows the APPENDEDs of earlier appends.
+// ServeFrontEnd: actor events become protocol::ServeSession events; the session's frames go to
+// stdout and its commands to the pipeline, both under mu_ so that turn numbers, frames and
+// pipeline calls keep one order.
 #include "cli/serve_front_end.h"
 
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <variant>
 
+#include "base/check.h"
 #include "protocol/encode.h"
 
 namespace infer::cli {
 namespace {
 
-template <class... F>
-struct Overload : F... {
-  using F::operator()...;
-};
-template <class... F>
-Overload(F...) -> Overload<F...>;
-
 protocol::DoneReason done_reason(actors::StopReason r) {
   switch (r) {
     case actors::StopReason::kEndToken: return protocol::DoneReason::kEos;
+    case actors::StopReason::kStopId: return protocol::DoneReason::kStopId;
     case actors::StopReason::kInterrupted: return protocol::DoneReason::kInterrupted;
     case actors::StopReason::kGate: return protocol::DoneReason::kGate;
     case actors::StopReason::kError: return protocol::DoneReason::kError;
@@ -47,332 +34,144 @@ protocol::GateDecision gate_decision(actors::Decision d) {
   }
 }
 
+template <class... F>
+struct Overload : F... {
+  using F::operator()...;
+};
+template <class... F>
+Overload(F...) -> Overload<F...>;
+
 }  // namespace
 
 ServeFrontEnd::ServeFrontEnd(int out_fd, protocol::ServerHello hello, int64_t default_max_tokens)
-    : out_fd_(out_fd),
-      hello_(std::move(hello)),
-      default_max_tokens_(default_max_tokens),
-      reader_(protocol::SessionLimits{hello_.vocab_size, hello_.max_generate_tokens}) {}
+    : out_fd_(out_fd), session_(std::move(hello), default_max_tokens, actors::steady_ns) {}
 
-void ServeFrontEnd::write(const protocol::ServerMessage& m, uint32_t rid) {
-  append(m, rid);
-  flush();
-}
-
-void ServeFrontEnd::append(const protocol::ServerMessage& m, uint32_t rid) {
-  if (!out_closed_) protocol::encode(m, rid, buf_);
-}
-
-void ServeFrontEnd::flush() {
-  if (out_closed_) {
-    buf_.clear();
-    return;
-  }
+bool ServeFrontEnd::write_all() {
   size_t done = 0;
   while (done < buf_.size()) {
     const ssize_t n = ::write(out_fd_, buf_.data() + done, buf_.size() - done);
     if (n > 0) {
       done += size_t(n);
-    } else if (n < 0 && errno == EINTR) {
-      continue;
-    } else {  // the client went away: the session ends (PROTOCOL.md §7.5)
-      std::fprintf(stderr, "infer: --serve: stdout closed, ending the session\n");
-      out_closed_ = true;
-      if (gen_turn_ != 0 && pipeline_ != nullptr) pipeline_->interrupt();
-      break;
+    } else if (!(n < 0 && errno == EINTR)) {
+      return false;
     }
   }
+  return true;
+}
+
+void ServeFrontEnd::carry_out(protocol::SessionOutput& out) {
   buf_.clear();
-}
-
-bool ServeFrontEnd::output_closed() {
-  std::lock_guard lock(mu_);
-  return out_closed_;
-}
-
-void ServeFrontEnd::close_output() {
-  std::lock_guard lock(mu_);
-  out_closed_ = true;
-}
-
-ServeFrontEnd::Next ServeFrontEnd::feed(const uint8_t* data, size_t n) {
-  std::vector<protocol::ReaderEvent> events;
-  std::lock_guard lock(mu_);
-  reader_.feed(std::span<const uint8_t>(data, n), events);
-  for (const protocol::ReaderEvent& ev : events) {
-    if (const auto* rej = std::get_if<protocol::Rejected>(&ev)) {
-      write(protocol::ServerMessage{rej->error_frame()}, rej->request_id);
-      if (rej->ends_session) return Next::kMismatch;
-      continue;
-    }
-    const auto& acc = std::get<protocol::Accepted>(ev);
-    if (const Next next = handle(acc.request_id, acc.message); next != Next::kContinue) {
-      return next;
-    }
+  for (const protocol::Outgoing& f : out.frames) protocol::encode(f.message, f.request_id, buf_);
+  if (!buf_.empty() && !write_all()) {  // the client went away: the session ends (§7.5)
+    std::fprintf(stderr, "infer: --serve: stdout closed, ending the session\n");
+    protocol::SessionOutput closed;
+    session_.output_closed(closed);  // writes nothing more; may interrupt
+    out.commands.insert(out.commands.end(), closed.commands.begin(), closed.commands.end());
   }
-  return out_closed_ ? Next::kShutdown : Next::kContinue;
-}
-
-void ServeFrontEnd::eof() {
-  std::lock_guard lock(mu_);
-  if (const std::optional<protocol::Rejected> rej = reader_.finish()) {
-    write(protocol::ServerMessage{rej->error_frame()}, 0);
-  }
-}
-
-ServeFrontEnd::Next ServeFrontEnd::handle(uint32_t rid, const protocol::ClientMessage& m) {
   actors::Pipeline& p = *pipeline_;
-  return std::visit(
-      Overload{
-          [&](const protocol::Hello&) {
-            write(protocol::ServerMessage{hello_}, rid);
-            return Next::kContinue;
-          },
-          [&](const protocol::AppendText&) {
-            if (gen_turn_ != 0) {
-              queued_.push_back({rid, m});
-            } else {
-              send_append(rid, m);
-            }
-            return Next::kContinue;
-          },
-          [&](const protocol::AppendIds&) {
-            if (gen_turn_ != 0) {
-              queued_.push_back({rid, m});
-            } else {
-              send_append(rid, m);
-            }
-            return Next::kContinue;
-          },
-          [&](const protocol::Generate& g) {
-            start_generation(rid, g);
-            return Next::kContinue;
-          },
-          [&](const protocol::Interrupt&) {
-            if (gen_turn_ != 0) interrupt_generation();  // idle: ignored, no answer
-            return Next::kContinue;
-          },
-          [&](const protocol::StatsRequest&) {
-            if (gen_turn_ != 0) {
-              write(protocol::ServerMessage{current_stats()}, rid);
-            } else {
-              stats_rids_.push_back(rid);
-              p.request_stats();
-            }
-            return Next::kContinue;
-          },
-          [&](const protocol::TraceMark& t) {
-            if (trace_ != nullptr) trace_->mark("io", t.label, actors::steady_ns());
-            const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                std::chrono::steady_clock::now() - start_);
-            write(protocol::ServerMessage{protocol::TraceMarkAck{uint64_t(ns.count()), t.label}},
-                  rid);
-            return Next::kContinue;
-          },
-          [&](const protocol::Reset&) {
-            // As INTERRUPT, then the queued appends, then the reset: DONE, APPENDEDs, RESET_ACK.
-            if (gen_turn_ != 0) interrupt_generation();
-            flush_queue();
-            reset_rids_.push_back(rid);
-            p.reset();
-            return Next::kContinue;
-          },
-          [&](const protocol::Shutdown&) {
-            shutdown_rid_ = rid;
-            return Next::kShutdown;
-          },
-      },
-      m);
-}
-
-void ServeFrontEnd::send_append(uint32_t rid, const protocol::ClientMessage& m) {
-  uint64_t turn = 0;
-  if (const auto* t = std::get_if<protocol::AppendText>(&m)) {
-    turn = pipeline_->send(t->text, {}, false, 0);
-  } else {
-    const auto& ids = std::get<protocol::AppendIds>(m).ids;
-    turn = pipeline_->send("", std::vector<int32_t>(ids.begin(), ids.end()), false, 0);
+  for (const protocol::EngineCommand& c : out.commands) {
+    std::visit(Overload{
+                   [&](const protocol::AppendCommand& a) {
+                     const uint64_t turn = p.send(a.text, a.ids, false, 0);
+                     INFER_CHECK(turn == a.turn, "turn %llu, session expects %llu",
+                                 (unsigned long long)turn, (unsigned long long)a.turn);
+                   },
+                   [&](const protocol::GenerateCommand& g) {
+                     SamplingParams own;
+                     own.temperature = g.temperature;
+                     own.top_k = g.top_k;
+                     own.top_p = g.top_p;
+                     own.seed = g.seed;
+                     actors::TurnOptions t;
+                     t.sampling = g.own_sampling ? &own : nullptr;
+                     t.end_ids = g.stop_at_eot ? actors::EndIds::kStopAfter
+                                               : actors::EndIds::kIgnore;
+                     t.gate_may_stop = g.gated;
+                     t.stop_ids = g.stop_ids;
+                     const uint64_t turn = p.send("", {}, true, g.max_tokens, std::move(t));
+                     INFER_CHECK(turn == g.turn, "turn %llu, session expects %llu",
+                                 (unsigned long long)turn, (unsigned long long)g.turn);
+                   },
+                   [&](const protocol::InterruptCommand&) { p.interrupt(); },
+                   [&](const protocol::ResetCommand&) { p.reset(); },
+                   [&](const protocol::TraceMarkCommand& m) {
+                     if (trace_ != nullptr) trace_->mark("io", m.label, actors::steady_ns());
+                   },
+               },
+               c);
   }
-  turns_[turn] = TurnInfo{TurnKind::kAppend, rid};
+  if (session_.finished()) cv_.notify_all();
 }
 
-void ServeFrontEnd::start_generation(uint32_t rid, const protocol::Generate& g) {
-  // The request's own sampling unless it asks for the server's (--temperature etc.).
-  SamplingParams own;
-  own.temperature = g.temperature;
-  own.top_k = int(std::min<uint32_t>(g.top_k, uint32_t(INT32_MAX)));  // beyond V: no cut
-  own.top_p = g.top_p;
-  own.seed = g.seed;
-  const bool server_sampling = (g.flags & protocol::kGenDefaultSampling) != 0;
-  const int64_t max = g.max_tokens != 0 ? int64_t(g.max_tokens) : default_max_tokens_;
-  gen_turn_ = pipeline_->send("", {}, true, max, server_sampling ? nullptr : &own,
-                              (g.flags & protocol::kGenStopAtEot) != 0,
-                              (g.flags & protocol::kGenGated) != 0);
-  turns_[gen_turn_] = TurnInfo{TurnKind::kGenerate, rid};
-  gen_rid_ = rid;
-  gen_flags_ = g.flags;
-  gen_sent_ = 0;
-  gen_last_id_ = protocol::kNoToken;
-  gen_interrupted_ = false;
-  after_interrupt_ = 0;
-  gen_stop_ids_ = g.stop_ids;
-  gen_stopped_ = false;
-}
-
-void ServeFrontEnd::interrupt_generation() {
-  if (!gen_interrupted_) pipeline_->interrupt();
-  gen_interrupted_ = true;
-}
-
-void ServeFrontEnd::flush_queue() {
-  std::vector<Queued> q;
-  q.swap(queued_);
-  for (const Queued& a : q) send_append(a.rid, a.message);
-}
-
-void ServeFrontEnd::finish_generation() {
+int ServeFrontEnd::run(int in_fd) {
+  uint8_t chunk[65536];
+  protocol::SessionOutput out;
+  for (;;) {
+    const ssize_t n = read(in_fd, chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR) continue;
+    std::lock_guard lock(mu_);
+    out.clear();
+    if (n <= 0) {  // EOF (or a read error): shut down as on EOF, no SHUTDOWN_ACK
+      session_.end_of_input(out);
+    } else {
+      session_.feed(std::span<const uint8_t>(chunk, size_t(n)), out);
+    }
+    carry_out(out);
+    if (session_.reading_done()) break;
+  }
   std::unique_lock lock(mu_);
-  queued_.clear();
-  if (gen_turn_ != 0) interrupt_generation();
-  // Every request accepted before the end is answered first (DONE, APPENDED, STATS, RESET_ACK).
-  cv_.wait(lock, [&] {
-    return gen_turn_ == 0 && turns_.empty() && reset_rids_.empty() && stats_rids_.empty();
-  });
-}
-
-void ServeFrontEnd::shutdown_ack() {
-  std::lock_guard lock(mu_);
-  write(protocol::ServerMessage{protocol::ShutdownAck{}}, shutdown_rid_);
-  out_closed_ = true;  // SHUTDOWN_ACK is the last frame
-}
-
-protocol::Stats ServeFrontEnd::current_stats() const {
-  protocol::Stats s;
-  s.pos = uint64_t(pos_);
-  s.kv_tokens = uint64_t(std::min<int64_t>(pos_, hello_.context_tokens));
-  s.prefill_tokens = prefill_tokens_;
-  s.decode_tokens = decode_tokens_;
-  s.generations = generations_;
-  s.prefill_tok_s = prefill_ms_ > 0 ? double(prefill_tokens_) / prefill_ms_ * 1e3 : 0.0;
-  s.decode_tok_s = decode_ms_ > 0 ? double(decode_tokens_) / decode_ms_ * 1e3 : 0.0;
-  s.uptime_ms = uint64_t(std::chrono::duration_cast<std::chrono::milliseconds>(
-                             std::chrono::steady_clock::now() - start_)
-                             .count());
-  s.flags = gen_turn_ != 0 ? protocol::kStatsGenerating : 0;
-  s.queued_appends = uint32_t(queued_.size());
-  return s;
+  cv_.wait(lock, [&] { return session_.finished(); });
+  return session_.exit_status();
 }
 
 // ---- the io actor's side
 
 void ServeFrontEnd::token(const actors::TokenEvent& t) {
+  protocol::EngineToken e;
+  e.turn = t.turn;
+  e.id = uint32_t(t.id);
+  e.pos = uint64_t(t.position);
+  e.text = t.text;
+  e.decision = gate_decision(t.decision);
+  e.entropy = t.entropy;
+  e.top_prob = t.top_prob;
+  e.eot_prob = t.eot_prob;
+  e.cost_ms = t.ms_per_token * float(std::max<int64_t>(t.tokens_left, 0));
   std::lock_guard lock(mu_);
-  pos_ = std::max(pos_, t.position + 1);
-  if (t.turn != gen_turn_) return;
-  if (gen_stopped_) return;
-  if (gen_interrupted_ && after_interrupt_++ >= 1) return;  // at most one TOKEN after INTERRUPT
-  // TOKEN and its GATE go out in one write: one syscall, and one wake-up of the client.
-  append(protocol::ServerMessage{protocol::Token{uint32_t(t.id), gen_sent_, uint64_t(t.position),
-                                                 t.text}},
-         gen_rid_);
-  if ((gen_flags_ & protocol::kGenGateEvents) != 0 || t.decision != actors::Decision::kSpeak) {
-    protocol::Gate g;
-    g.decision = gate_decision(t.decision);
-    g.index = gen_sent_;
-    g.entropy = t.entropy;
-    g.top_prob = t.top_prob;
-    g.eot_prob = t.eot_prob;
-    g.urgency = queued_.empty() ? 0.0f : 1.0f;  // pending input
-    g.cost_ms = t.ms_per_token * float(std::max<int64_t>(t.tokens_left, 0));
-    append(protocol::ServerMessage{g}, gen_rid_);
-  }
-  flush();
-  ++gen_sent_;
-  gen_last_id_ = uint32_t(t.id);
-  if (std::find(gen_stop_ids_.begin(), gen_stop_ids_.end(), uint32_t(t.id)) != gen_stop_ids_.end()) {
-    // A stop id ends the generation: it is stopped like an interrupt (tokens the pipeline had
-    // already computed stay in the context, DONE.pos counts them, but are not sent).
-    gen_stopped_ = true;
-    interrupt_generation();
-  }
+  protocol::SessionOutput out;
+  session_.token(e, out);
+  carry_out(out);
 }
 
-void ServeFrontEnd::turn_end(const actors::TurnEnd& e) {
+void ServeFrontEnd::turn_end(const actors::TurnEnd& t) {
+  protocol::EngineTurnEnd e;
+  e.turn = t.turn;
+  e.reason = done_reason(t.reason);
+  e.pos = uint64_t(t.position);
+  e.prefilled = uint64_t(t.prefilled);
+  e.generated = uint64_t(t.generated);
+  e.prefill_ms = t.prefill_ms;
+  e.decode_ms = t.decode_ms;
+  e.tail_text = t.tail_text;
   std::lock_guard lock(mu_);
-  const int64_t before = pos_;
-  pos_ = e.position;
-  prefill_tokens_ += uint64_t(e.prefilled);
-  decode_tokens_ += uint64_t(e.generated);
-  prefill_ms_ += e.prefill_ms;
-  decode_ms_ += e.decode_ms;
-  const auto it = turns_.find(e.turn);
-  if (it == turns_.end()) return;
-  const TurnInfo info = it->second;
-  turns_.erase(it);
-  cv_.notify_all();  // finish_generation() waits for every turn's answer
-  if (info.kind == TurnKind::kInternal) return;
-  if (info.kind == TurnKind::kAppend) {
-    write(protocol::ServerMessage{protocol::Appended{uint64_t(e.position),
-                                                     uint32_t(std::max<int64_t>(0, e.position - before))}},
-          info.rid);
-    return;
-  }
-  protocol::Done d;
-  d.reason = gen_stopped_ ? protocol::DoneReason::kStopId : done_reason(e.reason);
-  d.text = e.tail_text;
-  d.pos = uint64_t(e.position);
-  const bool resetting = !reset_rids_.empty();
-  if (e.reason == actors::StopReason::kEndToken && e.stop_id >= 0 && !gen_stopped_ &&
-      !(gen_interrupted_ && after_interrupt_ >= 1)) {
-    // The protocol emits the end id and keeps it in the context (unless a RESET follows).
-    append(protocol::ServerMessage{protocol::Token{uint32_t(e.stop_id), gen_sent_,
-                                                   uint64_t(e.position), ""}},
-           gen_rid_);  // goes out with the DONE below
-    ++gen_sent_;
-    gen_last_id_ = uint32_t(e.stop_id);
-    if (!resetting) {
-      const uint64_t turn = pipeline_->send("", {e.stop_id}, false, 0);
-      turns_[turn] = TurnInfo{TurnKind::kInternal, 0};
-      d.pos = uint64_t(e.position + 1);
-      pos_ = e.position + 1;
-    }
-  }
-  d.n_tokens = gen_sent_;
-  d.last_id = gen_last_id_;
-  write(protocol::ServerMessage{d}, gen_rid_);
-  ++generations_;
-  gen_turn_ = 0;
-  reader_.generation_done();
-  flush_queue();
-  cv_.notify_all();
-}
-
-void ServeFrontEnd::stats(const actors::PipelineStats&) {
-  std::lock_guard lock(mu_);
-  if (stats_rids_.empty()) return;
-  const uint32_t rid = stats_rids_.front();
-  stats_rids_.pop_front();
-  cv_.notify_all();
-  write(protocol::ServerMessage{current_stats()}, rid);
+  protocol::SessionOutput out;
+  session_.turn_end(e, out);
+  carry_out(out);
 }
 
 void ServeFrontEnd::reset_done() {
   std::lock_guard lock(mu_);
-  pos_ = 0;
-  if (reset_rids_.empty()) return;
-  const uint32_t rid = reset_rids_.front();
-  reset_rids_.pop_front();
-  cv_.notify_all();
-  write(protocol::ServerMessage{protocol::ResetAck{}}, rid);
+  protocol::SessionOutput out;
+  session_.reset_done(out);
+  carry_out(out);
 }
 
 void ServeFrontEnd::error(const actors::ErrorEvent& e) {
-  std::lock_guard lock(mu_);
   std::fprintf(stderr, "infer: --serve: %s\n", e.message.c_str());
-  const uint16_t op = gen_turn_ != 0 ? uint16_t(protocol::Opcode::kGenerate) : 0;
-  write(protocol::ServerMessage{protocol::ErrorFrame{protocol::WireError::kEngine, op, e.message}},
-        gen_turn_ != 0 ? gen_rid_ : 0);
+  std::lock_guard lock(mu_);
+  protocol::SessionOutput out;
+  session_.engine_error(e.message, out);
+  carry_out(out);
 }
 
 }  // namespace infer::cli

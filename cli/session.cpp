@@ -15,9 +15,7 @@ std::vector<int32_t> end_of_turn_ids(const TextConfig& text, const GenerationCon
   std::vector<int32_t> ids = gen.eos_token_id.empty() ? text.eos_token_id : gen.eos_token_id;
   ids.insert(ids.end(), text.eos_token_id.begin(), text.eos_token_id.end());
   if (tok != nullptr) {
-    for (const char* marker : {"<|turn>", "<turn|>"}) {
-      if (auto id = tok->token_to_id(marker)) ids.push_back(*id);
-    }
+    if (auto id = tok->token_to_id("<turn|>")) ids.push_back(*id);
   }
   std::sort(ids.begin(), ids.end());
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());

@@ -18,8 +18,8 @@
 
 namespace infer::cli {
 
-// The context a session holds until the KV ring (--window) lands: positions are allocated up
-// front, so not the model's full max_position_embeddings.
+// The context a session holds: the exact KV cache allocates every position up front, so not the
+// model's full max_position_embeddings. (Sessions do not run the KV ring yet.)
 inline constexpr int64_t kSessionContext = 8192;
 
 struct Session {
@@ -38,8 +38,9 @@ struct Session {
 // Loads everything; a missing tokenizer.json is an error when need_tokenizer.
 Result<std::unique_ptr<Session>> open_session(const Options& opts, bool need_tokenizer);
 
-// End-of-turn ids: generation_config's eos ids (else config.json's), config.json's, and the
-// Gemma 4 chat turn markers <|turn> (105) and <turn|> (106) when the tokenizer has them.
+// The end-of-turn ids every generator stops at (GEMMA4_CHAT.md: a turn ends at <eos> 1 or
+// <turn|> 106): generation_config's eos ids (else config.json's), config.json's, and <turn|>
+// when the tokenizer has it. Sorted, no duplicates.
 std::vector<int32_t> end_of_turn_ids(const TextConfig& text, const GenerationConfig& gen,
                                      const Tokenizer* tok);
 

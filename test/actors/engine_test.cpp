@@ -1,10 +1,13 @@
 // The plain classes under the actors, without an actor system: Engine against the bare decode
-// loop, the Gate policy's thresholds, and QuietTracker's debounce bookkeeping.
+// loop and its turn loop's stop conditions, the Gate policy's thresholds, and QuietTracker's
+// debounce bookkeeping.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <vector>
 
+#include "actors/control.h"
 #include "actors/engine.h"
 #include "actors/gate.h"
 #include "actors/quiet_tracker.h"
@@ -73,6 +76,159 @@ TEST(Engine, RefusesIdsOutsideTheVocabularyAndPastTheContext) {
   EXPECT_FALSE(engine.append(std::vector<int32_t>{2, 3, 4, 5, 6}).ok());
   EXPECT_EQ(engine.position(), 0);
   EXPECT_FALSE(engine.step().ok());  // nothing to continue
+}
+
+// Records what the loop hands it; at `index` it answers `verdict`, or bumps the interrupt.
+class TestSink : public actors::TokenSink {
+ public:
+  actors::Verdict token(const actors::Step& s) override {
+    ids.push_back(s.id);
+    positions.push_back(s.position);
+    if (s.index == at && interrupt != nullptr) interrupt->interrupt_epoch.fetch_add(1);
+    return s.index == at ? verdict : actors::Verdict::kKeep;
+  }
+  std::vector<int32_t> ids;
+  std::vector<int64_t> positions;
+  int64_t at = -1;
+  actors::Verdict verdict = actors::Verdict::kKeep;
+  actors::Control* interrupt = nullptr;
+};
+
+// The first index k >= 2 whose greedy token does not occur before it.
+size_t first_new_token(const std::vector<int32_t>& greedy) {
+  for (size_t k = 2; k < greedy.size(); ++k) {
+    if (std::find(greedy.begin(), greedy.begin() + ptrdiff_t(k), greedy[k]) ==
+        greedy.begin() + ptrdiff_t(k)) {
+      return k;
+    }
+  }
+  return 0;
+}
+
+class EngineTurn : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    fixture_ = load_fixture(fixture_dir("e2b-mini"), pool_);
+    ASSERT_NE(fixture_.model, nullptr);
+    k_ = first_new_token(fixture_.greedy);
+    ASSERT_GE(k_, 2u);
+  }
+  std::unique_ptr<actors::Engine> engine(std::vector<int32_t> end_ids = {}) {
+    actors::EngineOptions o;
+    o.max_positions = kMaxPositions;
+    o.end_ids = std::move(end_ids);
+    return std::make_unique<actors::Engine>(
+        std::make_shared<CpuForward>(*fixture_.model, pool_, kMaxPositions), o);
+  }
+  actors::TurnRequest request(int64_t max_tokens) const {
+    actors::TurnRequest r;
+    r.input = fixture_.prompt;
+    r.max_tokens = max_tokens;
+    return r;
+  }
+  std::vector<int32_t> greedy(size_t n) const {
+    return std::vector<int32_t>(fixture_.greedy.begin(), fixture_.greedy.begin() + ptrdiff_t(n));
+  }
+  int64_t prompt_size() const { return int64_t(fixture_.prompt.size()); }
+
+  ThreadPool pool_{2};
+  Fixture fixture_;
+  size_t k_ = 0;  // greedy[k_] is new at k_: as an end or stop id it ends the turn there
+};
+
+TEST_F(EngineTurn, EndIdsStopBeforeOrAfterTheTokenOrAreOrdinaryTokens) {
+  const int32_t end = fixture_.greedy[k_];
+  {
+    auto e = engine({end});
+    TestSink sink;
+    const actors::TurnOutcome o = e->run_turn(request(16), sink);  // EndIds::kStopBefore
+    EXPECT_EQ(o.reason, actors::StopReason::kEndToken);
+    EXPECT_EQ(o.stop_id, end);
+    EXPECT_EQ(sink.ids, greedy(k_));
+    EXPECT_EQ(o.generated, int64_t(k_));
+    EXPECT_EQ(e->position(), prompt_size() + int64_t(k_));  // not in the context
+  }
+  {
+    auto e = engine({end});
+    TestSink sink;
+    actors::TurnRequest r = request(16);
+    r.end_ids = actors::EndIds::kStopAfter;
+    const actors::TurnOutcome o = e->run_turn(r, sink);
+    EXPECT_EQ(o.reason, actors::StopReason::kEndToken);
+    EXPECT_EQ(sink.ids, greedy(k_ + 1));
+    EXPECT_EQ(e->position(), prompt_size() + int64_t(k_) + 1);  // emitted and kept
+    EXPECT_EQ(e->context().back(), end);
+  }
+  {
+    auto e = engine({end});
+    TestSink sink;
+    actors::TurnRequest r = request(16);
+    r.end_ids = actors::EndIds::kIgnore;
+    const actors::TurnOutcome o = e->run_turn(r, sink);
+    EXPECT_EQ(o.reason, actors::StopReason::kTokenLimit);
+    EXPECT_EQ(sink.ids, fixture_.greedy);
+  }
+}
+
+TEST_F(EngineTurn, AStopIdEndsTheTurnBeforeAnythingPastItIsComputed) {
+  auto e = engine();
+  TestSink sink;
+  actors::TurnRequest r = request(16);
+  const std::vector<int32_t> stop = {fixture_.greedy[k_]};
+  r.stop_ids = stop;
+  const actors::TurnOutcome o = e->run_turn(r, sink);
+  EXPECT_EQ(o.reason, actors::StopReason::kStopId);
+  EXPECT_EQ(o.stop_id, stop[0]);
+  EXPECT_EQ(sink.ids, greedy(k_ + 1));
+  EXPECT_EQ(e->position(), prompt_size() + int64_t(k_) + 1);
+  EXPECT_EQ(sink.positions.back() + 1, e->position());  // the last token sent ends the context
+  EXPECT_EQ(e->fed(), e->position() - 1);
+}
+
+TEST_F(EngineTurn, TheSinkCanEndTheTurnWithATokenOrRefuseIt) {
+  {
+    auto e = engine();
+    TestSink sink;
+    sink.at = 2;
+    sink.verdict = actors::Verdict::kLast;
+    const actors::TurnOutcome o = e->run_turn(request(16), sink);
+    EXPECT_EQ(o.reason, actors::StopReason::kSink);
+    EXPECT_EQ(o.generated, 3);
+    EXPECT_EQ(e->position(), prompt_size() + 3);
+  }
+  {
+    auto e = engine();
+    TestSink sink;
+    sink.at = 2;
+    sink.verdict = actors::Verdict::kRefuse;
+    const actors::TurnOutcome o = e->run_turn(request(16), sink);
+    EXPECT_EQ(o.reason, actors::StopReason::kSink);
+    EXPECT_EQ(o.generated, 2);
+    EXPECT_EQ(sink.ids.size(), 3u);                  // the refused one was offered
+    EXPECT_EQ(e->position(), prompt_size() + 2);     // and is not in the context
+    // The next turn continues from the context without it.
+    TestSink next;
+    actors::TurnRequest r;
+    r.max_tokens = 1;
+    EXPECT_EQ(e->run_turn(r, next).generated, 1);
+    EXPECT_EQ(next.ids, std::vector<int32_t>{fixture_.greedy[2]});
+  }
+}
+
+TEST_F(EngineTurn, AnInterruptBetweenTokensStopsTheNextOne) {
+  auto e = engine();
+  actors::Control control;
+  control.gate_seen.store(int64_t(1) << 40);  // no gate here: the loop never waits for it
+  TestSink sink;
+  sink.at = 1;
+  sink.interrupt = &control;
+  actors::TurnRequest r = request(16);
+  r.control.control = &control;
+  r.control.epoch = control.interrupt_epoch.load();
+  const actors::TurnOutcome o = e->run_turn(r, sink);
+  EXPECT_EQ(o.reason, actors::StopReason::kInterrupted);
+  EXPECT_EQ(sink.ids, greedy(2));
+  EXPECT_EQ(o.generated, 2);
 }
 
 actors::TokenEvent signals(float entropy, float top_prob, float eot_prob, int32_t id = 7) {

@@ -129,9 +129,8 @@ TEST_F(PipelineTest, AnInterruptStopsWithinOneTokenAndTheConversationContinues) 
   const std::vector<int32_t> resume = {first[2], more[0], more[1]};
   EXPECT_EQ(front_.ids(t2), bare_greedy(bare, resume, 6));
 
-  p->request_stats(true);
-  const auto st = front_.wait_stats(1);
-  ASSERT_TRUE(st.has_value());
+  const auto st = p->stats(true);
+  ASSERT_TRUE(st.ok()) << st.error().message;
   std::vector<int32_t> context = fixture_.prompt;
   context.insert(context.end(), first.begin(), first.end());
   context.insert(context.end(), more.begin(), more.end());
@@ -178,9 +177,8 @@ TEST_F(PipelineTest, AnEntropyThresholdMakesTheGateStopEarly) {
   // What the stream generated before the stop took effect is the greedy continuation.
   EXPECT_EQ(front_.ids(turn),
             std::vector<int32_t>(fixture_.greedy.begin(), fixture_.greedy.begin() + end->generated));
-  p.request_stats();
-  const auto st = front_.wait_stats(1);
-  ASSERT_TRUE(st.has_value());
+  const auto st = p.stats();
+  ASSERT_TRUE(st.ok()) << st.error().message;
   EXPECT_EQ(st->listen, end->generated);
   EXPECT_EQ(st->speak, 0);
 }
@@ -214,9 +212,8 @@ TEST_F(PipelineTest, ResetEmptiesTheContextAndRepeatsTheFirstTurn) {
   ASSERT_TRUE(front_.wait_turn(t1).has_value());
   p.reset();
   ASSERT_TRUE(front_.wait_resets(1));
-  p.request_stats();
-  const auto st = front_.wait_stats(1);
-  ASSERT_TRUE(st.has_value());
+  const auto st = p.stats();
+  ASSERT_TRUE(st.ok()) << st.error().message;
   EXPECT_EQ(st->position, 0);
   EXPECT_EQ(st->fed, 0);
   const uint64_t t2 = p.send("", fixture_.prompt, true, 8);
@@ -236,7 +233,12 @@ TEST_F(PipelineTest, BadInputIsAnErrorAndTheSessionGoesOn) {
   const auto end2 = front_.wait_turn(t2);
   ASSERT_TRUE(end2.has_value());
   EXPECT_EQ(end2->reason, StopReason::kNoGenerate);
-  EXPECT_EQ(front_.errors().size(), 2u);
+  // Errors cross the actors as caf::error and come back with our code and message.
+  const auto errors = front_.errors();
+  ASSERT_EQ(errors.size(), 2u);
+  for (const auto& e : errors) EXPECT_EQ(e.code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(errors[0].message.find("100000"), std::string::npos) << errors[0].message;
+  EXPECT_NE(errors[1].message.find("tokenizer.json"), std::string::npos) << errors[1].message;
   const uint64_t t3 = p.send("", fixture_.prompt, true, 4);
   const auto end3 = front_.wait_turn(t3);
   ASSERT_TRUE(end3.has_value());

@@ -20,7 +20,6 @@ class RecordingFrontEnd : public actors::FrontEnd {
   void token(const actors::TokenEvent& t) override { add([&] { tokens_.push_back(t); }); }
   void turn_end(const actors::TurnEnd& e) override { add([&] { ends_.push_back(e); }); }
   void quiet(const actors::QuietSpan& q) override { add([&] { quiets_.push_back(q); }); }
-  void stats(const actors::PipelineStats& s) override { add([&] { stats_.push_back(s); }); }
   void reset_done() override { add([&] { ++resets_; }); }
   void error(const actors::ErrorEvent& e) override { add([&] { errors_.push_back(e); }); }
 
@@ -34,11 +33,6 @@ class RecordingFrontEnd : public actors::FrontEnd {
       return found.has_value();
     });
     return found;
-  }
-  std::optional<actors::PipelineStats> wait_stats(size_t n) {
-    std::optional<actors::PipelineStats> s;
-    if (wait([&] { return stats_.size() >= n; })) s = stats_[n - 1];
-    return s;
   }
   std::optional<actors::QuietSpan> wait_quiet(size_t n) {
     std::optional<actors::QuietSpan> q;
@@ -86,7 +80,6 @@ class RecordingFrontEnd : public actors::FrontEnd {
   std::vector<actors::TokenEvent> tokens_;
   std::vector<actors::TurnEnd> ends_;
   std::vector<actors::QuietSpan> quiets_;
-  std::vector<actors::PipelineStats> stats_;
   std::vector<actors::ErrorEvent> errors_;
   int resets_ = 0;
 };

@@ -190,7 +190,9 @@ class Serve(unittest.TestCase):
         self.assertEqual([t["id"] for t in tokens], want[:k + 1])
         self.assertEqual((reason(done), done["n_tokens"], done["last_id"]),
                          ("stop_id", k + 1, want[k]))
-        self.assertGreaterEqual(done["pos"], len(g["prompt_ids"]) + k + 1)
+        # The engine stops at the stop id: nothing past it is computed or left in the context.
+        self.assertEqual(done["pos"], len(g["prompt_ids"]) + k + 1)
+        self.assertEqual(c.stats()["pos"], done["pos"])
         self.assertEqual(c.shutdown(), 0)
 
     def test_gate_stops_only_a_gated_generation(self):

@@ -1,0 +1,273 @@
+// ServeSession (serve_session.h): each client frame, engine event and ending becomes frames and
+// commands in one SessionOutput; answers that wait for the engine sit in answers_ in request
+// order and go out as soon as every one before them has.
+#include "protocol/serve_session.h"
+
+#include <algorithm>
+
+namespace infer::protocol {
+namespace {
+
+template <class... F>
+struct Overload : F... {
+  using F::operator()...;
+};
+template <class... F>
+Overload(F...) -> Overload<F...>;
+
+}  // namespace
+
+ServeSession::ServeSession(ServerHello hello, int64_t default_max_tokens,
+                           std::function<int64_t()> now_ns)
+    : hello_(std::move(hello)),
+      default_max_tokens_(default_max_tokens),
+      now_ns_(std::move(now_ns)),
+      start_ns_(now_ns_()),
+      reader_(SessionLimits{hello_.vocab_size, hello_.max_generate_tokens}) {}
+
+void ServeSession::write(uint32_t rid, ServerMessage m, SessionOutput& out) {
+  if (!output_closed_) out.frames.push_back(Outgoing{rid, std::move(m)});
+}
+
+void ServeSession::feed(std::span<const uint8_t> bytes, SessionOutput& out) {
+  if (closing_) return;
+  std::vector<ReaderEvent> events;
+  reader_.feed(bytes, events);
+  for (const ReaderEvent& ev : events) {
+    if (const auto* rej = std::get_if<Rejected>(&ev)) {
+      write(rej->request_id, ServerMessage{rej->error_frame()}, out);
+      if (rej->ends_session) begin_close(1, /*ack=*/true, out);  // VERSION_MISMATCH
+      continue;
+    }
+    const auto& acc = std::get<Accepted>(ev);
+    handle(acc.request_id, acc.message, out);
+  }
+}
+
+void ServeSession::handle(uint32_t rid, const ClientMessage& m, SessionOutput& out) {
+  std::visit(
+      Overload{
+          [&](const Hello&) { write(rid, ServerMessage{hello_}, out); },
+          [&](const AppendText&) {
+            if (gen_turn_ != 0) {
+              queued_.push_back({rid, m});
+            } else {
+              send_append(rid, m, out);
+            }
+          },
+          [&](const AppendIds&) {
+            if (gen_turn_ != 0) {
+              queued_.push_back({rid, m});
+            } else {
+              send_append(rid, m, out);
+            }
+          },
+          [&](const Generate& g) { start_generation(rid, g, out); },
+          [&](const Interrupt&) {
+            if (gen_turn_ != 0) interrupt(out);  // idle: ignored, no answer
+          },
+          [&](const StatsRequest&) {
+            if (gen_turn_ != 0 || answers_.empty()) {
+              write(rid, ServerMessage{current_stats()}, out);
+            } else {
+              answers_.push_back(Pending{Pending::kStats, rid});
+            }
+          },
+          [&](const TraceMark& t) {
+            out.commands.push_back(TraceMarkCommand{t.label});
+            write(rid, ServerMessage{TraceMarkAck{uint64_t(now_ns_() - start_ns_), t.label}}, out);
+          },
+          [&](const Reset&) {
+            // As INTERRUPT, then the queued appends, then the reset: DONE, APPENDEDs, RESET_ACK.
+            if (gen_turn_ != 0) interrupt(out);
+            flush_queue(out);
+            answers_.push_back(Pending{Pending::kResetAck, rid});
+            out.commands.push_back(ResetCommand{});
+          },
+          [&](const Shutdown&) {
+            shutdown_rid_ = rid;
+            begin_close(0, /*ack=*/true, out);
+          },
+      },
+      m);
+}
+
+void ServeSession::send_append(uint32_t rid, const ClientMessage& m, SessionOutput& out) {
+  AppendCommand c;
+  c.turn = next_turn_++;
+  if (const auto* t = std::get_if<AppendText>(&m)) {
+    c.text = t->text;
+  } else {
+    const auto& ids = std::get<AppendIds>(m).ids;
+    c.ids.assign(ids.begin(), ids.end());
+  }
+  answers_.push_back(Pending{Pending::kAppended, rid, c.turn});
+  out.commands.push_back(std::move(c));
+}
+
+void ServeSession::start_generation(uint32_t rid, const Generate& g, SessionOutput& out) {
+  GenerateCommand c;
+  c.turn = next_turn_++;
+  c.max_tokens = g.max_tokens != 0 ? int64_t(g.max_tokens) : default_max_tokens_;
+  // The request's own sampling unless it asks for the server's (--temperature etc.).
+  c.own_sampling = (g.flags & kGenDefaultSampling) == 0;
+  c.temperature = g.temperature;
+  c.top_k = int32_t(std::min<uint32_t>(g.top_k, uint32_t(INT32_MAX)));  // beyond V: no cut
+  c.top_p = g.top_p;
+  c.seed = g.seed;
+  c.stop_at_eot = (g.flags & kGenStopAtEot) != 0;
+  c.gated = (g.flags & kGenGated) != 0;
+  c.stop_ids.assign(g.stop_ids.begin(), g.stop_ids.end());
+  gen_turn_ = c.turn;
+  gen_rid_ = rid;
+  gen_flags_ = g.flags;
+  gen_sent_ = 0;
+  gen_last_id_ = kNoToken;
+  gen_interrupted_ = false;
+  after_interrupt_ = 0;
+  out.commands.push_back(std::move(c));
+}
+
+void ServeSession::interrupt(SessionOutput& out) {
+  if (!gen_interrupted_) out.commands.push_back(InterruptCommand{});
+  gen_interrupted_ = true;
+}
+
+void ServeSession::flush_queue(SessionOutput& out) {
+  std::vector<QueuedAppend> q;
+  q.swap(queued_);
+  for (const QueuedAppend& a : q) send_append(a.rid, a.message, out);
+}
+
+void ServeSession::release_answers(SessionOutput& out) {
+  while (!answers_.empty()) {
+    Pending& p = answers_.front();
+    if (p.kind == Pending::kStats) {
+      write(p.rid, ServerMessage{current_stats()}, out);
+    } else if (p.done) {
+      write(p.rid, std::move(p.frame), out);
+    } else {
+      break;
+    }
+    answers_.pop_front();
+  }
+  maybe_finish(out);
+}
+
+void ServeSession::begin_close(int status, bool ack, SessionOutput& out) {
+  if (closing_) return;
+  closing_ = true;
+  exit_status_ = status;
+  ack_on_close_ = ack;
+  queued_.clear();
+  if (gen_turn_ != 0) interrupt(out);
+  maybe_finish(out);
+}
+
+void ServeSession::maybe_finish(SessionOutput& out) {
+  if (!closing_ || finished_ || gen_turn_ != 0 || !answers_.empty()) return;
+  if (ack_on_close_) write(shutdown_rid_, ServerMessage{ShutdownAck{}}, out);
+  finished_ = true;
+  output_closed_ = true;  // the last frame is written
+}
+
+void ServeSession::end_of_input(SessionOutput& out) {
+  if (closing_) return;
+  if (const std::optional<Rejected> rej = reader_.finish()) {
+    write(0, ServerMessage{rej->error_frame()}, out);
+  }
+  begin_close(0, /*ack=*/false, out);
+}
+
+void ServeSession::output_closed(SessionOutput& out) {
+  output_closed_ = true;
+  begin_close(exit_status_, /*ack=*/false, out);
+}
+
+Stats ServeSession::current_stats() const {
+  Stats s;
+  s.pos = uint64_t(pos_);
+  s.kv_tokens = uint64_t(std::min<int64_t>(pos_, hello_.context_tokens));
+  s.prefill_tokens = prefill_tokens_;
+  s.decode_tokens = decode_tokens_;
+  s.generations = generations_;
+  s.prefill_tok_s = prefill_ms_ > 0 ? double(prefill_tokens_) / prefill_ms_ * 1e3 : 0.0;
+  s.decode_tok_s = decode_ms_ > 0 ? double(decode_tokens_) / decode_ms_ * 1e3 : 0.0;
+  s.uptime_ms = uint64_t((now_ns_() - start_ns_) / 1000000);
+  s.flags = gen_turn_ != 0 ? kStatsGenerating : 0;
+  s.queued_appends = uint32_t(queued_.size());
+  return s;
+}
+
+// ---- the engine's side
+
+void ServeSession::token(const EngineToken& t, SessionOutput& out) {
+  pos_ = std::max(pos_, int64_t(t.pos) + 1);
+  if (t.turn != gen_turn_) return;
+  if (gen_interrupted_ && after_interrupt_++ >= 1) return;  // at most one TOKEN after INTERRUPT
+  write(gen_rid_, ServerMessage{Token{t.id, gen_sent_, t.pos, t.text}}, out);
+  if ((gen_flags_ & kGenGateEvents) != 0 || t.decision != GateDecision::kSpeak) {
+    Gate g;
+    g.decision = t.decision;
+    g.index = gen_sent_;
+    g.entropy = t.entropy;
+    g.top_prob = t.top_prob;
+    g.eot_prob = t.eot_prob;
+    g.urgency = queued_.empty() ? 0.0f : 1.0f;  // pending input
+    g.cost_ms = t.cost_ms;
+    write(gen_rid_, ServerMessage{g}, out);
+  }
+  ++gen_sent_;
+  gen_last_id_ = t.id;
+}
+
+void ServeSession::turn_end(const EngineTurnEnd& e, SessionOutput& out) {
+  const int64_t before = pos_;
+  pos_ = int64_t(e.pos);
+  prefill_tokens_ += e.prefilled;
+  decode_tokens_ += e.generated;
+  prefill_ms_ += e.prefill_ms;
+  decode_ms_ += e.decode_ms;
+  if (e.turn == gen_turn_) {
+    Done d;
+    d.reason = e.reason;
+    d.n_tokens = gen_sent_;
+    d.pos = e.pos;
+    d.last_id = gen_last_id_;
+    d.text = e.tail_text;
+    write(gen_rid_, ServerMessage{d}, out);
+    ++generations_;
+    gen_turn_ = 0;
+    reader_.generation_done();
+    flush_queue(out);  // empty when closing
+  } else {
+    for (Pending& p : answers_) {
+      if (p.kind == Pending::kAppended && p.turn == e.turn) {
+        p.frame = ServerMessage{Appended{e.pos, uint32_t(std::max<int64_t>(0, pos_ - before))}};
+        p.done = true;
+        break;
+      }
+    }
+  }
+  release_answers(out);
+}
+
+void ServeSession::reset_done(SessionOutput& out) {
+  pos_ = 0;
+  for (Pending& p : answers_) {
+    if (p.kind == Pending::kResetAck && !p.done) {
+      p.frame = ServerMessage{ResetAck{}};
+      p.done = true;
+      break;
+    }
+  }
+  release_answers(out);
+}
+
+void ServeSession::engine_error(const std::string& message, SessionOutput& out) {
+  const uint16_t op = gen_turn_ != 0 ? uint16_t(Opcode::kGenerate) : 0;
+  write(gen_turn_ != 0 ? gen_rid_ : 0, ServerMessage{ErrorFrame{WireError::kEngine, op, message}},
+        out);
+}
+
+}  // namespace infer::protocol

@@ -1,0 +1,180 @@
+// ServeSession: the --serve session's state machine (PROTOCOL.md §6.3, §7, §8), pure: bytes
+// from the client and events from the engine in; frames for the client and commands for the
+// engine out. No I/O, no threads, no actors: cli/serve_front_end.cpp does the reading, writing
+// and locking, and hands every call's Output on (frames to stdout, commands to the pipeline).
+// - appends become input-only turns; each turn's end becomes its APPENDED;
+// - a GENERATE is one generating turn: its tokens become TOKEN (and GATE) frames, its end DONE;
+//   appends that arrive meanwhile wait here and are sent after DONE, in order;
+// - after an INTERRUPT is read at most one more TOKEN goes out;
+// - STATS while generating is answered at once; while idle it waits for the answers before it
+//   (APPENDED, RESET_ACK), so answers keep the order of their requests;
+// - RESET mid-generation interrupts, sends the queued appends, then resets; SHUTDOWN, EOF and a
+//   closed output interrupt, drop the queued appends and end the session once every request
+//   handed to the engine is answered.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <span>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "protocol/messages.h"
+#include "protocol/server_reader.h"
+
+namespace infer::protocol {
+
+// ---- engine -> session
+
+// One generated token, as the engine's sink sent it.
+struct EngineToken {
+  uint64_t turn = 0;
+  uint32_t id = 0;
+  uint64_t pos = 0;
+  std::string text;
+  GateDecision decision = GateDecision::kSpeak;
+  float entropy = 0.0f, top_prob = 0.0f, eot_prob = 0.0f;
+  float cost_ms = 0.0f;  // ms per token x tokens left
+};
+
+// A turn (append or generation) ended; every token of it came first.
+struct EngineTurnEnd {
+  uint64_t turn = 0;
+  DoneReason reason = DoneReason::kLimit;  // for a generating turn
+  uint64_t pos = 0;                        // context length after the turn
+  uint64_t prefilled = 0, generated = 0;
+  double prefill_ms = 0.0, decode_ms = 0.0;
+  std::string tail_text;  // what the detokenizer held back
+};
+
+// ---- session -> engine. Turns are numbered from 1 in the order they are commanded.
+
+struct AppendCommand {
+  uint64_t turn = 0;
+  std::string text;
+  std::vector<int32_t> ids;
+};
+struct GenerateCommand {
+  uint64_t turn = 0;
+  int64_t max_tokens = 0;
+  bool own_sampling = false;  // else the server's (GENERATE DEFAULT_SAMPLING)
+  float temperature = 0.0f;
+  int32_t top_k = 0;
+  float top_p = 1.0f;
+  uint64_t seed = 0;
+  bool stop_at_eot = true;  // end ids end the turn (emitted, kept)
+  bool gated = false;       // the gate may end it
+  std::vector<int32_t> stop_ids;
+};
+struct InterruptCommand {};
+struct ResetCommand {};  // answered by reset_done()
+struct TraceMarkCommand {
+  std::string label;
+};
+using EngineCommand =
+    std::variant<AppendCommand, GenerateCommand, InterruptCommand, ResetCommand, TraceMarkCommand>;
+
+struct Outgoing {
+  uint32_t request_id = 0;
+  ServerMessage message;
+};
+
+// What one call produced, in order: frames to write, then commands to run.
+struct SessionOutput {
+  std::vector<Outgoing> frames;
+  std::vector<EngineCommand> commands;
+  void clear() {
+    frames.clear();
+    commands.clear();
+  }
+};
+
+class ServeSession {
+ public:
+  // `hello` is what HELLO is answered with (its limits bound the requests); -n is
+  // default_max_tokens; now_ns: a monotonic clock (STATS uptime, TRACE_MARK_ACK).
+  ServeSession(ServerHello hello, int64_t default_max_tokens, std::function<int64_t()> now_ns);
+
+  // Bytes from the client; every frame they complete is handled.
+  void feed(std::span<const uint8_t> bytes, SessionOutput& out);
+  // The client's input ended: TRUNCATED if inside a frame, then the session ends as on SHUTDOWN,
+  // without SHUTDOWN_ACK.
+  void end_of_input(SessionOutput& out);
+  // The client's output is gone: nothing more is written; the session ends.
+  void output_closed(SessionOutput& out);
+
+  void token(const EngineToken& t, SessionOutput& out);
+  void turn_end(const EngineTurnEnd& e, SessionOutput& out);
+  void reset_done(SessionOutput& out);
+  void engine_error(const std::string& message, SessionOutput& out);
+
+  // No more client input is read (SHUTDOWN, VERSION_MISMATCH, EOF, closed output).
+  bool reading_done() const { return closing_; }
+  // The session is over: every request answered, the last frame written. Exit with
+  // exit_status().
+  bool finished() const { return finished_; }
+  int exit_status() const { return exit_status_; }
+  bool generating() const { return gen_turn_ != 0; }
+
+ private:
+  // An answer that waits for the engine, in request order.
+  struct Pending {
+    enum Kind { kAppended, kResetAck, kStats } kind = kAppended;
+    uint32_t rid = 0;
+    uint64_t turn = 0;  // kAppended
+    bool done = false;  // the engine answered; the frame is `frame`
+    ServerMessage frame;
+  };
+  struct QueuedAppend {  // an APPEND that arrived while generating
+    uint32_t rid = 0;
+    ClientMessage message;
+  };
+
+  void handle(uint32_t rid, const ClientMessage& m, SessionOutput& out);
+  void send_append(uint32_t rid, const ClientMessage& m, SessionOutput& out);
+  void start_generation(uint32_t rid, const Generate& g, SessionOutput& out);
+  void interrupt(SessionOutput& out);
+  void flush_queue(SessionOutput& out);
+  void release_answers(SessionOutput& out);
+  void begin_close(int status, bool ack, SessionOutput& out);
+  void maybe_finish(SessionOutput& out);
+  void write(uint32_t rid, ServerMessage m, SessionOutput& out);
+  Stats current_stats() const;
+
+  ServerHello hello_;
+  int64_t default_max_tokens_;
+  std::function<int64_t()> now_ns_;
+  int64_t start_ns_;
+  ServerReader reader_;
+  uint64_t next_turn_ = 1;
+
+  std::deque<Pending> answers_;
+  std::vector<QueuedAppend> queued_;
+
+  // The running generation (gen_turn_ 0: none).
+  uint64_t gen_turn_ = 0;
+  uint32_t gen_rid_ = 0;
+  uint32_t gen_flags_ = 0;
+  uint32_t gen_sent_ = 0;  // TOKEN frames sent
+  uint32_t gen_last_id_ = kNoToken;
+  bool gen_interrupted_ = false;
+  uint32_t after_interrupt_ = 0;  // TOKENs sent since the interrupt was read
+
+  // Ending.
+  bool closing_ = false;
+  bool ack_on_close_ = false;
+  uint32_t shutdown_rid_ = 0;
+  bool output_closed_ = false;
+  bool finished_ = false;
+  int exit_status_ = 0;
+
+  // STATS, over the session.
+  int64_t pos_ = 0;
+  uint64_t prefill_tokens_ = 0, decode_tokens_ = 0, generations_ = 0;
+  double prefill_ms_ = 0.0, decode_ms_ = 0.0;
+};
+
+}  // namespace infer::protocol
