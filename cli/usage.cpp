@@ -49,7 +49,7 @@ modes
                            one prefill chunk (timestamps), summed per pipeline into the JSON
       --serve              binary full-duplex protocol on stdin/stdout (docs/PROTOCOL.md)
 
-KV ring (CPU; any of these turns it on, the others take their defaults): an endless stream in
+KV ring (CPU and --gpu; any of these turns it on, the others take their defaults): an endless stream in
 fixed buffers, equal to the exact model while it fits in anchors + window
       --anchors A          first tokens kept for ever (default 32)
       --window W           most recent tokens kept (default 512)
@@ -66,8 +66,9 @@ fixed buffers, equal to the exact model while it fits in anchors + window
                            thresholds (layers skipped, speedup, greedy agreement, KL)
 
 streaming engine (not built yet: giving these is an error for now)
-      --memory [PATH], --storage PATH, --mem-capacity N, --no-memory
+      --memory [PATH], --storage PATH, --mem-capacity N
       --tools ROOT
+      --no-memory          accepted; nothing is remembered across sessions yet
 
 interactive session (no prompt: a tty on stdin opens the REPL, a pipe is read one turn a line)
       --gate-entropy F     the gate stops and listens when a step's entropy is above F nats

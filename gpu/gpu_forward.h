@@ -64,8 +64,8 @@ class GpuForward final : public Forward, public KvRingAccess {
                                                     int64_t max_chunk = 256);
   // The KV ring (DESIGN.md §4, docs/KV_RING.md), as CpuForward's ring constructor: the same
   // KvRing bookkeeping on the host (plan, sink, commit per chunk), rows on the device; an endless
-  // stream in buffers fixed here; chunks of at most ring.max_chunk(). FIFO eviction only
-  // (kMass needs per-key attention mass read back: kUnsupported).
+  // stream in buffers fixed here; chunks of at most ring.max_chunk(). kMass eviction reads each
+  // chunk's per-key attention mass back for the host's bookkeeping (create_mass_ops).
   static Result<std::unique_ptr<GpuForward>> create(VulkanContext& ctx, const Model& model,
                                                     ThreadPool& pool, const RingConfig& ring,
                                                     int64_t max_chunk = 256);

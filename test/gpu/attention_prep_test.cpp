@@ -131,7 +131,9 @@ void check_prep(const VulkanContext& ctx, const PrepCase& c, bool fused_ops = tr
                download_floats(ctx, runs[0].k_ring, ring_n), kPrepTol, "k ring");
   expect_close(download_floats(ctx, runs[1].v_ring, ring_n),
                download_floats(ctx, runs[0].v_ring, ring_n), kPrepTol, "v ring");
-  if (fused_ops) EXPECT_EQ(ops->writes_out8(dims), c.d % 32 == 0);
+  if (fused_ops) {
+    EXPECT_EQ(ops->writes_out8(dims), c.d % 32 == 0);
+  }
   if (ops->writes_out8(dims)) {
     // The int8 copy: the CPU's quantize_row_q8_0 of the fused run's own out, bit for bit (int8
     // quads [q_n], then f32 scales [q_n / 32]).

@@ -174,10 +174,16 @@ const AttendCase kAttendCases[] = {
 };
 
 std::string attend_name(const AttendCase& c) {
-  return "Q" + std::to_string(c.n_q) + "Kv" + std::to_string(c.n_kv) + "D" +
-         std::to_string(c.d) + (c.window ? "W" + std::to_string(c.window) : "Full") + "Slots" +
-         std::to_string(c.slots) + "T" + std::to_string(c.T) + "Pos" + std::to_string(c.pos0) +
-         (c.q_scale > 1.0f ? "Peaked" : "");
+  // Appended piece by piece: GCC 12's -Wrestrict misfires on a chain of operator+ at -O3.
+  std::string name = "Q" + std::to_string(c.n_q);
+  name += "Kv" + std::to_string(c.n_kv);
+  name += "D" + std::to_string(c.d);
+  name += c.window ? "W" + std::to_string(c.window) : std::string("Full");
+  name += "Slots" + std::to_string(c.slots);
+  name += "T" + std::to_string(c.T);
+  name += "Pos" + std::to_string(c.pos0);
+  if (c.q_scale > 1.0f) name += "Peaked";
+  return name;
 }
 
 INSTANTIATE_TEST_SUITE_P(Attention, GpuAttend, ::testing::ValuesIn(kAttendCases),
