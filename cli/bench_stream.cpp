@@ -1,8 +1,8 @@
 // The long-stream benchmarks (bench_stream.h). --bench-stream runs the Engine's loop, greedy, one
-// token at a time from position 0, so every point is real work. --bench-context cannot afford that for
-// 64K tokens on a CPU: it sets the cache to the state after N tokens with synthetic rows
-// (CpuForward::fast_forward; attention's cost depends on the keys' count, not their values) and
-// times real decode steps from there, for the exact cache and the ring side by side.
+// token at a time from position 0, so every point is real work. --bench-context cannot afford that
+// for 64K tokens on a CPU: it sets the cache to the state after N tokens with synthetic rows
+// (CpuForward::synthesize_context; attention's cost depends on the keys' count, not their values)
+// and times real decode steps from there, for the exact cache and the ring side by side.
 #include "cli/bench_stream.h"
 
 #include <unistd.h>
@@ -109,11 +109,11 @@ Result<nlohmann::ordered_json> stream_curve(const Options& opts, const Model& mo
 }
 
 // Median ms of steps.timed decode steps after steps.warmup untimed ones, from the state after
-// `context` tokens (Fwd: CpuForward or gpu::GpuForward, both with fast_forward).
+// `context` tokens (Fwd: CpuForward or gpu::GpuForward, both with synthesize_context).
 template <class Fwd>
 Result<double> decode_ms_after(Fwd& fwd, int64_t context, ContextSteps steps,
                                std::vector<float>& logits) {
-  INFER_TRY_VOID(fwd.fast_forward(context));
+  INFER_TRY_VOID(fwd.synthesize_context(context));
   int32_t next = 2;
   std::vector<double> ms;
   for (int i = 0; i < steps.warmup + steps.timed; ++i) {

@@ -42,7 +42,7 @@ bool has_device_extension(VkPhysicalDevice physical, const char* name) {
 namespace {
 
 // The device's compute cores (NVIDIA SMs, AMD CUs), where its driver says: how many subgroups
-// fill it (the matvecs' row narrowing). 0: not said.
+// fill it (how many rows a one-token product gives a subgroup). 0: not said.
 uint32_t compute_cores(VkPhysicalDevice physical) {
   if (has_device_extension(physical, VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME)) {
     VkPhysicalDeviceShaderSMBuiltinsPropertiesNV sm{

@@ -95,10 +95,11 @@ class GpuForward final : public Forward, public KvRingAccess {
   // decode_greedy replays; more, a prefill chunk with the last token's logits. For --profile.
   Result<std::vector<CommandTime>> profile(std::span<const int32_t> ids);
 
-  // The state after n tokens for benchmarks (as CpuForward::fast_forward): every KV row set to
-  // one small synthetic value (attention's cost depends on the keys' count, not their values),
-  // the ring's bookkeeping as after n FIFO tokens, the position n. gpu_forward_fast_forward.cpp.
-  Result<void> fast_forward(int64_t n);
+  // The state after n tokens for benchmarks (as CpuForward::synthesize_context): every KV row set
+  // to one small synthetic value (attention's cost depends on the keys' count, not their values),
+  // the ring's bookkeeping as after n FIFO tokens, the position n.
+  // gpu_forward_synthetic_context.cpp.
+  Result<void> synthesize_context(int64_t n);
 
   // Quiescence (DESIGN.md §6, docs/QUIESCENCE.md), as CpuForward::set_quiescence: the same
   // decisions, the same carried layers. nullptr turns it off. gpu_forward_quiescence.cpp.

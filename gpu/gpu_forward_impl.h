@@ -50,9 +50,9 @@ struct GpuOps {
   std::array<std::unique_ptr<GateUpOp>, 4> gate_up;
   std::unique_ptr<MoeOps> moe;
   // Products on the integer-dot kernel with prepared x take it from the add_norm before them
-  // (RmsNormOps::writes_x8) rather than a dispatch of their own (GpuTuning::int8_from_norm).
+  // (RmsNormOps::writes_int8_h) rather than a dispatch of their own (GpuTuning::int8_from_norm).
   bool int8_from_norm = true;
-  // The o projection's from the split decode attention (AttentionOps::writes_out8), where
+  // The o projection's from the split decode attention (AttentionOps::writes_int8_out), where
   // GpuTuning's int8_from_norm and int8_from_attention are both on.
   bool int8_from_attention = true;
   const MatvecOp& matvec_for(WeightFormat f) const;
@@ -69,11 +69,11 @@ struct GpuActivations {
   Buffer x, h, o;     // [C, H]: stream, normed block input, block output
   Buffer x_alt;       // [C, H]: the stream before a layer's last step, where quiescence copies
                       // the stream after it (ChunkRecorder::expose_stream)
-  Buffer h8;          // h as the integer-dot products take it: int8 [C, H], f32 scales [C, H/32]
+  Buffer h_int8;      // h as the integer-dot products take it: int8 [C, H], f32 scales [C, H/32]
   Buffer x2, m2;      // [C, H]: MoE expert input and output
   Buffer qkv;         // [C, rows of the widest stacked q|k|v projection]: raw projections
   Buffer q, att;      // [C, n_q·d_max]: q normed and rotated, attention output
-  Buffer att8;        // att as the integer-dot o projection takes it (one token: int8
+  Buffer att_int8;    // att as the integer-dot o projection takes it (one token: int8
                       // [n_q·d_max], f32 scales [n_q·d_max / 32]), written by the attention
   Buffer act;         // [C, I_max]
   Buffer ple;         // [C, L·P]: per-layer inputs

@@ -68,17 +68,18 @@ struct ChunkRecorder {
   }
 
   // The pending step (and norm_w's norm into a.h, given) as separate dispatches, in place; what
-  // the product then reads: a.h given norm_w, else the stream. With want_x8 (the product takes
-  // int8 x) add_norm also quantizes a.h into a.h8 where it can, and *x8 says so.
-  Result<Binding> apply_pending_step(Binding norm_w, bool want_x8 = false, Binding* x8 = nullptr) {
+  // the product then reads: a.h given norm_w, else the stream. With want_int8_x (the product takes
+  // int8 x) add_norm also quantizes a.h into a.h_int8 where it can, and *x_int8 says so.
+  Result<Binding> apply_pending_step(Binding norm_w, bool want_int8_x = false,
+                                     Binding* x_int8 = nullptr) {
     const Binding x = whole(x_buf(s.cur));
     const bool norm = norm_w.buffer != nullptr;
     if (s.pending) {
-      const bool h8 = want_x8 && norm && ops.norm->writes_x8(H());
+      const bool h_int8 = want_int8_x && norm && ops.norm->writes_int8_h(H());
       INFER_TRY_VOID(ops.norm->add_norm(rec, x, whole(a.o), s.w_post, s.scale, norm_w,
                                         norm ? whole(a.h) : Binding{}, T, H(), eps(),
-                                        h8 ? whole(a.h8) : Binding{}));
-      if (h8) *x8 = whole(a.h8);
+                                        h_int8 ? whole(a.h_int8) : Binding{}));
+      if (h_int8) *x_int8 = whole(a.h_int8);
       s.pending = false;
     } else if (norm && !s.h_ready) {
       INFER_TRY_VOID(ops.norm->rms_norm(rec, x, norm_w, whole(a.h), T, H(), eps()));
@@ -89,13 +90,14 @@ struct ChunkRecorder {
 
   // y = m · in, in = rmsnorm(stream) · norm_w (given) or the stream; gate-up with `up`.
   Result<void> product(const GpuMatrix& m, const GpuMatrix* up, Binding norm_w, Binding y) {
-    const bool want_x8 =
-        ops.int8_from_norm && (up != nullptr ? ops.gate_up_for(m.format).takes_x8(m.rows, m.cols, T)
-                                             : ops.matvec_for(m).takes_x8(m.rows, m.cols, T));
-    Binding x8;
-    INFER_TRY(const Binding in, apply_pending_step(norm_w, want_x8, &x8));
-    if (up != nullptr) return ops.gate_up_for(m.format).record(rec, m, *up, in, y, T, x8);
-    return ops.matvec_for(m).record(rec, m, in, y, T, x8);
+    const bool want_int8_x =
+        ops.int8_from_norm &&
+        (up != nullptr ? ops.gate_up_for(m.format).takes_int8_x(m.rows, m.cols, T)
+                       : ops.matvec_for(m).takes_int8_x(m.rows, m.cols, T));
+    Binding x_int8;
+    INFER_TRY(const Binding in, apply_pending_step(norm_w, want_int8_x, &x_int8));
+    if (up != nullptr) return ops.gate_up_for(m.format).record(rec, m, *up, in, y, T, x_int8);
+    return ops.matvec_for(m).record(rec, m, in, y, T, x_int8);
   }
 
   // Quiescence copies the stream after a layer from a.x (gpu_forward_quiescence.cpp): made there
@@ -181,19 +183,19 @@ struct ChunkRecorder {
     // qkv_prep and attention, one dispatch where the op can (AttentionOps::prep_attend), its
     // output also quantized for the o projection where both take that.
     const MatvecOp& o_op = ops.matvec_for(lw.o_proj);
-    const bool att8 = ops.int8_from_attention && ops.attention->writes_out8(ad) &&
-                      o_op.takes_x8(lw.o_proj.rows, lw.o_proj.cols, T);
-    const Binding x8 = att8 ? whole(a.att8) : Binding{};
+    const bool att_int8 = ops.int8_from_attention && ops.attention->writes_int8_out(ad) &&
+                          o_op.takes_int8_x(lw.o_proj.rows, lw.o_proj.cols, T);
+    const Binding x_int8 = att_int8 ? whole(a.att_int8) : Binding{};
     INFER_TRY_VOID(ops.attention->prep_attend(rec, step, qs, ad, whole(a.qkv), lw.q_norm,
                                               lw.k_norm, lw.inv_freq, q, whole(ring.k),
-                                              whole(ring.v), whole(a.att), x8));
+                                              whole(ring.v), whole(a.att), x_int8));
     if (mass != nullptr && ad.mode == INFER_KV_TIERED) {
       // --evict mass: this full layer's share of each cached key's mass (the first one
       // overwrites the previous chunk's).
       INFER_TRY_VOID(mass->record(rec, step, ad, q, whole(ring.k), lw.inv_freq,
                                   i != first_mass_layer));
     }
-    INFER_TRY_VOID(o_op.record(rec, lw.o_proj, whole(a.att), whole(a.o), T, x8));
+    INFER_TRY_VOID(o_op.record(rec, lw.o_proj, whole(a.att), whole(a.o), T, x_int8));
     end_block(lw.post_attention_layernorm, 1.0f);
     return Ok{};
   }

@@ -149,14 +149,15 @@ Result<void> create_activations(const VulkanContext& ctx, const ModelConfig& cfg
   INFER_TRY_VOID(make(a.x, C * H, BufferKind::kDevice, "x"));
   INFER_TRY_VOID(make(a.x_alt, C * H, BufferKind::kDevice, "x (other)"));
   INFER_TRY_VOID(make(a.h, C * H, BufferKind::kDevice, "h"));
-  INFER_TRY_VOID(make(a.h8, div_up(x8_bytes(C, H), 4), BufferKind::kDevice, "h (int8)"));
+  INFER_TRY_VOID(make(a.h_int8, div_up(int8_x_bytes(C, H), 4), BufferKind::kDevice, "h (int8)"));
   INFER_TRY_VOID(make(a.o, C * H, BufferKind::kDevice, "o"));
   INFER_TRY_VOID(make(a.x2, moe ? C * H : 1, BufferKind::kDevice, "moe x2"));
   INFER_TRY_VOID(make(a.m2, moe ? C * H : 1, BufferKind::kDevice, "moe m2"));
   INFER_TRY_VOID(make(a.qkv, C * qkvd, BufferKind::kDevice, "qkv"));
   INFER_TRY_VOID(make(a.q, C * qd, BufferKind::kDevice, "q"));
   INFER_TRY_VOID(make(a.att, C * qd, BufferKind::kDevice, "att"));
-  INFER_TRY_VOID(make(a.att8, div_up(x8_bytes(1, qd), 4), BufferKind::kDevice, "att (int8)"));
+  INFER_TRY_VOID(
+      make(a.att_int8, div_up(int8_x_bytes(1, qd), 4), BufferKind::kDevice, "att (int8)"));
   INFER_TRY_VOID(make(a.act, C * I, BufferKind::kDevice, "mlp act"));
   INFER_TRY_VOID(make(a.ple, C * LP, BufferKind::kDevice, "ple"));
   INFER_TRY_VOID(make(a.g, C * P, BufferKind::kDevice, "ple gate"));

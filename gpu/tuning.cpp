@@ -93,7 +93,7 @@ const Field kFields[] = {
     INFER_CHOICE_FIELD(int_dot),
     INFER_BOOL_FIELD(int8_from_norm),
     INFER_BOOL_FIELD(int8_from_attention),
-    INFER_UINT_FIELD(matvec_fill, 0, 1024),
+    INFER_UINT_FIELD(matvec_subgroups_per_core, 0, 1024),
     INFER_UINT_FIELD(long_row_subgroups, 0, 64),
     INFER_UINT_FIELD(long_row_cols, 1, 1048576),
     INFER_TILE_FIELD(mm_tile),
@@ -170,7 +170,8 @@ const Field* find_field(std::string_view key) {
 GpuTuning default_tuning(const DeviceInfo& info) {
   GpuTuning t;
   if (info.compute_cores >= 64) t.prefill_chunk = 512;
-  if (info.compute_cores == 0) t.matvec_fill = 0;  // nothing to count subgroups against
+  if (info.compute_cores == 0)
+    t.matvec_subgroups_per_core = 0;  // nothing to count subgroups against
   return t;
 }
 

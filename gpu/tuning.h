@@ -55,12 +55,12 @@ struct GpuTuning {
   // Q4_0 190.3 / 188.1 t/s against 187.3 with every int8 input from a dispatch of its own).
   bool int8_from_attention = true;
 
-  // One-token products on unsplit rows (matvec.comp): while the grid has fewer than matvec_fill
-  // subgroups a compute core, a subgroup sums half the rows (down to 1). 12 where the driver
-  // says how many cores the device has (H200, 132 SMs: E2B Q4_0 decode 270 -> 302 t/s with 1
-  // row a subgroup against 4, 2 rows 296; 12B's 3840-row o took 11.2 us on 2 rows, 11.8 on 4;
-  // its 8192-row q 15.8 on 4, 16.5 on 2), else 0 (off).
-  uint32_t matvec_fill = 12;
+  // One-token products on unsplit rows (matvec.comp): while the grid has fewer than
+  // matvec_subgroups_per_core subgroups a compute core, a subgroup sums half the rows (down to 1).
+  // 12 where the driver says how many cores the device has (H200, 132 SMs: E2B Q4_0 decode 270 ->
+  // 302 t/s with 1 row a subgroup against 4, 2 rows 296; 12B's 3840-row o took 11.2 us on 2 rows,
+  // 11.8 on 4; its 8192-row q 15.8 on 4, 16.5 on 2), else 0 (off).
+  uint32_t matvec_subgroups_per_core = 12;
   // f32/bf16 products of rows of at least long_row_cols columns (12B's down projection, E2B's
   // double-wide ones) on workgroups of long_row_subgroups subgroups (0: off). H200: 12B bf16
   // 120.3 / 121.1 t/s against 119.6 / 119.6 on 4, E2B bf16 286.4 against 283.4; Q8_0/Q4_0 do
@@ -115,7 +115,8 @@ struct GpuTuning {
   uint32_t attn_prefill_shared = 49152;
 };
 
-// The defaults for this device (matvec_fill off where the driver does not count its cores).
+// The defaults for this device (matvec_subgroups_per_core off where the driver does not count its
+// cores).
 GpuTuning default_tuning(const DeviceInfo& info);
 
 // --gpu-tune's value: "key=value,key=value" with the keys tuning_fields() lists. Each override

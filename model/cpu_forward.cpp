@@ -290,14 +290,14 @@ Result<void> CpuForward::read_kv(int64_t pos, int64_t n, KvBlock* out) const {
   return read_ring_kv(*m.ring, m.kv, pos, n, out);
 }
 
-Result<void> CpuForward::fast_forward(int64_t n, uint64_t seed) {
+Result<void> CpuForward::synthesize_context(int64_t n, uint64_t seed) {
   Impl& m = *impl_;
   if (n < 0 || (!m.ring && n >= m.max_positions)) {
     return make_error(ErrorCode::kInvalidArgument,
-                      "fast_forward: " + std::to_string(n) + " tokens, max_positions " +
+                      "synthesize_context: " + std::to_string(n) + " tokens, max_positions " +
                           std::to_string(m.max_positions));
   }
-  if (m.ring) m.ring->fast_forward(n);
+  if (m.ring) m.ring->synthesize_context(n);
   m.kv.fill_synthetic(seed);
   m.pos = n;
   return Ok{};

@@ -48,7 +48,7 @@ class CpuForward final : public Forward, public KvRingAccess {
 
   // Benchmarks: the cache as after n tokens streamed (FIFO, nothing recalled), rows filled with
   // synthetic values, position() = n. Exact mode needs n < max_positions.
-  Result<void> fast_forward(int64_t n, uint64_t seed = 1);
+  Result<void> synthesize_context(int64_t n, uint64_t seed = 1);
   size_t kv_bytes() const;  // K/V rows held (exact: sized by max_positions; ring: fixed)
 
   // Quiescence (DESIGN.md §6, model/quiescence.h): decode tokens whose stream barely moves skip

@@ -151,7 +151,7 @@ void KvRing::reset() {
   plan_ = RingPlan{};
 }
 
-void KvRing::fast_forward(int64_t n) {
+void KvRing::synthesize_context(int64_t n) {
   reset();
   const int64_t A = cfg_.anchors, W = cfg_.window;
   n_anchors_ = std::min(A, n);

@@ -78,7 +78,7 @@ class KvRing {
   void reset();  // empty tiers (a new stream at position 0)
   // The state after n tokens streamed under FIFO with nothing recalled (ids 0): for benchmarks
   // that fill the rows with synthetic values instead of running n real tokens.
-  void fast_forward(int64_t n);
+  void synthesize_context(int64_t n);
 
   int64_t n_anchors() const { return n_anchors_; }
   int64_t n_window() const { return n_window_; }

@@ -1,6 +1,6 @@
-// add_norm.comp's step for rows longer than its held form takes (n > LOCAL_SIZE · HELD): the
-// row looped over in batches instead of held in registers (add_norm_row.glsl), one workgroup per
-// token t:
+// add_norm.comp's step for rows longer than its registers form takes (n > LOCAL_SIZE ·
+// PER_INVOCATION): the row looped over in batches instead of held in registers (add_norm_row.glsl),
+// one workgroup per token t:
 //   x[t] = (x[t] + rmsnorm(o[t]) · w_post) · scale
 // and with FUSE_NEXT h[t] = rmsnorm(x[t]) · next_w.
 //   x: binding 0, [T, n] f32 (read and written)   o: binding 1, [T, n] f32

@@ -5,7 +5,7 @@
 // stream, o, w_post (and next_w, h with FUSE_NEXT), a push block with eps and scale, and includes
 // norm_row.glsl. Call from uniform control flow: every invocation of the workgroup takes part.
 // ADD_NORM_BATCH: loads an invocation issues before using any (norm_row.glsl's kBatch unless the
-// includer, with a smaller workgroup, wants more in flight). ADD_NORM_H_SHARED (held form): a
+// includer, with a smaller workgroup, wants more in flight). ADD_NORM_H_SHARED (registers form): a
 // shared array that also gets h[row].
 
 #ifndef ADD_NORM_BATCH
@@ -53,12 +53,13 @@ void add_norm_row(uint base, uint n) {
 #endif
 }
 
-#ifdef ADD_NORM_HELD
-// The same step with the whole row held in registers, ADD_NORM_HELD elements an invocation
-// (n <= gl_WorkGroupSize.x · ADD_NORM_HELD): every input (o, stream, w_post, next_w) loaded at
-// once, one wait on memory where add_norm_row waits for o, then stream and w_post, then next_w.
-void add_norm_row_held(uint base, uint n) {
-  const uint kHold = ADD_NORM_HELD;
+#ifdef ADD_NORM_PER_INVOCATION
+// The same step with the whole row held in registers, ADD_NORM_PER_INVOCATION elements an
+// invocation (n <= gl_WorkGroupSize.x · ADD_NORM_PER_INVOCATION): every input (o, stream, w_post,
+// next_w) loaded at once, one wait on memory where add_norm_row waits for o, then stream and
+// w_post, then next_w.
+void add_norm_row_in_registers(uint base, uint n) {
+  const uint kHold = ADD_NORM_PER_INVOCATION;
   const uint step = gl_WorkGroupSize.x;
   float ov[kHold], xv[kHold], wv[kHold];
 #if defined(FUSE_NEXT)
@@ -88,7 +89,8 @@ void add_norm_row_held(uint base, uint n) {
     const float hv = xv[b] * next_inv * nv[b];
     if (i < n) h[base + i] = hv;
 #ifdef ADD_NORM_H_SHARED
-    if (i < n) ADD_NORM_H_SHARED[i] = hv;  // the includer's copy of the row (add_norm.comp X8_OUT)
+    // the includer's copy of the row (add_norm.comp INT8_OUT)
+    if (i < n) ADD_NORM_H_SHARED[i] = hv;
 #endif
   }
 #endif

@@ -19,8 +19,8 @@
 // INFER_ATTN_PREP (attend_split_prep.glsl): qkv_prep's work folded in, a dispatch less a layer:
 // binding 1 is the raw q|k|v row instead of q, and the token's own key is attended from shared
 // memory by the split that holds it.
-// INFER_ATTN_X8 (with PREP): the merge also writes out quantized as the o projection's
-// integer-dot kernel takes it (binding 11, shaders/coop_x_prep.comp's X_Q8 layout for one token
+// INFER_ATTN_INT8 (with PREP): the merge also writes out quantized as the o projection's
+// integer-dot kernel takes it (binding 11, shaders/coop_x_prep.comp's INT8 layout for one token
 // of n_q · d columns; d % 32 == 0), so that product needs no dispatch of its own to quantize it.
 #version 450
 #extension GL_GOOGLE_include_directive : require
@@ -49,9 +49,9 @@ layout(binding = 4, std430) writeonly buffer Out { float out_rows[]; };
 layout(binding = 5, std430) coherent buffer Scratch { float scratch[]; };
 layout(binding = 6, std430) coherent buffer Counters { uint counters[]; };
 layout(binding = 7, std430) readonly buffer InvFreq { float inv_freq[]; };  // ring modes: [d/2]
-#ifdef INFER_ATTN_X8
-layout(binding = 11, std430) writeonly buffer OutQ { uint out8_words[]; };
-layout(binding = 11, std430) writeonly buffer OutD { float out8_scales[]; };
+#ifdef INFER_ATTN_INT8
+layout(binding = 11, std430) writeonly buffer OutQ { uint out_int8_words[]; };
+layout(binding = 11, std430) writeonly buffer OutD { float out_int8_scales[]; };
 #include "common/quant_x.glsl"
 #endif
 
@@ -94,15 +94,15 @@ float acc[kHeads * kDims];  // the output dims of each head, unnormalised
 #include "attend_split_prep.glsl"
 #endif
 
-#ifdef INFER_ATTN_X8
+#ifdef INFER_ATTN_INT8
 // The head group's output, left in q_sh (q is done with by then), quantized block by block into
 // binding 11. Uniform control flow.
-void write_out8(uint h0, uint n_heads) {
+void write_int8_out(uint h0, uint n_heads) {
   barrier();
   const uint cols = pc.n_q * kD;
   for (uint b = gl_LocalInvocationIndex; b < n_heads * kD / 32; b += gl_WorkGroupSize.x) {
     const uint c0 = h0 * kD + 32 * b;  // the block's first column of out
-    QUANT_X_STORE_BLOCK(q_sh, 32 * b, out8_words, c0 / 4, out8_scales, cols / 4 + c0 / 32);
+    QUANT_X_STORE_BLOCK(q_sh, 32 * b, out_int8_words, c0 / 4, out_int8_scales, cols / 4 + c0 / 32);
   }
 }
 #endif
@@ -255,13 +255,13 @@ void main() {
       if (j >= kD) continue;
       [[unroll]] for (uint h = 0; h < kHeads; ++h) {
         if (h < n_heads) out_rows[(h0 + h) * kD + j] = acc[h * kDims + t] / l_sh[h];
-#ifdef INFER_ATTN_X8
+#ifdef INFER_ATTN_INT8
         if (h < n_heads) q_sh[h * kD + j] = acc[h * kDims + t] / l_sh[h];
 #endif
       }
     }
-#ifdef INFER_ATTN_X8
-    write_out8(h0, n_heads);
+#ifdef INFER_ATTN_INT8
+    write_int8_out(h0, n_heads);
 #endif
     return;
   }
@@ -338,11 +338,11 @@ void main() {
     }
     for (; s < n_active; ++s) o += w_sh[w0 + s] * scratch[s * split_stride + at];
     out_rows[at] = o;
-#ifdef INFER_ATTN_X8
+#ifdef INFER_ATTN_INT8
     q_sh[i] = o;  // q is done with: the group's output, for its blocks below
 #endif
   }
-#ifdef INFER_ATTN_X8
-  write_out8(h0, n_heads);
+#ifdef INFER_ATTN_INT8
+  write_int8_out(h0, n_heads);
 #endif
 }

@@ -3,7 +3,7 @@
 // quad of 4 weights costs one 4 x int8 dot product (OpSDot) instead of 4 decodes and 4 fmas.
 //   W: binding 0, [rows, cols] Q8_0 or Q4_0 in the device layout (common/weights.glsl)
 //   x: binding 1, quantized once for every workgroup by the dispatch before (shaders/
-//      coop_x_prep.comp's X_Q8 output, or add_norm's): the int8 quads as words
+//      coop_x_prep.comp's INT8 output, or add_norm's): the int8 quads as words
 //      [n_tokens][cols / 4], then the f32 scales [n_tokens][cols / 32]
 //   y: binding 2, like matvec.comp
 //   GATE_UP only: binding 3, the up matrix; y = gelu(gate · x) · (up · x)

@@ -17,6 +17,6 @@ INFER_PUSH_END(NormPush)
 // Specialization constant ids, chosen per device at pipeline creation (gpu/ops/norm.cpp).
 #define INFER_NORM_SPEC_LOCAL_SIZE 0     // invocations per workgroup = subgroup size * k
 #define INFER_NORM_SPEC_MAX_SUBGROUPS 1  // upper bound of gl_NumSubgroups (sizes shared memory)
-#define INFER_NORM_SPEC_HELD 2           // add_norm.comp HELD: elements an invocation holds
+#define INFER_NORM_SPEC_PER_INVOCATION 2  // add_norm.comp: elements an invocation holds
 
 #endif  // INFER_SHADERS_NORM_H_

@@ -317,7 +317,7 @@ Result<void> AttentionOps::prep_attend(Recorder& rec, Binding step, const QkvSha
                                        const AttentionDims& dims, Binding qkv, Binding q_norm,
                                        Binding k_norm, Binding inv_freq, Binding q_out,
                                        Binding k_cache, Binding v_cache, Binding out,
-                                       Binding out8) const {
+                                       Binding out_int8) const {
   INFER_CHECK(qs.T == dims.T && qs.n_q == dims.n_q && qs.d == dims.d && qs.mode == dims.mode &&
                   (qs.n_kv == 0 || (qs.n_kv == dims.n_kv && qs.slots == dims.slots)),
               "prep_attend: qkv shape (T %u, n_q %u, n_kv %u, d %u, slots %u, mode %u) against "
@@ -325,7 +325,7 @@ Result<void> AttentionOps::prep_attend(Recorder& rec, Binding step, const QkvSha
               qs.T, qs.n_q, qs.n_kv, qs.d, qs.slots, qs.mode, dims.T, dims.n_q, dims.n_kv,
               dims.d, dims.slots, dims.mode);
   if (!fused_prep(dims)) {
-    INFER_CHECK(out8.buffer == nullptr, "prep_attend: int8 output without the fused kernel");
+    INFER_CHECK(out_int8.buffer == nullptr, "prep_attend: int8 output without the fused kernel");
     const bool writes = qs.n_kv > 0;
     INFER_TRY_VOID(qkv_prep(rec, step, qs, qkv, q_norm, k_norm, inv_freq, q_out,
                             writes ? k_cache : Binding{}, writes ? v_cache : Binding{}));
@@ -353,14 +353,14 @@ Result<void> AttentionOps::prep_attend(Recorder& rec, Binding step, const QkvSha
   } else {
     k_norm = q_norm;  // read by no invocation's result; a binding still needs a buffer
   }
-  if (out8.buffer != nullptr) {
-    INFER_CHECK(writes_out8(dims), "prep_attend: no int8 output for d %u", dims.d);
-    const uint64_t bytes = x8_bytes(1, q_row);
-    INFER_CHECK(out8.buffer->size() >= out8.offset + bytes,
-                "prep_attend: out8 \"%s\" holds under %llu bytes", out8.buffer->name().c_str(),
-                (unsigned long long)bytes);
+  if (out_int8.buffer != nullptr) {
+    INFER_CHECK(writes_int8_out(dims), "prep_attend: no int8 output for d %u", dims.d);
+    const uint64_t bytes = int8_x_bytes(1, q_row);
+    INFER_CHECK(out_int8.buffer->size() >= out_int8.offset + bytes,
+                "prep_attend: out_int8 \"%s\" holds under %llu bytes",
+                out_int8.buffer->name().c_str(), (unsigned long long)bytes);
   }
-  const SplitPrep prep{qs, q_norm, k_norm, q_out, out8};
+  const SplitPrep prep{qs, q_norm, k_norm, q_out, out_int8};
   return attend_split(rec, step, dims, qkv, k_cache, v_cache, out, inv_freq, &prep);
 }
 

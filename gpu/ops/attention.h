@@ -116,12 +116,12 @@ class AttentionOps {
   Result<void> prep_attend(Recorder& rec, Binding step, const QkvShape& qs,
                            const AttentionDims& dims, Binding qkv, Binding q_norm, Binding k_norm,
                            Binding inv_freq, Binding q_out, Binding k_cache, Binding v_cache,
-                           Binding out, Binding out8 = {}) const;
+                           Binding out, Binding out_int8 = {}) const;
   // Whether prep_attend records one dispatch for dims.
   bool fused_prep(const AttentionDims& dims) const;
-  // Whether prep_attend takes out8 for dims (one token, fused, d % 32 == 0): out also
-  // quantized as the integer-dot products take x (record_matvec_kernels' x8; n_q · d columns).
-  bool writes_out8(const AttentionDims& dims) const;
+  // Whether prep_attend takes out_int8 for dims (one token, fused, d % 32 == 0): out also
+  // quantized as the integer-dot products take x (record_matvec_kernels' x_int8; n_q · d columns).
+  bool writes_int8_out(const AttentionDims& dims) const;
 
   // KV ring, tiered layers: moves the chunk's T rows (row = n_kv · d floats) from the staging
   // slots slots + t to the step buffer's write slots, once nothing reads the old rows.
@@ -161,7 +161,7 @@ class AttentionOps {
   struct SplitPrep {
     QkvShape shape;
     Binding q_norm, k_norm, q_out;
-    Binding out8;  // or none
+    Binding out_int8;  // or none
   };
   Result<void> attend_split(Recorder& rec, Binding step, const AttentionDims& dims, Binding q,
                             Binding k_cache, Binding v_cache, Binding out, Binding inv_freq,

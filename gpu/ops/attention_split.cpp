@@ -89,7 +89,7 @@ bool AttentionOps::fused_prep(const AttentionDims& dims) const {
   return split_shared_bytes(s, dims.d, true) <= p.max_shared_bytes;
 }
 
-bool AttentionOps::writes_out8(const AttentionDims& dims) const {
+bool AttentionOps::writes_int8_out(const AttentionDims& dims) const {
   return fused_prep(dims) && dims.d % 32 == 0;
 }
 
@@ -100,8 +100,8 @@ Result<void> AttentionOps::attend_split(Recorder& rec, Binding step, const Atten
   const SplitShape s = split_shape(dims, p.decode_rows, p.split_heads, p.split_tile,
                                    p.ctx->info().max_workgroup_invocations);
   const uint32_t lanes = s.local / s.tile;
-  const bool out8 = prep != nullptr && prep->out8.buffer != nullptr;
-  const char* variant = out8 ? "attend_split_prep_x8"
+  const bool out_int8 = prep != nullptr && prep->out_int8.buffer != nullptr;
+  const char* variant = out_int8 ? "attend_split_prep_int8"
                         : prep != nullptr ? "attend_split_prep"
                                           : "attend_split";
   using A = Access;
@@ -110,7 +110,7 @@ Result<void> AttentionOps::attend_split(Recorder& rec, Binding step, const Atten
   if (prep != nullptr) {
     access[2] = access[3] = A::kReadWrite;  // the token's K/V rows
     access.insert(access.end(), {A::kRead, A::kRead, A::kWrite});  // q_norm, k_norm, q_out
-    if (out8) access.push_back(A::kWrite);
+    if (out_int8) access.push_back(A::kWrite);
   }
   const Pipeline* pipeline = nullptr;
   // Per head count and d: q rows in shared memory and the d loops sized exactly.
@@ -138,7 +138,7 @@ Result<void> AttentionOps::attend_split(Recorder& rec, Binding step, const Atten
   pp.prep_kv = prep->shape.n_kv > 0 ? 1 : 0;
   pp.eps = prep->shape.eps;
   bindings.insert(bindings.end(), {prep->q_norm, prep->k_norm, prep->q_out});
-  if (out8) bindings.push_back(prep->out8);
+  if (out_int8) bindings.push_back(prep->out_int8);
   return rec.dispatch(*pipeline, bindings, &pp, uint32_t(sizeof(pp)), groups);
 }
 

@@ -20,11 +20,11 @@ constexpr uint32_t kCoopPrepInvocations = 64;
 
 Result<std::unique_ptr<Pipeline>> create_prep(const VulkanContext& ctx, bool int8, uint32_t lo) {
   PipelineDesc prep;
-  prep.variant = int8 ? "coop_x_prep_x8" : "coop_x_prep";
+  prep.variant = int8 ? "coop_x_prep_int8" : "coop_x_prep";
   prep.bindings = {Access::kRead, Access::kWrite};
   prep.push_bytes = sizeof(shader::MatvecPush);
   prep.spec = {{INFER_COOP_PREP_SPEC_LOCAL_SIZE, kCoopPrepInvocations},
-               {INFER_MATMUL_COOP_SPEC_LO, lo}};
+               {INFER_MATMUL_COOP_SPEC_LO_PRODUCTS, lo}};
   return Pipeline::create(ctx, prep);
 }
 
@@ -36,17 +36,17 @@ Result<void> create_coop_kernels(const VulkanContext& ctx, WeightFormat format, 
   if (!fits) return Ok{};
   const MatvecTuning& t = k.tuning;
   const uint32_t subgroup = ctx.info().subgroup_size;
-  // With integer dots on, prefill quantizes activations too (the _x8 variants): every product
+  // With integer dots on, prefill quantizes activations too (the _int8 variants): every product
   // of the family keeps matmul_reference_q8_x's contract, as the CPU's integer kernels do.
   k.coop_int8 = int8;
   PipelineDesc coop;
   coop.variant = std::string(gate_up ? "gate_up_matmul_coop" : "matmul_coop") +
-                 (int8 ? "_x8_" : "_") + weight_format_name(format);
+                 (int8 ? "_int8_" : "_") + weight_format_name(format);
   coop.bindings = {Access::kRead, Access::kRead, Access::kWrite, Access::kRead};
   coop.bindings.resize(gate_up ? 4 : 3);
   coop.push_bytes = sizeof(shader::MatvecPush);
   coop.spec = {{INFER_MATMUL_SPEC_LOCAL_SIZE, coop_subgroups(t, gate_up) * subgroup},
-               {INFER_MATMUL_COOP_SPEC_LO, uint32_t(t.coop_lo) - 1},
+               {INFER_MATMUL_COOP_SPEC_LO_PRODUCTS, uint32_t(t.coop_lo) - 1},
                {INFER_MATMUL_COOP_SPEC_ROWS, t.coop_rows},
                {INFER_MATMUL_COOP_SPEC_TOKENS, t.coop_tokens}};
   coop.required_subgroup_size = subgroup;  // fragments span whole subgroups
@@ -56,9 +56,9 @@ Result<void> create_coop_kernels(const VulkanContext& ctx, WeightFormat format, 
   return Ok{};
 }
 
-Result<void> create_x8_prep(const VulkanContext& ctx, MatvecKernels& k) {
+Result<void> create_int8_prep(const VulkanContext& ctx, MatvecKernels& k) {
   if (k.coop_prep != nullptr && k.prep_int8) return Ok{};
-  INFER_CHECK(k.coop_prep == nullptr, "x8 prep: the f16 prep is made (coop without int8)");
+  INFER_CHECK(k.coop_prep == nullptr, "x_int8 prep: the f16 prep is made (coop without int8)");
   INFER_TRY(k.coop_prep, create_prep(ctx, /*int8=*/true, /*lo=*/0));
   k.prep_int8 = true;
   return Ok{};
@@ -68,7 +68,7 @@ Result<Binding> record_coop_x_prep(Recorder& rec, const MatvecKernels& k, Bindin
                                    uint32_t n_tokens) {
   // f16 pairs: 16 bytes a quad; int8: 4 bytes a quad and a 4-byte scale a block of 8 quads.
   const VkDeviceSize n = VkDeviceSize(n_tokens) * VkDeviceSize(cols);
-  const VkDeviceSize bytes = k.prep_int8 ? x8_bytes(n_tokens, uint64_t(cols)) : 4 * n;
+  const VkDeviceSize bytes = k.prep_int8 ? int8_x_bytes(n_tokens, uint64_t(cols)) : 4 * n;
   if (k.coop_x.empty() || k.coop_x.back()->size() < bytes) {
     INFER_TRY(Buffer b, Buffer::create(rec.context(), bytes, BufferKind::kDevice, "coop x"));
     k.coop_x.push_back(std::make_unique<Buffer>(std::move(b)));

@@ -103,7 +103,7 @@ Result<MatvecKernels> create_matvec_kernels(const VulkanContext& ctx, WeightForm
     (tokens == 1 ? k.one_token : k.many_tokens) = std::move(p);
     if (tokens == 1 && tuning.max_split == 1) {  // variants for unsplit kernels only
       std::vector<uint32_t> rows = {tuning.rows_per_subgroup};
-      for (uint32_t r = tuning.rows_per_subgroup / 2; tuning.narrow_min_subgroups > 0 && r >= 1;
+      for (uint32_t r = tuning.rows_per_subgroup / 2; tuning.min_grid_subgroups > 0 && r >= 1;
            r /= 2) {
         rows.push_back(r);
       }
@@ -208,7 +208,7 @@ bool activations_in_int8(const MatvecKernels& k, int64_t rows, int64_t cols, uin
   return dot_path(k, rows, cols, n_tokens) || (k.coop_int8 && coop_path(k, rows, cols, n_tokens));
 }
 
-bool takes_x8(const MatvecKernels& k, int64_t rows, int64_t cols, uint32_t n_tokens) {
+bool takes_int8_x(const MatvecKernels& k, int64_t rows, int64_t cols, uint32_t n_tokens) {
   return dot_path(k, rows, cols, n_tokens);
 }
 
@@ -218,7 +218,7 @@ bool runs_matvec_shader(const MatvecKernels& k, int64_t rows, int64_t cols, uint
 
 Result<void> record_matvec_kernels(Recorder& rec, const MatvecKernels& k, const GpuMatrix& w,
                                    const GpuMatrix* up, Binding x, Binding y, uint32_t n_tokens,
-                                   Binding x8) {
+                                   Binding x_int8) {
   INFER_CHECK(w.format == k.format, "matvec: %s weights given to the %s op",
               weight_format_name(w.format), weight_format_name(k.format));
   INFER_CHECK(n_tokens > 0, "matvec: no tokens");
@@ -257,7 +257,7 @@ Result<void> record_matvec_kernels(Recorder& rec, const MatvecKernels& k, const 
   const bool coop = coop_path(k, w.rows, w.cols, n_tokens);
   const bool dot = dot_path(k, w.rows, w.cols, n_tokens);
   if (!tiled && !dot) push.split = matvec_split(k, w.rows, w.cols);
-  // Rows a subgroup and unroll per product (matvec_shape.cpp's FILL says why).
+  // Rows a subgroup and unroll per product (matvec_one_token_shape, matvec_shape.cpp, says why).
   uint32_t rows_per_subgroup = t.rows_per_subgroup;
   const Pipeline* shaped = nullptr;  // one_token or one of its variants
   if (n_tokens == 1 && !tiled && !dot && push.split == 1) {
@@ -290,13 +290,14 @@ Result<void> record_matvec_kernels(Recorder& rec, const MatvecKernels& k, const 
   g.x = std::min(row_groups, k.max_workgroups_x);
   g.z = (row_groups + g.x - 1) / g.x;
   g.y = (n_tokens + tokens_per_group - 1) / tokens_per_group;
-  if (x8.buffer != nullptr) {
+  if (x_int8.buffer != nullptr) {
     INFER_CHECK(dot, "matvec: int8 x given to a product of \"%s\" that takes f32",
                 w.buffer.name().c_str());
-    const VkDeviceSize bytes = x8_bytes(n_tokens, uint64_t(w.cols));
-    INFER_CHECK(x8.buffer->size() >= x8.offset + bytes, "matvec: int8 x \"%s\" under %llu bytes",
-                x8.buffer->name().c_str(), (unsigned long long)bytes);
-    x = x8;
+    const VkDeviceSize bytes = int8_x_bytes(n_tokens, uint64_t(w.cols));
+    INFER_CHECK(x_int8.buffer->size() >= x_int8.offset + bytes,
+                "matvec: int8 x \"%s\" under %llu bytes", x_int8.buffer->name().c_str(),
+                (unsigned long long)bytes);
+    x = x_int8;
   } else if (coop || dot) {
     INFER_TRY(const Binding prepared, record_coop_x_prep(rec, k, x, w.cols, n_tokens));
     x = prepared;
@@ -318,8 +319,8 @@ Result<std::unique_ptr<MatvecOp>> MatvecOp::create(const VulkanContext& ctx, Wei
 MatvecOp::~MatvecOp() = default;
 
 Result<void> MatvecOp::record(Recorder& rec, const GpuMatrix& w, Binding x, Binding y,
-                              uint32_t n_tokens, Binding x8) const {
-  return record_matvec_kernels(rec, k_, w, nullptr, x, y, n_tokens, x8);
+                              uint32_t n_tokens, Binding x_int8) const {
+  return record_matvec_kernels(rec, k_, w, nullptr, x, y, n_tokens, x_int8);
 }
 
 Result<void> run_matvec(const VulkanContext& ctx, const MatvecOp& op, const GpuMatrix& w,

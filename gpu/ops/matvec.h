@@ -51,7 +51,7 @@ Result<GpuMatrix> upload_matrix(const VulkanContext& ctx, const Matrix& m, std::
 
 // Whether Q8_0/Q4_0 products at small T quantize activations to int8 blocks of 32 and use integer
 // dot products (shaders/matvec_dot.comp), x quantized once a product by a dispatch before it
-// (coop_x_prep_x8) or by the add_norm before it. The forward decides per model (gpu/tuning.h's
+// (coop_x_prep_int8) or by the add_norm before it. The forward decides per model (gpu/tuning.h's
 // int_dot); kOn fails on a device without shaderIntegerDotProduct.
 enum class IntDot { kOff, kOn };
 
@@ -95,10 +95,10 @@ struct MatvecTuning {
   uint32_t split_rounds = 0;
   uint32_t split_min_groups = 0;
   // One-token products on unsplit rows: while the grid has fewer than this many subgroups, a
-  // subgroup sums half as many rows (down to 1; MatvecKernels::one_token_narrow), so that a
+  // subgroup sums half as many rows (down to 1; MatvecKernels::one_token_variants), so that a
   // matrix of few rows still puts enough subgroups on every core. 0: never (resolved from the
   // device's compute cores, matvec_shape.cpp).
-  uint32_t narrow_min_subgroups = 0;
+  uint32_t min_grid_subgroups = 0;
 };
 
 // A workgroup that sums with common/reduce.glsl: subgroup size × subgroups_per_group invocations,
@@ -125,7 +125,7 @@ struct MatvecKernels {
   std::unique_ptr<Pipeline> one_token;
   // Unsplit kernels (tuning.max_split 1): one_token in other shapes, chosen per product
   // (matvec_one_token_shape): fewer rows a subgroup (rows_per_subgroup halved down to 1, where
-  // tuning.narrow_min_subgroups is set) and one vector a round where vec_unroll > 1 (for rows
+  // tuning.min_grid_subgroups is set) and one vector a round where vec_unroll > 1 (for rows
   // whose chunks it does not divide).
   struct OneTokenVariant {
     uint32_t rows_per_subgroup = 0;
@@ -147,14 +147,14 @@ struct MatvecKernels {
   // matmul_reference_q8_x's contract, exact integer block sums on the f16 fragments) rather than
   // split into f16 hi + lo.
   bool coop_int8 = false;
-  // shaders/coop_x_prep.comp (its X_Q8 variant where coop_int8): x prepared once a product into
+  // shaders/coop_x_prep.comp (its INT8 variant where coop_int8): x prepared once a product into
   // coop_x, which grows to the largest product recorded; buffers it outgrows stay alive with the
   // kernels, since recordings already made may still bind them.
   std::unique_ptr<Pipeline> coop_prep;
-  bool prep_int8 = false;  // coop_prep is coop_x_prep_x8 (coop_int8, or integer dots)
+  bool prep_int8 = false;  // coop_prep is coop_x_prep_int8 (coop_int8, or integer dots)
   mutable std::vector<std::unique_ptr<Buffer>> coop_x;
   // Integer-dot-product kernels (null when off) for T = 1 and small T, on x as coop_prep
-  // (coop_x_prep_x8) or add_norm leaves it.
+  // (coop_x_prep_int8) or add_norm leaves it.
   std::unique_ptr<Pipeline> dot_one_token;
   std::unique_ptr<Pipeline> dot_many_tokens;
 };
@@ -170,8 +170,8 @@ bool products_in_f16(const MatvecKernels& k, int64_t rows, int64_t cols, uint32_
 bool activations_in_int8(const MatvecKernels& k, int64_t rows, int64_t cols, uint32_t n_tokens);
 
 // Whether such a product runs on the integer-dot kernel: the product then takes x already
-// quantized (record_matvec_kernels' x8).
-bool takes_x8(const MatvecKernels& k, int64_t rows, int64_t cols, uint32_t n_tokens);
+// quantized (record_matvec_kernels' x_int8).
+bool takes_int8_x(const MatvecKernels& k, int64_t rows, int64_t cols, uint32_t n_tokens);
 
 // Whether such a product runs on shaders/matvec.comp (neither tiled nor integer-dot).
 bool runs_matvec_shader(const MatvecKernels& k, int64_t rows, int64_t cols, uint32_t n_tokens);
@@ -183,7 +183,7 @@ bool runs_matvec_shader(const MatvecKernels& k, int64_t rows, int64_t cols, uint
 uint32_t matvec_split(const MatvecKernels& k, int64_t rows, int64_t cols);
 
 // The shape of a one-token product on unsplit rows of a [rows, cols] matrix: rows a subgroup
-// sums, rows_per_subgroup halved while the grid would have fewer than narrow_min_subgroups
+// sums, rows_per_subgroup halved while the grid would have fewer than min_grid_subgroups
 // subgroups (down to the fewest one_token_variants has); and vectors a round, vec_unroll unless
 // it does not divide the row's chunks (a lane's round past the row loads and multiplies for
 // nothing: E2B's 1536-column Q8_0 rows are 3 chunks), then 1. `pipeline` is one_token or a
@@ -204,11 +204,11 @@ Result<MatvecKernels> create_matvec_kernels(const VulkanContext& ctx, WeightForm
 
 // Records y[t, r] = sum_c W[r, c] * x[t, c] (gate_up: gelu(G[r]·x[t]) · (U[r]·x[t])) for t <
 // n_tokens. w (and up): [rows, cols] in the kernels' format; x: [n_tokens, cols] f32; y: [n_tokens,
-// rows] f32. up is nullptr unless gate_up. Given x8 (where takes_x8): x as coop_x_prep_x8
-// leaves it, made by the caller (add_norm's h8), used instead of quantizing x here.
+// rows] f32. up is nullptr unless gate_up. Given x_int8 (where takes_int8_x): x as coop_x_prep_int8
+// leaves it, made by the caller (add_norm's h_int8), used instead of quantizing x here.
 Result<void> record_matvec_kernels(Recorder& rec, const MatvecKernels& k, const GpuMatrix& w,
                                    const GpuMatrix* up, Binding x, Binding y, uint32_t n_tokens,
-                                   Binding x8 = {});
+                                   Binding x_int8 = {});
 
 class MatvecOp {
  public:
@@ -218,11 +218,11 @@ class MatvecOp {
   // Records y[t, r] = sum_c W[r, c] * x[t, c] for t < n_tokens.
   // w: [rows, cols] in this op's format; x: [n_tokens, cols] f32; y: [n_tokens, rows] f32.
   Result<void> record(Recorder& rec, const GpuMatrix& w, Binding x, Binding y, uint32_t n_tokens,
-                      Binding x8 = {}) const;
-  bool takes_x8(int64_t rows, int64_t cols, uint32_t n_tokens) const {
-    return gpu::takes_x8(k_, rows, cols, n_tokens);
+                      Binding x_int8 = {}) const;
+  bool takes_int8_x(int64_t rows, int64_t cols, uint32_t n_tokens) const {
+    return gpu::takes_int8_x(k_, rows, cols, n_tokens);
   }
-  bool int_dot() const { return k_.dot_one_token != nullptr; }  // some products may take x8
+  bool int_dot() const { return k_.dot_one_token != nullptr; }  // some products may take x_int8
 
   WeightFormat format() const { return k_.format; }
   size_t scratch_bytes() const { return gpu::scratch_bytes(k_); }

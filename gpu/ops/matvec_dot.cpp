@@ -1,5 +1,5 @@
 // The integer-dot-product kernels of a Q8_0/Q4_0 matvec family (shaders/matvec_dot.comp): their
-// workgroup shape and the x8 preparation they read, for gpu/ops/matvec.cpp.
+// workgroup shape and the x_int8 preparation they read, for gpu/ops/matvec.cpp.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -31,7 +31,7 @@ Result<void> create_dot_kernels(const VulkanContext& ctx, const std::vector<Acce
   if (tuning.dot_subgroups_per_group == 0) tuning.dot_subgroups_per_group = kDefaultDotSubgroups;
   if (tuning.dot_rows_per_subgroup == 0) tuning.dot_rows_per_subgroup = tuning.rows_per_subgroup;
   k.tuning.dot_rows_per_subgroup = tuning.dot_rows_per_subgroup;
-  INFER_TRY_VOID(create_x8_prep(ctx, k));
+  INFER_TRY_VOID(create_int8_prep(ctx, k));
   tuning.dot_subgroups_per_group = std::min(tuning.dot_subgroups_per_group,
                                             std::max(1u, info.max_workgroup_invocations / subgroup));
   k.tuning.dot_subgroups_per_group = tuning.dot_subgroups_per_group;

@@ -41,8 +41,8 @@ namespace {
 //              of an H200 (132) or B200 (148): a 1536-row Q4_0 matrix of 2048 columns (one
 //              round) keeps the previous shape's 192 workgroups, not 96.
 //   tokens_per_group  tokens a workgroup for 1 < T below the tiled kernel's threshold. Default 4.
-//   narrow_min_subgroups  from gpu/tuning.h's matvec_fill, subgroups a compute core should get
-//              from a one-token product on unsplit rows (GpuTuning says why).
+//   min_grid_subgroups  from gpu/tuning.h's matvec_subgroups_per_core, subgroups a compute core
+//              should get from a one-token product on unsplit rows (GpuTuning says why).
 constexpr uint32_t kDefaultSubgroups = 4;
 constexpr uint32_t kQuantizedSubgroups = 2;  // and max_split 1 (resolve_matvec_shape says why)
 constexpr uint32_t kDefaultTokens = 4;
@@ -95,8 +95,8 @@ void resolve_matvec_shape(const DeviceInfo& info, const GpuTuning& tuning, Weigh
   t.max_split = std::min(t.max_split, t.subgroups_per_group);
   fill(t.split_rounds, kDefaultSplitRounds);
   fill(t.split_min_groups, kDefaultMinGroups);
-  if (t.narrow_min_subgroups == 0) {
-    t.narrow_min_subgroups = tuning.matvec_fill * info.compute_cores;
+  if (t.min_grid_subgroups == 0) {
+    t.min_grid_subgroups = tuning.matvec_subgroups_per_core * info.compute_cores;
   }
 }
 
@@ -125,7 +125,7 @@ OneTokenShape matvec_one_token_shape(const MatvecKernels& k, int64_t rows, int64
   }
   OneTokenShape s{t.rows_per_subgroup, t.vec_unroll, k.one_token.get()};
   while (s.rows_per_subgroup > fewest &&
-         (rows + s.rows_per_subgroup - 1) / s.rows_per_subgroup < t.narrow_min_subgroups) {
+         (rows + s.rows_per_subgroup - 1) / s.rows_per_subgroup < t.min_grid_subgroups) {
     s.rows_per_subgroup /= 2;
   }
   const int64_t lanes = std::max(1u, k.subgroup_size);

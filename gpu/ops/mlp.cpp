@@ -23,12 +23,12 @@ Result<std::unique_ptr<GateUpOp>> GateUpOp::create(const VulkanContext& ctx, Wei
 }
 
 Result<void> GateUpOp::record(Recorder& rec, const GpuMatrix& gate, const GpuMatrix& up, Binding x,
-                              Binding act, uint32_t T, Binding x8) const {
-  return record_matvec_kernels(rec, p_->k, gate, &up, x, act, T, x8);
+                              Binding act, uint32_t T, Binding x_int8) const {
+  return record_matvec_kernels(rec, p_->k, gate, &up, x, act, T, x_int8);
 }
 
-bool GateUpOp::takes_x8(int64_t I, int64_t H, uint32_t T) const {
-  return gpu::takes_x8(p_->k, I, H, T);
+bool GateUpOp::takes_int8_x(int64_t I, int64_t H, uint32_t T) const {
+  return gpu::takes_int8_x(p_->k, I, H, T);
 }
 
 bool GateUpOp::products_in_f16(int64_t I, int64_t H, uint32_t T) const {

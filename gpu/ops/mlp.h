@@ -24,10 +24,10 @@ class GateUpOp {
   ~GateUpOp();
 
   // gate, up: [I, H] in this op's format; x: [T, H] f32; act: [T, I] f32.
-  // x8: as MatvecOp::record's (where takes_x8).
+  // x_int8: as MatvecOp::record's (where takes_int8_x).
   Result<void> record(Recorder& rec, const GpuMatrix& gate, const GpuMatrix& up, Binding x,
-                      Binding act, uint32_t T, Binding x8 = {}) const;
-  bool takes_x8(int64_t I, int64_t H, uint32_t T) const;
+                      Binding act, uint32_t T, Binding x_int8 = {}) const;
+  bool takes_int8_x(int64_t I, int64_t H, uint32_t T) const;
   // As MatvecOp::products_in_f16 and scratch_bytes.
   bool products_in_f16(int64_t I, int64_t H, uint32_t T) const;
   size_t scratch_bytes() const;

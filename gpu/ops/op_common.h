@@ -29,9 +29,9 @@ inline WorkgroupSize workgroup_size(const DeviceInfo& info, uint32_t target) {
 }
 
 // Bytes of n_tokens rows of `cols` activations quantized for the integer-dot products
-// (shaders/coop_x_prep.comp's X_Q8 layout, which add_norm, the split decode attention and
+// (shaders/coop_x_prep.comp's INT8 layout, which add_norm, the split decode attention and
 // gate-up also write): an int8 a column, then an f32 scale a block of 32.
-constexpr uint64_t x8_bytes(uint64_t n_tokens, uint64_t cols) {
+constexpr uint64_t int8_x_bytes(uint64_t n_tokens, uint64_t cols) {
   return n_tokens * (cols + cols / 8);
 }
 

@@ -20,7 +20,7 @@ class RmsNormOps {
   // get no more invocations than it has elements (a small model on a CPU device such as
   // lavapipe, where idle invocations of a 512-wide workgroup cost ~8x the work); 0: the full
   // 512. Any n still works on any pipeline. int8_h: also make add_norm's variant that writes h
-  // quantized (writes_x8), for a forward whose products take int8 x.
+  // quantized (writes_int8_h), for a forward whose products take int8 x.
   static Result<std::unique_ptr<RmsNormOps>> create(const VulkanContext& ctx, uint32_t row_n = 0,
                                                  bool int8_h = false);
   ~RmsNormOps();
@@ -36,14 +36,14 @@ class RmsNormOps {
   // and then, when next_w.buffer != nullptr, h[t] = rmsnorm(x[t]) · next_w (the next block's
   // input norm, fused so the stream is read once). scale is the layer scalar on the layer's last
   // block (§4.4), else 1.
-  // Given h8 (where writes_x8(n)), h goes there too quantized for the integer-dot matvecs
-  // (shaders/coop_x_prep.comp's X_Q8 layout, T rows), so the next product skips that dispatch.
+  // Given h_int8 (where writes_int8_h(n)), h goes there too quantized for the integer-dot matvecs
+  // (shaders/coop_x_prep.comp's INT8 layout, T rows), so the next product skips that dispatch.
   Result<void> add_norm(Recorder& rec, Binding x, Binding o, Binding w_post, float scale,
                         Binding next_w, Binding h, uint32_t T, uint32_t n, float eps,
-                        Binding h8 = {}) const;
-  // Whether add_norm takes h8 for rows of n: the held form's variant, made where its row fits in
-  // shared memory, and n % 32 == 0.
-  bool writes_x8(uint32_t n) const;
+                        Binding h_int8 = {}) const;
+  // Whether add_norm takes h_int8 for rows of n: the registers form's variant, made where its row
+  // fits in shared memory, and n % 32 == 0.
+  bool writes_int8_h(uint32_t n) const;
 
   // MoE's two branches (§4.4): out[t] = rmsnorm(a[t]) · wa + rmsnorm(b[t]) · wb, rows of n.
   // out may be the same range as a.

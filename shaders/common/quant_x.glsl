@@ -55,7 +55,7 @@ float quantize_block(vec4 v[8], out uint words[8]) {
 }
 
 // Quantizes the 32 floats src[first .. first + 31] (an array the includer holds: shared memory)
-// and writes them in coop_x_prep.comp's X_Q8 layout: their 8 words to words[word0 .. word0 + 7]
+// and writes them in coop_x_prep.comp's INT8 layout: their 8 words to words[word0 .. word0 + 7]
 // and their scale to scales[scale_at]. A macro: GLSL functions take no arrays of the caller's
 // storage.
 #define QUANT_X_STORE_BLOCK(src, first, words, word0, scales, scale_at)                     \

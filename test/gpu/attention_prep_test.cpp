@@ -50,7 +50,7 @@ std::string prep_name(const PrepCase& c) {
 
 // One layer's buffers: the raw row, the ring (the same random rows in both runs), q_out, out.
 struct PrepRun {
-  Buffer qkv, k_ring, v_ring, q_out, out, out8;
+  Buffer qkv, k_ring, v_ring, q_out, out, out_int8;
 };
 
 void check_prep(const VulkanContext& ctx, const PrepCase& c, bool fused_ops = true) {
@@ -101,13 +101,13 @@ void check_prep(const VulkanContext& ctx, const PrepCase& c, bool fused_ops = tr
     ASSERT_TRUE((*rec)->begin().ok());
     if (fused) {
       // Where it can (d % 32 == 0), the fused run also writes out quantized (checked below).
-      Binding out8;
-      if (ops->writes_out8(dims)) {
-        r.out8 = device_buffer(ctx, std::vector<float>((q_n + q_n / 8) / 4, NAN), "out8");
-        out8 = Binding{&r.out8};
+      Binding out_int8;
+      if (ops->writes_int8_out(dims)) {
+        r.out_int8 = device_buffer(ctx, std::vector<float>((q_n + q_n / 8) / 4, NAN), "out_int8");
+        out_int8 = Binding{&r.out_int8};
       }
       auto res = ops->prep_attend(**rec, {&step.buffer}, qs, dims, {&r.qkv}, {&qn}, {&kn}, {&fb},
-                                  {&r.q_out}, {&r.k_ring}, {&r.v_ring}, {&r.out}, out8);
+                                  {&r.q_out}, {&r.k_ring}, {&r.v_ring}, {&r.out}, out_int8);
       ASSERT_TRUE(res.ok()) << res.error().message;
       EXPECT_EQ((*rec)->dispatch_count(), fused_ops ? 1u : 2u);
     } else {
@@ -132,13 +132,13 @@ void check_prep(const VulkanContext& ctx, const PrepCase& c, bool fused_ops = tr
   expect_close(download_floats(ctx, runs[1].v_ring, ring_n),
                download_floats(ctx, runs[0].v_ring, ring_n), kPrepTol, "v ring");
   if (fused_ops) {
-    EXPECT_EQ(ops->writes_out8(dims), c.d % 32 == 0);
+    EXPECT_EQ(ops->writes_int8_out(dims), c.d % 32 == 0);
   }
-  if (ops->writes_out8(dims)) {
+  if (ops->writes_int8_out(dims)) {
     // The int8 copy: the CPU's quantize_row_q8_0 of the fused run's own out, bit for bit (int8
     // quads [q_n], then f32 scales [q_n / 32]).
     const std::vector<float> out = download_floats(ctx, runs[1].out, q_n);
-    const std::vector<float> got = download_floats(ctx, runs[1].out8, (q_n + q_n / 8) / 4);
+    const std::vector<float> got = download_floats(ctx, runs[1].out_int8, (q_n + q_n / 8) / 4);
     std::vector<BlockQ8_0> want(q_n / 32);
     quantize_row_q8_0(out.data(), want.data(), int64_t(q_n));
     for (size_t b = 0; b < want.size(); ++b) {

@@ -1,7 +1,7 @@
 // The forward with integer-dot products on x quantized once a product (tuning int_dot=on, Q4_0
 // and Q8_0 weights): add_norm quantizing the next product's input as it writes it
-// (RmsNormOps::writes_x8, the default) and the split decode attention the o projection's
-// (AttentionOps::writes_out8) against a dispatch of its own before each product
+// (RmsNormOps::writes_int8_h, the default) and the split decode attention the o projection's
+// (AttentionOps::writes_int8_out) against a dispatch of its own before each product
 // (int8_from_norm=off), on every fixture architecture: the dispatches it saves per decode token and
 // the same logits bit for bit (both quantize the same f32 h with quant_x.glsl, whose bits
 // matvec_dot_test.cpp pins against the CPU's quantize_row_q8_0), prompt chunks of T > 1 too.

@@ -70,16 +70,16 @@ TEST_F(GpuMatvecDot, MatchesInt8ReferenceOnRaggedShapes) {
   }
 }
 
-// x quantized by a dispatch before the product (coop_x_prep_x8) on the ragged shapes, wider rows
+// x quantized by a dispatch before the product (coop_x_prep_int8) on the ragged shapes, wider rows
 // (16640 at T = 1, 6400 at T = 2), the exact-half activations of QuantizesActivationsLikeTheCpu's kind,
 // other workgroup shapes (1 subgroup of 3 rows; 2 of 1 row) and gate-up.
 TEST_F(GpuMatvecDot, PreparedInputMatchesInt8Reference) {
   ASSERT_TRUE(ctx_->info().integer_dot_product) << "no shaderIntegerDotProduct";
   MatvecTuning on;
   on.int_dot = IntDot::kOn;
-  MatvecTuning narrow = on;
-  narrow.dot_subgroups_per_group = 1;
-  narrow.dot_rows_per_subgroup = 3;
+  MatvecTuning one_subgroup = on;
+  one_subgroup.dot_subgroups_per_group = 1;
+  one_subgroup.dot_rows_per_subgroup = 3;
   MatvecTuning one_row = on;
   one_row.dot_subgroups_per_group = 2;
   one_row.dot_rows_per_subgroup = 1;
@@ -91,7 +91,7 @@ TEST_F(GpuMatvecDot, PreparedInputMatchesInt8Reference) {
       const std::vector<float> x = random_vector(size_t(s.T * s.cols), uint32_t(s.cols + s.T));
       EXPECT_TRUE(check_matvec_x(*ctx_, f, s.rows, s.cols, s.T, x, on));
       if (s.cols <= 2080) {
-        EXPECT_TRUE(check_matvec_x(*ctx_, f, s.rows, s.cols, s.T, x, narrow));
+        EXPECT_TRUE(check_matvec_x(*ctx_, f, s.rows, s.cols, s.T, x, one_subgroup));
         EXPECT_TRUE(check_matvec_x(*ctx_, f, s.rows, s.cols, s.T, x, one_row));
       }
     }
@@ -201,7 +201,7 @@ TEST_F(GpuMatvecDot, GateUpMatchesInt8Reference) {
 }
 
 // Prompt-sized T with integer dots on: where the device has cooperative matrices, prefill
-// quantizes activations as it stages them (matmul_coop.comp X_Q8) and must meet the int8
+// quantizes activations as it stages them (matmul_coop.comp INT8) and must meet the int8
 // contract; elsewhere the f32 tiled kernel runs and meets the f32 one. Plain and gate-up, rows
 // ending mid tile, tokens mid token tile, columns of whole 64-column steps.
 TEST_F(GpuMatvecDot, PrefillKeepsTheInt8ContractOnCooperativeMatrices) {

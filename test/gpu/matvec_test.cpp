@@ -53,24 +53,24 @@ MatvecTuning shape(uint32_t subgroups, uint32_t rows, uint32_t tokens, uint32_t 
   return t;
 }
 
-// 4 rows a subgroup, 2 vectors a round, unsplit, narrowed below 100 subgroups a grid (one-token
+// 4 rows a subgroup, 2 vectors a round, unsplit, rows halved below 100 subgroups a grid (one-token
 // products of 1536 and 4096 rows keep 4 rows, 257 take 2, 64 and fewer 1:
-// MatvecTuning::narrow_min_subgroups), one vector a round where 2 does not divide a row's chunks.
-MatvecTuning narrowed() {
+// MatvecTuning::min_grid_subgroups), one vector a round where 2 does not divide a row's chunks.
+MatvecTuning halved_on_small_grids() {
   MatvecTuning t = shape(2, 4, 0, 2, 1, 0);
-  t.narrow_min_subgroups = 100;
+  t.min_grid_subgroups = 100;
   return t;
 }
 
 // Default; the previous kernel's shape (2 subgroups, no split); 6 subgroups of 3 rows, 3 tokens,
 // one vector a round (splits of 1, 2, 3 or 6 subgroups, the odd ones ragged against every row);
 // 8 subgroups of 1 row, 2 tokens, 3 vectors a round, split while a part takes over 2 rounds;
-// rows narrowed per product.
+// rows halved per product on small grids.
 const Setting kSettings[] = {{"Default", {}},
                              {"Unsplit", shape(2, 0, 0, 0, 1, 0)},
                              {"Split3Rows3", shape(6, 3, 3, 1, 6, 1)},
                              {"Split8Unroll3", shape(8, 1, 2, 3, 8, 2)},
-                             {"Narrowed", narrowed()}};
+                             {"HalvedOnSmallGrids", halved_on_small_grids()}};
 
 class GpuMatvec
     : public GpuTest,
@@ -312,28 +312,29 @@ TEST_F(GpuMatvecOp, ShapeDefaultsFillWhatTheCodeLeavesZero) {
   EXPECT_EQ(gu->tuning.subgroups_per_group, 2u);
   EXPECT_EQ(gu->tuning.max_split, 1u);
   EXPECT_EQ(set->tuning.rows_per_subgroup, 2u);  // set in code
-  // Per-product shapes (the Narrowed setting's cases check the products): 4 rows a subgroup
-  // while the grid keeps 100 subgroups, then 2, then 1; 2 vectors a round where they divide the
-  // row's chunks (Q4_0: 8 vectors per 256 columns, chunks of subgroup-size vectors), else 1.
-  auto narrow = create_matvec_kernels(*ctx_, WeightFormat::kQ4_0, false, narrowed());
-  ASSERT_TRUE(narrow.ok());
-  EXPECT_EQ(narrow->one_token_variants.size(), 5u);  // 3 row counts x 2 unrolls, less one_token
-  const uint32_t lanes = narrow->subgroup_size;
+  // Per-product shapes (the HalvedOnSmallGrids setting's cases check the products): 4 rows a
+  // subgroup while the grid keeps 100 subgroups, then 2, then 1; 2 vectors a round where they
+  // divide the row's chunks (Q4_0: 8 vectors per 256 columns, chunks of subgroup-size vectors),
+  // else 1.
+  auto halved = create_matvec_kernels(*ctx_, WeightFormat::kQ4_0, false, halved_on_small_grids());
+  ASSERT_TRUE(halved.ok());
+  EXPECT_EQ(halved->one_token_variants.size(), 5u);  // 3 row counts x 2 unrolls, less one_token
+  const uint32_t lanes = halved->subgroup_size;
   const int64_t even = 256 * int64_t(lanes) / 8 * 2, odd = even / 2 * 3;  // 2 and 3 chunks
   auto shape_of = [&](int64_t rows, int64_t cols) {
-    const OneTokenShape s = matvec_one_token_shape(*narrow, rows, cols);
+    const OneTokenShape s = matvec_one_token_shape(*halved, rows, cols);
     EXPECT_NE(s.pipeline, nullptr);
     return std::make_pair(s.rows_per_subgroup, s.vec_unroll);
   };
   EXPECT_EQ(shape_of(1536, even), std::make_pair(4u, 2u));
-  EXPECT_EQ(matvec_one_token_shape(*narrow, 1536, even).pipeline, narrow->one_token.get());
+  EXPECT_EQ(matvec_one_token_shape(*halved, 1536, even).pipeline, halved->one_token.get());
   EXPECT_EQ(shape_of(400, odd), std::make_pair(4u, 1u));
   EXPECT_EQ(shape_of(396, even), std::make_pair(2u, 2u));
   EXPECT_EQ(shape_of(257, odd), std::make_pair(2u, 1u));
   EXPECT_EQ(shape_of(64, even), std::make_pair(1u, 2u));
   EXPECT_EQ(shape_of(64, odd), std::make_pair(1u, 1u));
-  // Q4_0's default one vector a round: the narrowed shapes are still made.
-  MatvecTuning one = narrowed();
+  // Q4_0's default one vector a round: the halved shapes are still made.
+  MatvecTuning one = halved_on_small_grids();
   one.vec_unroll = 1;
   auto single = create_matvec_kernels(*ctx_, WeightFormat::kQ4_0, false, one);
   ASSERT_TRUE(single.ok());
@@ -351,7 +352,7 @@ TEST_F(GpuMatvecOp, ShapeDefaultsFillWhatTheCodeLeavesZero) {
   }
   // Where the device does not say its cores (lavapipe), nothing narrows by default.
   if (ctx_->info().compute_cores == 0) {
-    EXPECT_EQ(q4->tuning.narrow_min_subgroups, 0u);
+    EXPECT_EQ(q4->tuning.min_grid_subgroups, 0u);
     EXPECT_EQ(matvec_one_token_shape(*q4, 64, even).rows_per_subgroup, 4u);
   }
   // And the default kernels compute the product.

@@ -249,10 +249,10 @@ TEST_F(GpuRmsNorm, OpsSizedForAShortRowHandleEveryLength) {
   }
 }
 
-// add_norm's held variants sized for the model's rows (1536 and 5376 on 512-wide workgroups: 3
+// add_norm's registers variants sized for the model's rows (1536 and 5376 on 512-wide workgroups: 3
 // and 11 elements an invocation) and unsized (16), rows longer than they hold taking the loop
 // form.
-TEST_F(GpuRmsNorm, AddNormHeldAndLoopFormsMatchCpuReference) {
+TEST_F(GpuRmsNorm, AddNormRegistersAndLoopFormsMatchCpuReference) {
   for (uint32_t row_n : {0u, 1536u, 5376u}) {
     auto ops = RmsNormOps::create(*ctx_, row_n);
     ASSERT_TRUE(ops.ok()) << ops.error().message;

@@ -126,11 +126,11 @@ TEST(KvRing, MassEvictsTheLeastAttendedUnprotectedToken) {
   EXPECT_EQ(u.evicted[0].pos, 5);
 }
 
-TEST(KvRing, FastForwardIsTheFifoStateAfterNTokens) {
+TEST(KvRing, SyntheticContextIsTheFifoStateAfterNTokens) {
   KvRing a(config(3, 16, 2)), b(config(3, 16, 2));
   int64_t pos = 0;
   stream(a, 1000, 7, &pos);
-  b.fast_forward(1000);
+  b.synthesize_context(1000);
   for (int64_t p = 0; p < 1000; ++p) EXPECT_EQ(a.find(p) >= 0, b.find(p) >= 0) << p;
   EXPECT_EQ(a.n_window(), b.n_window());
 }

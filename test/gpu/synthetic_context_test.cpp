@@ -1,6 +1,7 @@
-// GpuForward::fast_forward, the state --bench-context times decode from on the GPU: the ring's
-// bookkeeping equals the CPU's after the same fast_forward, every row holds the synthetic value,
-// decode goes on from there with finite logits, and an exact cache refuses a state past its size.
+// GpuForward::synthesize_context, the state --bench-context times decode from on the GPU: the
+// ring's bookkeeping equals the CPU's after the same synthesize_context, every row holds the
+// synthetic value, decode goes on from there with finite logits, and an exact cache refuses a state
+// past its size.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -18,7 +19,7 @@
 namespace infer::gpu {
 namespace {
 
-class FastForwardGpu : public GpuTest {
+class SyntheticContextGpu : public GpuTest {
  protected:
   std::unique_ptr<Model> load() {
     auto m = Model::load(test::repo_fixtures() / "gemma4-text" / "e2b-mini", LoadOptions{}, pool_);
@@ -34,7 +35,7 @@ class FastForwardGpu : public GpuTest {
   ThreadPool pool_{2};
 };
 
-TEST_F(FastForwardGpu, RingStateIsTheCpuRingsAndDecodeGoesOn) {
+TEST_F(SyntheticContextGpu, RingStateIsTheCpuRingsAndDecodeGoesOn) {
   auto model = load();
   ASSERT_NE(model, nullptr);
   const RingConfig c = test::ring(4, 32, 8);
@@ -43,8 +44,8 @@ TEST_F(FastForwardGpu, RingStateIsTheCpuRingsAndDecodeGoesOn) {
   GpuForward& gpu = **f;
   CpuForward cpu(*model, pool_, c, 8);
   const int64_t n = 300;
-  ASSERT_TRUE(gpu.fast_forward(n).ok());
-  ASSERT_TRUE(cpu.fast_forward(n).ok());
+  ASSERT_TRUE(gpu.synthesize_context(n).ok());
+  ASSERT_TRUE(cpu.synthesize_context(n).ok());
   EXPECT_EQ(gpu.position(), n);
   EXPECT_EQ(gpu.ring().n_anchors(), cpu.ring().n_anchors());
   EXPECT_EQ(gpu.ring().n_window(), cpu.ring().n_window());
@@ -68,17 +69,17 @@ TEST_F(FastForwardGpu, RingStateIsTheCpuRingsAndDecodeGoesOn) {
   EXPECT_EQ(gpu.ring().n_window(), c.window);
 }
 
-TEST_F(FastForwardGpu, ExactCacheGoesOnAndRefusesAStatePastItsSize) {
+TEST_F(SyntheticContextGpu, ExactCacheGoesOnAndRefusesAStatePastItsSize) {
   auto model = load();
   ASSERT_NE(model, nullptr);
   auto f = GpuForward::create(*ctx_, *model, pool_, 64, 8);
   ASSERT_TRUE(f.ok()) << f.error().message;
   GpuForward& gpu = **f;
-  const auto past = gpu.fast_forward(64);
+  const auto past = gpu.synthesize_context(64);
   ASSERT_FALSE(past.ok());
   EXPECT_EQ(past.error().code, ErrorCode::kInvalidArgument);
-  EXPECT_FALSE(gpu.fast_forward(-1).ok());
-  ASSERT_TRUE(gpu.fast_forward(40).ok());
+  EXPECT_FALSE(gpu.synthesize_context(-1).ok());
+  ASSERT_TRUE(gpu.synthesize_context(40).ok());
   std::vector<float> logits(size_t(gpu.vocab_size()));
   ASSERT_TRUE(gpu.decode(5, logits.data()).ok());
   EXPECT_TRUE(all_finite(logits));

@@ -1,4 +1,4 @@
-// GpuForward::fast_forward (gpu_forward.h): a long stream's state without streaming it, for
+// GpuForward::synthesize_context (gpu_forward.h): a long stream's state without streaming it, for
 // --bench-context on the GPU (cli/bench_stream.cpp).
 #include <cstring>
 #include <string>
@@ -8,11 +8,11 @@
 
 namespace infer::gpu {
 
-Result<void> GpuForward::fast_forward(int64_t n) {
+Result<void> GpuForward::synthesize_context(int64_t n) {
   Impl& m = *impl_;
   if (n < 0 || (!m.ring && n >= m.max_positions)) {
     return make_error(ErrorCode::kInvalidArgument,
-                      "fast_forward: " + std::to_string(n) + " tokens, max_positions " +
+                      "synthesize_context: " + std::to_string(n) + " tokens, max_positions " +
                           std::to_string(m.max_positions));
   }
   // 0.01f in every K and V float: finite, equal scores (a uniform softmax), whatever the slot.
@@ -26,7 +26,7 @@ Result<void> GpuForward::fast_forward(int64_t n) {
     INFER_TRY_VOID(fill(*m.ctx, own->k, word));
     INFER_TRY_VOID(fill(*m.ctx, own->v, word));
   }
-  if (m.ring) m.ring->fast_forward(n);
+  if (m.ring) m.ring->synthesize_context(n);
   m.pos = n;
   return Ok{};
 }
