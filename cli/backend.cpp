@@ -14,6 +14,7 @@ Result<std::unique_ptr<gpu::VulkanContext>> open_gpu(const Options& opts) {
   gpu::ContextOptions options;
   options.device_index = opts.device.value_or(-1);
   options.tuning = opts.gpu_tune;
+  options.pipeline_stats = opts.profile;
   if (opts.prefill_chunk) {
     options.tuning.emplace_back("prefill_chunk", std::to_string(*opts.prefill_chunk));
   }

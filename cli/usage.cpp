@@ -46,7 +46,9 @@ modes
       --bench [FILE]       measure load, prefill (512 tokens), decode (128 tokens), memory
                            bandwidth and tokenizer speed; JSON to stdout or FILE
       --profile            with --bench --gpu: GPU time of every command of one decode step and
-                           one prefill chunk (timestamps), summed per pipeline into the JSON
+                           one prefill chunk (timestamps), summed per pipeline into the JSON;
+                           each pipeline's register count and spills on stderr, where the
+                           driver reports them
       --serve              binary full-duplex protocol on stdin/stdout (docs/PROTOCOL.md)
 
 KV ring (CPU and --gpu; any of these turns it on, the others take their defaults): an endless stream in

@@ -61,7 +61,7 @@ Result<std::unique_ptr<VulkanContext>> VulkanContext::create(const ContextOption
   ctx->force_staging_ = options.force_staging;
   INFER_TRY_VOID(ctx->create_instance(options.validation));
   INFER_TRY_VOID(ctx->pick_device(options.device_index));
-  INFER_TRY_VOID(ctx->create_device());
+  INFER_TRY_VOID(ctx->create_device(options.pipeline_stats));
   ctx->tuning_ = default_tuning(ctx->info_);
   INFER_TRY_VOID(apply_tuning(options.tuning, ctx->tuning_));
   return ctx;
@@ -187,19 +187,13 @@ void query_features(VkPhysicalDevice physical, bool offered, Features& f) {
   vkGetPhysicalDeviceFeatures2(physical, &q);
 }
 
-// Whether the device offers the one cooperative-matrix shape matmul_coop.comp uses.
-// An opt-in extension: the environment variable `env` is 1 and the device offers `name`.
-bool asked_and_offered(VkPhysicalDevice physical, const char* env, const char* name) {
-  const char* v = std::getenv(env);
-  return v != nullptr && v[0] == '1' && has_device_extension(physical, name);
-}
-
 // A default-on extension: the device offers `name` and the environment variable `env` is not 0.
 bool offered_unless_refused(VkPhysicalDevice physical, const char* env, const char* name) {
   const char* v = std::getenv(env);
   return !(v != nullptr && v[0] == '0') && has_device_extension(physical, name);
 }
 
+// Whether the device offers the one cooperative-matrix shape matmul_coop.comp uses.
 bool offers_f16_coop_16x16x16(VkPhysicalDevice physical) {
   uint32_t n = 0;
   if (vkGetPhysicalDeviceCooperativeMatrixPropertiesNV == nullptr ||
@@ -223,7 +217,7 @@ bool offers_f16_coop_16x16x16(VkPhysicalDevice physical) {
 
 }  // namespace
 
-Result<void> VulkanContext::create_device() {
+Result<void> VulkanContext::create_device(bool pipeline_stats) {
   VkPhysicalDeviceVulkan13Features has13{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES};
   VkPhysicalDeviceVulkan12Features has12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
                                          &has13};
@@ -241,10 +235,11 @@ Result<void> VulkanContext::create_device() {
   const bool coop = coop_extension && has_coop.cooperativeMatrix && has12.shaderFloat16 &&
                     has13.subgroupSizeControl && has13.computeFullSubgroups &&
                     offers_f16_coop_16x16x16(physical_);
-  // INFER_PIPELINE_STATS=1: the driver's statistics of each pipeline (register count, spills),
-  // for tuning the kernels on a device without a profiler at hand.
-  const bool stats_extension = asked_and_offered(
-      physical_, "INFER_PIPELINE_STATS", VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
+  // With --profile: the driver's statistics of each pipeline (register count, spills), for
+  // tuning the kernels on a device without a profiler at hand.
+  const bool stats_extension =
+      pipeline_stats &&
+      has_device_extension(physical_, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
   VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR has_stats{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
   query_features(physical_, stats_extension, has_stats);

@@ -20,6 +20,8 @@ struct ContextOptions {
   bool validation = false;     // enable VK_LAYER_KHRONOS_validation and count its errors
   bool force_staging = false;  // treat the device as discrete even on UMA (tests the staged path)
   TuningOverrides tuning;      // --gpu-tune, applied over the device's defaults
+  // VK_KHR_pipeline_executable_properties where offered (--profile): each pipeline's statistics.
+  bool pipeline_stats = false;
 };
 
 // What the backend needs to know about the device, read once at creation.
@@ -54,8 +56,8 @@ struct DeviceInfo {
   // Accelerated: the driver says packed signed 4x8-bit dot products are native instructions.
   bool integer_dot_product = false;
   bool integer_dot_accelerated = false;
-  // VK_KHR_pipeline_executable_properties enabled (INFER_PIPELINE_STATS=1 asks): every compute
-  // pipeline's statistics (registers, local memory, ...) go to stderr as it is created.
+  // VK_KHR_pipeline_executable_properties enabled (ContextOptions::pipeline_stats asked): every
+  // compute pipeline's statistics (registers, local memory, ...) go to stderr as it is created.
   bool pipeline_stats = false;
   VkPhysicalDeviceMemoryProperties memory{};
 };
@@ -96,7 +98,7 @@ class VulkanContext {
   VulkanContext() = default;
   Result<void> create_instance(bool validation);
   Result<void> pick_device(int device_index);
-  Result<void> create_device();
+  Result<void> create_device(bool pipeline_stats);
   static VKAPI_ATTR VkBool32 VKAPI_CALL on_message(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
                                                    VkDebugUtilsMessageTypeFlagsEXT types,
                                                    const VkDebugUtilsMessengerCallbackDataEXT* data,

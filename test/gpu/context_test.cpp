@@ -88,6 +88,18 @@ TEST(GpuValidation, CountsAnErrorTheLayerReports) {
   EXPECT_NE((*ctx)->validation_messages()[0].find("usage"), std::string::npos);
 }
 
+// Pipeline statistics (--profile) only where asked, and then wherever the driver offers them.
+TEST_F(GpuContext, PipelineStatisticsOnlyWhenAsked) {
+  EXPECT_FALSE(ctx_->info().pipeline_stats);
+  ContextOptions options;
+  options.pipeline_stats = true;
+  auto ctx = VulkanContext::create(options);
+  ASSERT_TRUE(ctx.ok()) << ctx.error().message;
+  EXPECT_EQ((*ctx)->info().pipeline_stats,
+            has_device_extension((*ctx)->physical_device(),
+                                 VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME));
+}
+
 TEST(GpuValidation, RejectsADeviceIndexOutOfRange) {
   ContextOptions options;
   options.device_index = 1000;

@@ -201,7 +201,7 @@ TEST_F(GpuMatvecDot, GateUpMatchesInt8Reference) {
 }
 
 // Prompt-sized T with integer dots on: where the device has cooperative matrices, prefill
-// quantizes activations as it stages them (matmul_coop.comp INT8) and must meet the int8
+// quantizes activations as it stages them (matmul_coop_int8.comp) and must meet the int8
 // contract; elsewhere the f32 tiled kernel runs and meets the f32 one. Plain and gate-up, rows
 // ending mid tile, tokens mid token tile, columns of whole 64-column steps.
 TEST_F(GpuMatvecDot, PrefillKeepsTheInt8ContractOnCooperativeMatrices) {
