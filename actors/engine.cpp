@@ -46,7 +46,7 @@ Result<void> Engine::append(std::span<const int32_t> ids) {
     }
   }
   if (position() + int64_t(ids.size()) > opts_.max_positions) {
-    return make_error(ErrorCode::kInvalidArgument,
+    return make_error(ErrorCode::kContextFull,
                       "the context would hold " + std::to_string(position() + ids.size()) +
                           " tokens, the stream takes " + std::to_string(opts_.max_positions) +
                           " (use /reset)");
@@ -117,7 +117,7 @@ Result<Step> Engine::sample_next() {
     } else if (argmax_id_ >= 0) {  // a refused token, taken on the device: offered again
       s.id = argmax_id_;
     } else {
-      return make_error(ErrorCode::kInvalidArgument, "nothing to continue: the context is empty");
+      return make_error(ErrorCode::kEmptyContext, "nothing to continue: the context is empty");
     }
   }
   s.position = position();
@@ -158,9 +158,11 @@ TurnOutcome Engine::run_turn(const TurnRequest& req, TokenSink& sink) {
   TurnOutcome out;
   const double prefill_ms0 = prefill_ms_, decode_ms0 = decode_ms_;
   const int64_t prefilled0 = prefilled_;
-  if (Result<void> r = append(req.input); !r) {
+  Result<void> appended_input = append(req.input);
+  if (appended_input) sink.appended(position(), int64_t(req.input.size()));
+  if (!appended_input) {
     out.reason = StopReason::kError;
-    out.error = r.error();
+    out.error = appended_input.error();
   } else if (Result<bool> all_fed = [&] {
                TraceScope prefill(opts_.tracer, "stream", "prefill", position() - fed());
                return feed([&] { return interrupted(req.control); });

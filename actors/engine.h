@@ -87,6 +87,8 @@ class TokenSink {
  public:
   virtual ~TokenSink() = default;
   virtual Verdict token(const Step& step) = 0;
+  // The turn's input is in the context (position() ids, n of them new), before its prefill.
+  virtual void appended(int64_t /*position*/, int64_t /*n*/) {}
 };
 
 // How a turn ended. error is set when reason is kError.

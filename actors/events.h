@@ -59,6 +59,14 @@ struct TokenEvent {
   int64_t emit_ns = 0;     // steady clock when the stream sent it (hop latency, traces)
 };
 
+// A turn's input is in the context (before its prefill): the stream now holds `position` ids,
+// `n` of them this turn's.
+struct InputAppended {
+  uint64_t turn = 0;
+  int64_t position = 0;
+  int64_t n = 0;
+};
+
 // The end of one turn: generation stopped (or there was none), everything before it delivered.
 struct TurnEnd {
   uint64_t turn = 0;

@@ -12,6 +12,8 @@ class FrontEnd {
   virtual ~FrontEnd() = default;
   // A generated token: its id, its text (possibly empty), its signals and the gate's decision.
   virtual void token(const TokenEvent& t) = 0;
+  // A turn's input is in the context, before its prefill.
+  virtual void appended(const InputAppended&) {}
   // A turn is over; every token of it has been delivered.
   virtual void turn_end(const TurnEnd& e) = 0;
   virtual void quiet(const QuietSpan&) {}

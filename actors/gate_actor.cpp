@@ -54,6 +54,7 @@ gate_actor::behavior_type gate_fn(Self self, Gate gate, std::shared_ptr<Control>
         TraceScope scope(self->state.tracer, "gate", "turn_end", int64_t(e.turn));
         self->send(self->state.wiring->tokenizer, std::move(e));
       },
+      [=](const InputAppended& a) { self->send(self->state.wiring->tokenizer, a); },
       [=](const InputQueued& q) {
         TraceScope scope(self->state.tracer, "gate", "input", int64_t(q.turn));
         self->state.last_queued = std::max(self->state.last_queued, q.turn);

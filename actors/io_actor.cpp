@@ -37,6 +37,7 @@ io_actor::behavior_type io_fn(Self self, FrontEnd* front_end, WiringPtr wiring, 
         TraceScope scope(self->state.tracer, "io", "turn_end", int64_t(e.turn));
         self->state.front_end->turn_end(e);
       },
+      [=](const InputAppended& a) { self->state.front_end->appended(a); },
       [=](const QuietSpan& q) {
         TraceScope scope(self->state.tracer, "io", "quiet");
         self->state.front_end->quiet(q);

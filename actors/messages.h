@@ -102,6 +102,10 @@ typename Inspector::result_type inspect(Inspector& f, TokenEvent& x) {
            x.top_prob, x.eot_prob, x.ms_per_token, x.tokens_left, x.decision, x.text, x.emit_ns);
 }
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, InputAppended& x) {
+  return f(caf::meta::type_name("InputAppended"), x.turn, x.position, x.n);
+}
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, TurnEnd& x) {
   return f(caf::meta::type_name("TurnEnd"), x.turn, x.reason, x.stop_id, x.generated, x.prefilled,
            x.position, x.prefill_ms, x.decode_ms, x.tail_text);
@@ -134,6 +138,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(infer_actors, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(infer_actors, (infer::actors::QuietSpan))
   CAF_ADD_TYPE_ID(infer_actors, (infer::actors::PipelineStats))
   CAF_ADD_TYPE_ID(infer_actors, (infer::actors::Failure))
+  CAF_ADD_TYPE_ID(infer_actors, (infer::actors::InputAppended))
   CAF_ADD_ATOM(infer_actors, infer::actors, stats_atom, "stats")
   CAF_ADD_ATOM(infer_actors, infer::actors, reset_atom, "reset")
 CAF_END_TYPE_ID_BLOCK(infer_actors)
@@ -151,18 +156,21 @@ using stream_actor =
                      caf::replies_to<reset_atom>::with<ResetDone>>;
 using gate_actor =
     caf::typed_actor<caf::reacts_to<TokenEvent>, caf::reacts_to<TurnEnd>,
+                     caf::reacts_to<InputAppended>,
                      caf::reacts_to<InputQueued>, caf::reacts_to<Failure>,
                      caf::replies_to<PipelineStats>::with<PipelineStats>,
                      caf::replies_to<reset_atom>::with<ResetDone>>;
 using tokenizer_actor =
     caf::typed_actor<caf::reacts_to<InputMsg>, caf::reacts_to<TokenEvent>,
-                     caf::reacts_to<TurnEnd>, caf::reacts_to<Failure>,
+                     caf::reacts_to<TurnEnd>, caf::reacts_to<InputAppended>,
+                     caf::reacts_to<Failure>,
                      caf::replies_to<stats_atom, bool>::with<PipelineStats>,
                      caf::replies_to<reset_atom>::with<ResetDone>,
                      caf::replies_to<ResetDone>::with<ResetDone>>;
 using io_actor =
     caf::typed_actor<caf::reacts_to<InputMsg>, caf::reacts_to<TokenEvent>,
-                     caf::reacts_to<TurnEnd>, caf::reacts_to<QuietSpan>, caf::reacts_to<Failure>,
+                     caf::reacts_to<TurnEnd>, caf::reacts_to<InputAppended>,
+                     caf::reacts_to<QuietSpan>, caf::reacts_to<Failure>,
                      caf::replies_to<stats_atom, bool>::with<PipelineStats>,
                      caf::reacts_to<reset_atom>>;
 using consolidation_actor =

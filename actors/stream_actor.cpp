@@ -38,6 +38,9 @@ class GateSink : public TokenSink {
     self_->send(self_->state.wiring->gate, std::move(t));
     return Verdict::kKeep;
   }
+  void appended(int64_t position, int64_t n) override {
+    self_->send(self_->state.wiring->gate, InputAppended{in_.turn, position, n});
+  }
 
  private:
   Self self_;

@@ -60,6 +60,7 @@ tokenizer_actor::behavior_type tokenizer_fn(Self self, const Tokenizer* tokenize
         if (s.decoder) s.decoder->flush(e.tail_text);
         self->send(s.wiring->io, std::move(e));
       },
+      [=](const InputAppended& a) { self->send(self->state.wiring->io, a); },
       [=](ResetDone r) {  // the reset's last hop: after every token before it was decoded
         TokenizerState& s = self->state;
         if (s.decoder) s.decoder->reset();

@@ -21,6 +21,8 @@ enum class ErrorCode : uint8_t {
   kVulkan,           // a Vulkan call failed
   kProtocol,         // a malformed or out-of-order protocol frame
   kInternal,         // should not happen; still reported, not crashed on
+  kContextFull,      // a fixed KV cache (--no-ring) cannot take the tokens; nothing was added
+  kEmptyContext,     // a generation with nothing to continue from
 };
 
 inline const char* error_code_name(ErrorCode c) {
@@ -34,6 +36,8 @@ inline const char* error_code_name(ErrorCode c) {
     case ErrorCode::kVulkan: return "vulkan error";
     case ErrorCode::kProtocol: return "protocol error";
     case ErrorCode::kInternal: return "internal error";
+    case ErrorCode::kContextFull: return "context full";
+    case ErrorCode::kEmptyContext: return "empty context";
   }
   return "error";
 }

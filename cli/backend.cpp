@@ -26,9 +26,7 @@ Result<std::unique_ptr<gpu::VulkanContext>> open_gpu(const Options& opts) {
 }
 
 Result<std::optional<RingConfig>> ring_config(const Options& opts) {
-  if (!opts.anchors && !opts.window && !opts.recall && !opts.evict) {
-    return std::optional<RingConfig>();
-  }
+  if (opts.no_ring) return std::optional<RingConfig>();
   RingConfig c;
   c.anchors = opts.anchors.value_or(c.anchors);
   c.window = opts.window.value_or(c.window);

@@ -28,12 +28,12 @@ struct Backend {
 // The Vulkan context of --gpu/--device N (report printed to stderr), or nullptr without --gpu.
 Result<std::unique_ptr<gpu::VulkanContext>> open_gpu(const Options& opts);
 
-// The KV ring the options ask for (any of --anchors/--window/--recall/--evict; the others take
-// their defaults), or nullopt: the exact model with a cache bounded by the context length.
+// The KV ring (the default; --anchors/--window/--recall/--evict change its parts), or with
+// --no-ring nullopt: the exact model with a cache bounded by the context length.
 Result<std::optional<RingConfig>> ring_config(const Options& opts);
 
 // A forward pass of `model` for streams of max_positions, on `ctx` when given, else the CPU;
-// with `ring`, an endless stream in the KV ring instead (CPU only for now).
+// with `ring`, an endless stream in the KV ring instead.
 Result<Backend> make_backend(std::unique_ptr<gpu::VulkanContext> ctx, const Model& model,
                              ThreadPool& pool, int64_t max_positions,
                              const std::optional<RingConfig>& ring = std::nullopt);

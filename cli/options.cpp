@@ -182,6 +182,11 @@ const Switch kSwitches[] = {
          return bad(std::string(n) + ": expected fifo or mass, got '" + std::string(*v) + "'");
        return Ok{};
      }},
+    {"--no-ring", 0, Arg::kNone,
+     [](Options& o, auto, Value) -> Result<void> {
+       o.no_ring = true;
+       return Ok{};
+     }},
     {"--memory", 0, Arg::kOptional,
      [](Options& o, auto, Value v) -> Result<void> {
        o.memory = v ? std::filesystem::path(std::string(*v)) : ".episodic.mem";
@@ -282,6 +287,9 @@ Result<void> validate(const Options& o) {
     return bad("--bench-quiescence needs --bench, without --bench-stream/--bench-context");
   }
   if (o.no_memory && o.memory) return bad("--no-memory conflicts with --memory/--storage");
+  if (o.no_ring && (o.anchors || o.window || o.recall || o.evict)) {
+    return bad("--no-ring conflicts with --anchors/--window/--recall/--evict");
+  }
   if (o.quiescence_threshold && !o.quiescence) {
     return bad("--quiescence-threshold needs --quiescence");
   }

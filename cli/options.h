@@ -63,6 +63,7 @@ struct Options {
   // KV ring (DESIGN.md §4), episodic memory (§5), quiescence (§6), gate (§3), trace, tools (§8).
   std::optional<int> anchors, window, recall;
   std::optional<EvictPolicy> evict;
+  bool no_ring = false;  // --no-ring: the fixed cache of max_position_embeddings (at most 8192)
   std::optional<std::filesystem::path> memory;  // --memory [PATH] / --storage PATH
   std::optional<int> mem_capacity;
   bool no_memory = false;

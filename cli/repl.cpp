@@ -129,11 +129,15 @@ class LineReader {
 void print_stats(const actors::PipelineStats& s) {
   const double prefill_tps = s.prefill_ms > 0 ? double(s.prefilled) / s.prefill_ms * 1e3 : 0.0;
   const double decode_tps = s.decode_ms > 0 ? double(s.decoded) / s.decode_ms * 1e3 : 0.0;
+  // The ring's bound is only there to keep counts finite: an endless stream has no "of N".
+  const std::string of = s.max_positions >= kEndlessPositions
+                             ? std::string(" (the KV ring: endless)")
+                             : " of " + std::to_string(s.max_positions) + " positions";
   std::printf(
-      "context: %lld of %lld positions (%lld computed), %llu turns, %lld tokens generated\n"
+      "context: %lld tokens%s (%lld computed), %llu turns, %lld tokens generated\n"
       "prefill: %.1f tokens/s, decode: %.1f tokens/s\n"
       "gate: speak %lld, listen %lld, act %lld\n",
-      (long long)s.position, (long long)s.max_positions, (long long)s.fed,
+      (long long)s.position, of.c_str(), (long long)s.fed,
       (unsigned long long)s.turns, (long long)s.generated, prefill_tps, decode_tps,
       (long long)s.speak, (long long)s.listen, (long long)s.act);
   std::fflush(stdout);

@@ -21,13 +21,14 @@ Result<int> run_serve(const Options& opts) {
 
   protocol::ServerHello hello;
   hello.vocab_size = uint32_t(session->forward->vocab_size());
-  hello.max_generate_tokens = uint32_t(session->pipeline.engine.max_positions);
-  hello.context_tokens = uint32_t(session->pipeline.engine.max_positions);
+  hello.max_generate_tokens =
+      uint32_t(session->ring ? kRingMaxGenerate : session->pipeline.engine.max_positions);
+  hello.context_tokens = uint32_t(session->context_tokens);
   for (const int32_t id : session->pipeline.engine.end_ids) hello.end_ids.push_back(uint32_t(id));
   hello.model_name = session->choice.demo ? "demo" : session->choice.dir.filename().string();
   if (hello.model_name.size() > protocol::kMaxLabelBytes) hello.model_name.resize(0);
 
-  ServeFrontEnd front(STDOUT_FILENO, hello, opts.max_tokens);
+  ServeFrontEnd front(STDOUT_FILENO, hello, opts.max_tokens, session->stream_capacity);
   int status = 0;
   {
     actors::Pipeline pipeline(session->forward, session->pipeline, front);

@@ -3,6 +3,7 @@
 // pipeline calls keep one order.
 #include "cli/serve_front_end.h"
 
+#include <poll.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -43,8 +44,11 @@ Overload(F...) -> Overload<F...>;
 
 }  // namespace
 
-ServeFrontEnd::ServeFrontEnd(int out_fd, protocol::ServerHello hello, int64_t default_max_tokens)
-    : out_fd_(out_fd), session_(std::move(hello), default_max_tokens, actors::steady_ns) {}
+ServeFrontEnd::ServeFrontEnd(int out_fd, protocol::ServerHello hello, int64_t default_max_tokens,
+                             int64_t stream_capacity)
+    : out_fd_(out_fd), session_(std::move(hello), default_max_tokens, actors::steady_ns) {
+  session_.set_stream_capacity(stream_capacity);
+}
 
 bool ServeFrontEnd::write_all() {
   size_t done = 0;
@@ -106,17 +110,33 @@ void ServeFrontEnd::carry_out(protocol::SessionOutput& out) {
 int ServeFrontEnd::run(int in_fd) {
   uint8_t chunk[65536];
   protocol::SessionOutput out;
+  // stdin for input, stdout for its reader going away: a pipe whose reader closed reports
+  // POLLERR on the write end, so an idle server notices without writing. The timeout bounds how
+  // long a session ended from the io thread (a failed write) waits for the next frame or EOF.
+  pollfd fds[2] = {{in_fd, POLLIN, 0}, {out_fd_, 0, 0}};
   for (;;) {
-    const ssize_t n = read(in_fd, chunk, sizeof chunk);
-    if (n < 0 && errno == EINTR) continue;
+    const int ready = poll(fds, 2, kPollMs);
+    if (ready < 0 && errno == EINTR) continue;
     std::lock_guard lock(mu_);
     out.clear();
-    if (n <= 0) {  // EOF (or a read error): shut down as on EOF, no SHUTDOWN_ACK
-      session_.end_of_input(out);
-    } else {
-      session_.feed(std::span<const uint8_t>(chunk, size_t(n)), out);
+    if ((fds[1].revents & (POLLERR | POLLHUP)) != 0 && !session_.finished()) {
+      std::fprintf(stderr, "infer: --serve: stdout closed, ending the session\n");
+      session_.output_closed(out);
+      carry_out(out);
+      fds[1].fd = -1;  // told once
+      out.clear();
     }
-    carry_out(out);
+    if (session_.finished()) break;
+    if (ready < 0 || (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
+      const ssize_t n = ready < 0 ? -1 : read(in_fd, chunk, sizeof chunk);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {  // EOF (or a read error): shut down as on EOF, no SHUTDOWN_ACK
+        session_.end_of_input(out);
+      } else {
+        session_.feed(std::span<const uint8_t>(chunk, size_t(n)), out);
+      }
+      carry_out(out);
+    }
     if (session_.reading_done()) break;
   }
   std::unique_lock lock(mu_);
@@ -125,6 +145,17 @@ int ServeFrontEnd::run(int in_fd) {
 }
 
 // ---- the io actor's side
+
+void ServeFrontEnd::appended(const actors::InputAppended& a) {
+  protocol::EngineAppended e;
+  e.turn = a.turn;
+  e.pos = uint64_t(a.position);
+  e.n_tokens = uint32_t(a.n);
+  std::lock_guard lock(mu_);
+  protocol::SessionOutput out;
+  session_.appended(e, out);
+  carry_out(out);
+}
 
 void ServeFrontEnd::token(const actors::TokenEvent& t) {
   protocol::EngineToken e;
@@ -168,9 +199,14 @@ void ServeFrontEnd::reset_done() {
 
 void ServeFrontEnd::error(const actors::ErrorEvent& e) {
   std::fprintf(stderr, "infer: --serve: %s\n", e.message.c_str());
+  protocol::EngineError err;
+  err.kind = e.code == ErrorCode::kContextFull    ? protocol::EngineError::kContextFull
+             : e.code == ErrorCode::kEmptyContext ? protocol::EngineError::kEmptyContext
+                                                  : protocol::EngineError::kEngine;
+  err.message = e.message;
   std::lock_guard lock(mu_);
   protocol::SessionOutput out;
-  session_.engine_error(e.message, out);
+  session_.engine_error(std::move(err), out);
   carry_out(out);
 }
 

@@ -20,7 +20,9 @@ namespace infer::cli {
 class ServeFrontEnd : public actors::FrontEnd {
  public:
   // Frames go to `out_fd`; -n (the default GENERATE max_tokens) is `default_max_tokens`.
-  ServeFrontEnd(int out_fd, protocol::ServerHello hello, int64_t default_max_tokens);
+  // stream_capacity: ServeSession::set_stream_capacity.
+  ServeFrontEnd(int out_fd, protocol::ServerHello hello, int64_t default_max_tokens,
+                int64_t stream_capacity);
 
   // Must be called once, before run(); the pipeline must outlive run().
   void attach(actors::Pipeline* p) { pipeline_ = p; }
@@ -33,6 +35,7 @@ class ServeFrontEnd : public actors::FrontEnd {
   int run(int in_fd);
 
   // actors::FrontEnd, on the io actor's thread.
+  void appended(const actors::InputAppended& a) override;
   void token(const actors::TokenEvent& t) override;
   void turn_end(const actors::TurnEnd& e) override;
   void reset_done() override;
@@ -42,6 +45,8 @@ class ServeFrontEnd : public actors::FrontEnd {
   // Under mu_: writes out's frames in one write(2), then runs its commands.
   void carry_out(protocol::SessionOutput& out);
   bool write_all();
+
+  static constexpr int kPollMs = 100;  // stdin waits at most this long between checks
 
   int out_fd_;
   actors::Pipeline* pipeline_ = nullptr;

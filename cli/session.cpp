@@ -41,7 +41,12 @@ Result<std::unique_ptr<Session>> open_session(const Options& opts, bool need_tok
   }
   const TextConfig& text = s->model->config().text;
   const int64_t max_positions = std::min(text.max_position_embeddings, kSessionContext);
-  INFER_TRY(Backend backend, make_backend(std::move(gpu_ctx), *s->model, *s->pool, max_positions));
+  INFER_TRY(const std::optional<RingConfig> ring, ring_config(opts));
+  INFER_TRY(Backend backend,
+            make_backend(std::move(gpu_ctx), *s->model, *s->pool, max_positions, ring));
+  s->ring = ring.has_value();
+  s->context_tokens = ring ? ring->anchors + ring->window + ring->recall : max_positions;
+  s->stream_capacity = ring ? ring->anchors + ring->window : max_positions;
   INFER_TRY_VOID(apply_quiescence(opts, backend));
   s->backend_name = backend.name;
   auto held = std::make_shared<Backend>(std::move(backend));
@@ -53,7 +58,7 @@ Result<std::unique_ptr<Session>> open_session(const Options& opts, bool need_tok
   actors::PipelineOptions& p = s->pipeline;
   p.engine.sampling = resolve_sampling(opts, gen);
   p.engine.end_ids = end_of_turn_ids(text, gen, s->tokenizer ? &*s->tokenizer : nullptr);
-  p.engine.max_positions = max_positions;
+  p.engine.max_positions = ring ? kEndlessPositions : max_positions;
   p.gate.max_entropy = opts.gate_entropy;
   p.gate.min_top_prob = opts.gate_top_prob;
   p.gate.end_prob = opts.gate_end_prob;

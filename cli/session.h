@@ -18,9 +18,13 @@
 
 namespace infer::cli {
 
-// The context a session holds: the exact KV cache allocates every position up front, so not the
-// model's full max_position_embeddings. (Sessions do not run the KV ring yet.)
+// The context a --no-ring session holds: the exact KV cache allocates every position up front,
+// so not the model's full max_position_embeddings.
 inline constexpr int64_t kSessionContext = 8192;
+// With the ring a stream has no end; the engine's bound on it only keeps counts finite.
+inline constexpr int64_t kEndlessPositions = int64_t(1) << 62;
+// The most one request may generate through the ring (SERVER_HELLO max_generate_tokens).
+inline constexpr int64_t kRingMaxGenerate = int64_t(1) << 30;
 
 struct Session {
   ModelChoice choice;
@@ -32,6 +36,10 @@ struct Session {
   std::optional<Tokenizer> tokenizer;
   std::shared_ptr<Forward> forward;  // keeps its backend (and Vulkan context) alive
   std::string backend_name;
+  // Tokens the KV cache holds: the ring's anchors + window + recall, or the fixed cache's size.
+  int64_t context_tokens = 0;
+  int64_t stream_capacity = 0;  // stream tokens it holds: the ring's anchors + window
+  bool ring = false;
   actors::PipelineOptions pipeline;  // tokenizer points into this Session
 };
 

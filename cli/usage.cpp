@@ -51,12 +51,14 @@ modes
                            driver reports them
       --serve              binary full-duplex protocol on stdin/stdout (docs/PROTOCOL.md)
 
-KV ring (CPU and --gpu; any of these turns it on, the others take their defaults): an endless stream in
-fixed buffers, equal to the exact model while it fits in anchors + window
+KV ring (CPU and --gpu, on by default): an endless stream in fixed buffers, equal to the exact
+model while it fits in anchors + window
       --anchors A          first tokens kept for ever (default 32)
       --window W           most recent tokens kept (default 512)
       --recall R           slots for recalled rows, R <= 128 (default 96)
       --evict fifo|mass    drop the oldest window token (default) or the least attended
+      --no-ring            a fixed cache instead (max_position_embeddings, at most 8192 tokens
+                           in a session): exact until it is full, then refuses input
       --bench-stream N     with --bench: N decode steps from position 0, a point every
       --bench-every K      K tokens (default N/50): ms/token and resident memory
       --bench-context N,.. with --bench: decode speed after N tokens, exact cache vs ring

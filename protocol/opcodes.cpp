@@ -42,6 +42,7 @@ const char* wire_error_name(WireError e) {
     case WireError::kNotAvailable: return "NOT_AVAILABLE";
     case WireError::kEngine: return "ENGINE";
     case WireError::kTruncated: return "TRUNCATED";
+    case WireError::kContextFull: return "CONTEXT_FULL";
   }
   return "UNKNOWN_ERROR";
 }

@@ -73,6 +73,7 @@ enum class WireError : uint16_t {
   kNotAvailable = 8,     // a reserved memory/tools opcode this server does not serve
   kEngine = 9,           // the engine failed (I/O, GPU); the message says what
   kTruncated = 10,       // input ended inside a frame
+  kContextFull = 11,     // a fixed cache (--no-ring) cannot take an append; nothing appended
 };
 const char* wire_error_name(WireError e);  // "MALFORMED", ...
 

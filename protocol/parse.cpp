@@ -305,14 +305,19 @@ Result<ServerMessage> parse_server_payload(uint16_t op, std::span<const uint8_t>
   }
 }
 
+Result<void> check_header_flags(const FrameHeader& h) {
+  if (h.flags == 0) return Ok{};
+  return malformed(h.opcode,
+                   "header flags are " + std::to_string(h.flags) + ", v1 defines none (must be 0)");
+}
+
 namespace {
 template <class R, class F>
 R parse_frame(const Frame& f, F&& parse_payload) {
-  // Opcode first: an unknown opcode is UNKNOWN_OPCODE whatever its flags.
+  // The payload first (opcode, sizes, values), then the flags (PROTOCOL.md §6.2).
   auto r = parse_payload(f.header.opcode, f.payload);
-  if (r.ok() && f.header.flags != 0) {
-    return malformed(f.header.opcode, "header flags are " + std::to_string(f.header.flags) +
-                                          ", v1 defines none (must be 0)");
+  if (r.ok()) {
+    if (Result<void> flags = check_header_flags(f.header); !flags) return flags.error();
   }
   return r;
 }

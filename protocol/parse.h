@@ -22,6 +22,9 @@ Result<ServerMessage> parse_server(const Frame& f);  // what a client reads
 Result<ClientMessage> parse_client_payload(uint16_t opcode, std::span<const uint8_t> payload);
 Result<ServerMessage> parse_server_payload(uint16_t opcode, std::span<const uint8_t> payload);
 
+// A frame's header flags: v1 defines none (MALFORMED otherwise).
+Result<void> check_header_flags(const FrameHeader& h);
+
 WireError wire_error_of(const Error& e);
 
 }  // namespace infer::protocol

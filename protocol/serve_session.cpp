@@ -29,13 +29,21 @@ void ServeSession::write(uint32_t rid, ServerMessage m, SessionOutput& out) {
   if (!output_closed_) out.frames.push_back(Outgoing{rid, std::move(m)});
 }
 
+void ServeSession::answer(uint32_t rid, ServerMessage m, SessionOutput& out) {
+  if (answers_.empty()) {
+    write(rid, std::move(m), out);
+  } else {
+    answers_.push_back(Pending{Pending::kReady, rid, 0, Opcode::kHello, true, std::move(m)});
+  }
+}
+
 void ServeSession::feed(std::span<const uint8_t> bytes, SessionOutput& out) {
   if (closing_) return;
   std::vector<ReaderEvent> events;
   reader_.feed(bytes, events);
   for (const ReaderEvent& ev : events) {
     if (const auto* rej = std::get_if<Rejected>(&ev)) {
-      write(rej->request_id, ServerMessage{rej->error_frame()}, out);
+      answer(rej->request_id, ServerMessage{rej->error_frame()}, out);
       if (rej->ends_session) begin_close(1, /*ack=*/true, out);  // VERSION_MISMATCH
       continue;
     }
@@ -66,8 +74,8 @@ void ServeSession::handle(uint32_t rid, const ClientMessage& m, SessionOutput& o
           [&](const Interrupt&) {
             if (gen_turn_ != 0) interrupt(out);  // idle: ignored, no answer
           },
-          [&](const StatsRequest&) {
-            if (gen_turn_ != 0 || answers_.empty()) {
+          [&](const StatsRequest&) {  // counted when its turn to be answered comes
+            if (answers_.empty()) {
               write(rid, ServerMessage{current_stats()}, out);
             } else {
               answers_.push_back(Pending{Pending::kStats, rid});
@@ -75,7 +83,7 @@ void ServeSession::handle(uint32_t rid, const ClientMessage& m, SessionOutput& o
           },
           [&](const TraceMark& t) {
             out.commands.push_back(TraceMarkCommand{t.label});
-            write(rid, ServerMessage{TraceMarkAck{uint64_t(now_ns_() - start_ns_), t.label}}, out);
+            answer(rid, ServerMessage{TraceMarkAck{uint64_t(now_ns_() - start_ns_), t.label}}, out);
           },
           [&](const Reset&) {
             // As INTERRUPT, then the queued appends, then the reset: DONE, APPENDEDs, RESET_ACK.
@@ -101,7 +109,9 @@ void ServeSession::send_append(uint32_t rid, const ClientMessage& m, SessionOutp
     const auto& ids = std::get<AppendIds>(m).ids;
     c.ids.assign(ids.begin(), ids.end());
   }
-  answers_.push_back(Pending{Pending::kAppended, rid, c.turn});
+  const Opcode op =
+      std::holds_alternative<AppendText>(m) ? Opcode::kAppendText : Opcode::kAppendIds;
+  answers_.push_back(Pending{Pending::kAppended, rid, c.turn, op});
   out.commands.push_back(std::move(c));
 }
 
@@ -124,7 +134,6 @@ void ServeSession::start_generation(uint32_t rid, const Generate& g, SessionOutp
   gen_sent_ = 0;
   gen_last_id_ = kNoToken;
   gen_interrupted_ = false;
-  after_interrupt_ = 0;
   out.commands.push_back(std::move(c));
 }
 
@@ -187,7 +196,8 @@ void ServeSession::output_closed(SessionOutput& out) {
 Stats ServeSession::current_stats() const {
   Stats s;
   s.pos = uint64_t(pos_);
-  s.kv_tokens = uint64_t(std::min<int64_t>(pos_, hello_.context_tokens));
+  const int64_t held = stream_capacity_ >= 0 ? stream_capacity_ : int64_t(hello_.context_tokens);
+  s.kv_tokens = uint64_t(std::min<int64_t>(pos_, held));
   s.prefill_tokens = prefill_tokens_;
   s.decode_tokens = decode_tokens_;
   s.generations = generations_;
@@ -201,10 +211,23 @@ Stats ServeSession::current_stats() const {
 
 // ---- the engine's side
 
+void ServeSession::appended(const EngineAppended& a, SessionOutput& out) {
+  for (Pending& p : answers_) {
+    if (p.kind == Pending::kAppended && p.turn == a.turn && !p.done) {
+      pos_ = int64_t(a.pos);
+      p.frame = ServerMessage{Appended{a.pos, a.n_tokens}};
+      p.done = true;
+      break;
+    }
+  }
+  release_answers(out);
+}
+
 void ServeSession::token(const EngineToken& t, SessionOutput& out) {
   pos_ = std::max(pos_, int64_t(t.pos) + 1);
+  // Every token of the turn goes out, also those generated before an INTERRUPT took effect:
+  // each is in the context, so a client that rebuilds the stream from its TOKENs gets this one.
   if (t.turn != gen_turn_) return;
-  if (gen_interrupted_ && after_interrupt_++ >= 1) return;  // at most one TOKEN after INTERRUPT
   write(gen_rid_, ServerMessage{Token{t.id, gen_sent_, t.pos, t.text}}, out);
   if ((gen_flags_ & kGenGateEvents) != 0 || t.decision != GateDecision::kSpeak) {
     Gate g;
@@ -228,31 +251,70 @@ void ServeSession::turn_end(const EngineTurnEnd& e, SessionOutput& out) {
   decode_tokens_ += e.generated;
   prefill_ms_ += e.prefill_ms;
   decode_ms_ += e.decode_ms;
+  std::optional<EngineError> err;
+  err.swap(engine_error_);
   if (e.turn == gen_turn_) {
-    Done d;
-    d.reason = e.reason;
-    d.n_tokens = gen_sent_;
-    d.pos = e.pos;
-    d.last_id = gen_last_id_;
-    d.text = e.tail_text;
-    write(gen_rid_, ServerMessage{d}, out);
-    ++generations_;
-    gen_turn_ = 0;
-    reader_.generation_done();
-    flush_queue(out);  // empty when closing
+    if (err && err->kind == EngineError::kEmptyContext && gen_sent_ == 0) {
+      // Refused, not failed: one ERROR, no DONE (§8), as the reader refuses it when it knows.
+      write(gen_rid_,
+            ServerMessage{ErrorFrame{WireError::kBadValue, uint16_t(Opcode::kGenerate),
+                                     "GENERATE with an empty context: " + err->message}},
+            out);
+    } else {
+      if (err) {
+        write(gen_rid_,
+              ServerMessage{ErrorFrame{WireError::kEngine, uint16_t(Opcode::kGenerate),
+                                       err->message}},
+              out);
+      }
+      Done d;
+      d.reason = err ? DoneReason::kError : e.reason;
+      d.n_tokens = gen_sent_;
+      d.pos = e.pos;
+      d.last_id = gen_last_id_;
+      d.text = e.tail_text;
+      write(gen_rid_, ServerMessage{d}, out);
+      ++generations_;
+    }
+    end_generation(out);
   } else {
-    for (Pending& p : answers_) {
-      if (p.kind == Pending::kAppended && p.turn == e.turn) {
-        p.frame = ServerMessage{Appended{e.pos, uint32_t(std::max<int64_t>(0, pos_ - before))}};
+    for (Pending& p : answers_) {  // not done: the append was refused (appended() says the rest)
+      if (p.kind == Pending::kAppended && p.turn == e.turn && !p.done) {
+        if (err) {  // nothing of the frame went in: its ERROR in place of APPENDED
+          const WireError code =
+              err->kind == EngineError::kContextFull ? WireError::kContextFull : WireError::kEngine;
+          p.frame = ServerMessage{ErrorFrame{code, uint16_t(p.opcode), err->message}};
+          if (pos_ == 0) reader_.set_has_context(false);
+        } else {
+          p.frame = ServerMessage{Appended{e.pos, uint32_t(std::max<int64_t>(0, pos_ - before))}};
+        }
         p.done = true;
+        err.reset();
         break;
       }
+    }
+    if (err) {
+      engine_error_ = std::move(err);
+      flush_engine_error(out);
     }
   }
   release_answers(out);
 }
 
+void ServeSession::end_generation(SessionOutput& out) {
+  gen_turn_ = 0;
+  reader_.generation_done();
+  flush_queue(out);  // empty when closing
+}
+
+void ServeSession::flush_engine_error(SessionOutput& out) {
+  if (!engine_error_) return;
+  write(0, ServerMessage{ErrorFrame{WireError::kEngine, 0, engine_error_->message}}, out);
+  engine_error_.reset();
+}
+
 void ServeSession::reset_done(SessionOutput& out) {
+  flush_engine_error(out);
   pos_ = 0;
   for (Pending& p : answers_) {
     if (p.kind == Pending::kResetAck && !p.done) {
@@ -264,10 +326,9 @@ void ServeSession::reset_done(SessionOutput& out) {
   release_answers(out);
 }
 
-void ServeSession::engine_error(const std::string& message, SessionOutput& out) {
-  const uint16_t op = gen_turn_ != 0 ? uint16_t(Opcode::kGenerate) : 0;
-  write(gen_turn_ != 0 ? gen_rid_ : 0, ServerMessage{ErrorFrame{WireError::kEngine, op, message}},
-        out);
+void ServeSession::engine_error(EngineError e, SessionOutput& out) {
+  flush_engine_error(out);  // one before it that no turn end claimed
+  engine_error_ = std::move(e);
 }
 
 }  // namespace infer::protocol

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -41,6 +42,23 @@ struct EngineToken {
 };
 
 // A turn (append or generation) ended; every token of it came first.
+// An append's tokens are in the context (before their prefill).
+struct EngineAppended {
+  uint64_t turn = 0;
+  uint64_t pos = 0;       // context length after them
+  uint32_t n_tokens = 0;  // this append's
+};
+
+// An error the engine reported; it belongs to the turn whose end comes next.
+struct EngineError {
+  enum Kind {
+    kEngine,        // I/O, GPU: ERROR ENGINE (and DONE `error` for a generation)
+    kContextFull,   // a fixed cache refused an append whole: ERROR CONTEXT_FULL
+    kEmptyContext,  // a generation found nothing to continue from: ERROR BAD_VALUE, no DONE
+  } kind = kEngine;
+  std::string message;
+};
+
 struct EngineTurnEnd {
   uint64_t turn = 0;
   DoneReason reason = DoneReason::kLimit;  // for a generating turn
@@ -98,6 +116,10 @@ class ServeSession {
   // default_max_tokens; now_ns: a monotonic clock (STATS uptime, TRACE_MARK_ACK).
   ServeSession(ServerHello hello, int64_t default_max_tokens, std::function<int64_t()> now_ns);
 
+  // Stream tokens the KV cache holds at most (STATS kv_tokens): the ring's anchors + window, its
+  // recall slots holding recalled rows rather than the stream. Default: context_tokens.
+  void set_stream_capacity(int64_t n) { stream_capacity_ = n; }
+
   // Bytes from the client; every frame they complete is handled.
   void feed(std::span<const uint8_t> bytes, SessionOutput& out);
   // The client's input ended: TRUNCATED if inside a frame, then the session ends as on SHUTDOWN,
@@ -106,10 +128,11 @@ class ServeSession {
   // The client's output is gone: nothing more is written; the session ends.
   void output_closed(SessionOutput& out);
 
+  void appended(const EngineAppended& a, SessionOutput& out);
   void token(const EngineToken& t, SessionOutput& out);
   void turn_end(const EngineTurnEnd& e, SessionOutput& out);
   void reset_done(SessionOutput& out);
-  void engine_error(const std::string& message, SessionOutput& out);
+  void engine_error(EngineError e, SessionOutput& out);
 
   // No more client input is read (SHUTDOWN, VERSION_MISMATCH, EOF, closed output).
   bool reading_done() const { return closing_; }
@@ -122,9 +145,11 @@ class ServeSession {
  private:
   // An answer that waits for the engine, in request order.
   struct Pending {
-    enum Kind { kAppended, kResetAck, kStats } kind = kAppended;
+    // kReady: an answer made at once (TRACE_MARK_ACK, an ERROR) that waits for those before it.
+    enum Kind { kAppended, kResetAck, kStats, kReady } kind = kAppended;
     uint32_t rid = 0;
     uint64_t turn = 0;  // kAppended
+    Opcode opcode = Opcode::kAppendText;  // kAppended: the frame it answers
     bool done = false;  // the engine answered; the frame is `frame`
     ServerMessage frame;
   };
@@ -142,6 +167,11 @@ class ServeSession {
   void begin_close(int status, bool ack, SessionOutput& out);
   void maybe_finish(SessionOutput& out);
   void write(uint32_t rid, ServerMessage m, SessionOutput& out);
+  // An answer to a client frame, in arrival order: written now unless answers wait before it.
+  void answer(uint32_t rid, ServerMessage m, SessionOutput& out);
+  void end_generation(SessionOutput& out);
+  // An error with nowhere else to go: ERROR ENGINE with request id 0.
+  void flush_engine_error(SessionOutput& out);
   Stats current_stats() const;
 
   ServerHello hello_;
@@ -161,13 +191,14 @@ class ServeSession {
   uint32_t gen_sent_ = 0;  // TOKEN frames sent
   uint32_t gen_last_id_ = kNoToken;
   bool gen_interrupted_ = false;
-  uint32_t after_interrupt_ = 0;  // TOKENs sent since the interrupt was read
+  std::optional<EngineError> engine_error_;  // for the next turn end
 
   // Ending.
   bool closing_ = false;
   bool ack_on_close_ = false;
   uint32_t shutdown_rid_ = 0;
   bool output_closed_ = false;
+  int64_t stream_capacity_ = -1;  // < 0: hello_.context_tokens
   bool finished_ = false;
   int exit_status_ = 0;
 

@@ -15,13 +15,23 @@ void ServerReader::feed(std::span<const uint8_t> bytes, std::vector<ReaderEvent>
       continue;
     }
     const Frame& f = std::get<Frame>(*ev);
-    auto parsed = parse_client(f);
+    // PROTOCOL.md §6.2's order: the payload (opcode, sizes, UTF-8, its values), the values
+    // against the server's limits, the header flags, then the session's state (§6.3).
+    auto parsed = parse_client_payload(f.header.opcode, f.payload);
+    if (parsed.ok()) {
+      if (auto no = check_limits(limits_, *parsed)) {
+        out.push_back(Rejected{f.header.request_id, f.header.opcode, no->code,
+                               std::move(no->message)});
+        continue;
+      }
+      if (Result<void> flags = check_header_flags(f.header); !flags) parsed = flags.error();
+    }
     if (!parsed.ok()) {
       out.push_back(Rejected{f.header.request_id, f.header.opcode, wire_error_of(parsed.error()),
                              parsed.error().message});
       continue;
     }
-    if (auto no = check(state_, limits_, *parsed)) {
+    if (auto no = check(state_, *parsed)) {
       if (no->ends_session) state_.closed = true;
       out.push_back(Rejected{f.header.request_id, f.header.opcode, no->code,
                              std::move(no->message), no->ends_session});

@@ -43,6 +43,8 @@ class ServerReader {
   std::optional<Rejected> finish() const;
 
   void generation_done() { protocol::generation_done(state_); }
+  // An append was refused whole and left the context empty after all.
+  void set_has_context(bool has) { state_.has_context = has; }
   const SessionState& state() const { return state_; }
   bool closed() const { return state_.closed; }
 

@@ -27,8 +27,7 @@ std::optional<Rejection> ids_in_range(const char* what, std::span<const uint32_t
   return std::nullopt;
 }
 
-std::optional<Rejection> check_generate(const SessionState& s, const SessionLimits& limits,
-                                        const Generate& g) {
+std::optional<Rejection> check_generate(const SessionState& s) {
   if (s.generating) {
     return reject(WireError::kOutOfOrder,
                   "GENERATE while a generation runs: wait for its DONE (INTERRUPT ends it early)");
@@ -36,18 +35,27 @@ std::optional<Rejection> check_generate(const SessionState& s, const SessionLimi
   if (!s.has_context) {
     return reject(WireError::kBadValue, "GENERATE with an empty context: append text or ids first");
   }
-  if (g.max_tokens > limits.max_generate_tokens) {
-    return reject(WireError::kBadValue, "GENERATE max_tokens " + std::to_string(g.max_tokens) +
-                                            " is above the server's limit of " +
-                                            std::to_string(limits.max_generate_tokens));
-  }
-  return ids_in_range("stop", g.stop_ids, limits.vocab_size);
+  return std::nullopt;
 }
 
 }  // namespace
 
-std::optional<Rejection> check(const SessionState& s, const SessionLimits& limits,
-                               const ClientMessage& m) {
+std::optional<Rejection> check_limits(const SessionLimits& limits, const ClientMessage& m) {
+  if (const auto* ids = std::get_if<AppendIds>(&m)) {
+    return ids_in_range("token", ids->ids, limits.vocab_size);
+  }
+  if (const auto* g = std::get_if<Generate>(&m)) {
+    if (g->max_tokens > limits.max_generate_tokens) {
+      return reject(WireError::kBadValue, "GENERATE max_tokens " + std::to_string(g->max_tokens) +
+                                              " is above the server's limit of " +
+                                              std::to_string(limits.max_generate_tokens));
+    }
+    return ids_in_range("stop", g->stop_ids, limits.vocab_size);
+  }
+  return std::nullopt;
+}
+
+std::optional<Rejection> check(const SessionState& s, const ClientMessage& m) {
   const char* name = opcode_name(static_cast<uint16_t>(opcode_of(m)));
   if (s.closed) return reject(WireError::kOutOfOrder, std::string(name) + " after SHUTDOWN");
   if (const auto* hello = std::get_if<Hello>(&m)) {
@@ -65,10 +73,7 @@ std::optional<Rejection> check(const SessionState& s, const SessionLimits& limit
   if (!s.handshaken) {
     return reject(WireError::kOutOfOrder, std::string(name) + " before HELLO");
   }
-  if (const auto* ids = std::get_if<AppendIds>(&m)) {
-    return ids_in_range("token", ids->ids, limits.vocab_size);
-  }
-  if (const auto* g = std::get_if<Generate>(&m)) return check_generate(s, limits, *g);
+  if (std::holds_alternative<Generate>(m)) return check_generate(s);
   // APPEND_TEXT (queued while generating), INTERRUPT (a no-op when idle: it may race with the
   // end of a generation), STATS_REQUEST, TRACE_MARK and RESET are acceptable at any time.
   return std::nullopt;

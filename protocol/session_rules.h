@@ -29,9 +29,12 @@ struct Rejection {
   bool ends_session = false;  // VERSION_MISMATCH: ERROR, SHUTDOWN_ACK, then exit
 };
 
-// nullopt when `m` is acceptable in `s`; else the ERROR frame to send (the message is dropped).
-std::optional<Rejection> check(const SessionState& s, const SessionLimits& limits,
-                               const ClientMessage& m);
+// The values of `m` against the server's limits, whatever the state: GENERATE max_tokens
+// (BAD_VALUE), token and stop ids (ID_OUT_OF_RANGE). nullopt when within them.
+std::optional<Rejection> check_limits(const SessionLimits& limits, const ClientMessage& m);
+// nullopt when `m` is acceptable in `s` (its limits checked already); else the ERROR frame to
+// send (the message is dropped).
+std::optional<Rejection> check(const SessionState& s, const ClientMessage& m);
 // The state after the server accepted `m` (check() returned nullopt).
 void apply(SessionState& s, const ClientMessage& m);
 // The server sent DONE for the running generation.

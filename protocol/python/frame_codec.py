@@ -21,7 +21,7 @@ GEN_KNOWN_FLAGS = 0xF
 
 ERRORS = {1: "MALFORMED", 2: "UNKNOWN_OPCODE", 3: "FRAME_TOO_LARGE", 4: "OUT_OF_ORDER",
           5: "VERSION_MISMATCH", 6: "ID_OUT_OF_RANGE", 7: "BAD_VALUE", 8: "NOT_AVAILABLE",
-          9: "ENGINE", 10: "TRUNCATED"}
+          9: "ENGINE", 10: "TRUNCATED", 11: "CONTEXT_FULL"}
 DONE_REASONS = {1: "eos", 2: "stop_id", 3: "limit", 4: "interrupted", 5: "gate", 6: "error"}
 GATE_DECISIONS = {0: "speak", 1: "stop_and_listen", 2: "act"}
 

@@ -239,6 +239,43 @@ TEST(ProtocolErrors, GenerateOnAnEmptyContextIsBadValue) {
   }
 }
 
+// §6.2's order on a frame with several faults: the payload's values, then the values against the
+// server's limits, then the header flags, then the session's state; the empty context last.
+TEST(ProtocolErrors, ChecksGoInTheDocumentedOrder) {
+  const auto rejected = [](bool handshake, const std::vector<uint8_t>& bad) {
+    ServerReader r(kLimits);
+    std::vector<ReaderEvent> ev;
+    if (handshake) r.feed(frame(Hello{}, 1), ev);
+    ev.clear();
+    r.feed(bad, ev);
+    EXPECT_EQ(ev.size(), 1u);
+    const auto* rej = ev.empty() ? nullptr : std::get_if<Rejected>(&ev[0]);
+    return rej != nullptr ? std::optional<WireError>(rej->code) : std::nullopt;
+  };
+  Generate too_many;
+  too_many.max_tokens = kLimits.max_generate_tokens + 1;
+  const std::vector<uint8_t> big = encode_payload(ClientMessage{too_many});
+  const uint16_t gen = uint16_t(Opcode::kGenerate);
+  // Before HELLO with flags set: the payload's own value (temperature NaN) comes first, then the
+  // server's limit, then the flags; only a frame clean of all three meets OUT_OF_ORDER.
+  const std::vector<uint8_t> nan = generate_payload(std::nanf(""), 1.0f, kGenStopAtEot);
+  EXPECT_EQ(rejected(false, raw(gen, 42, nan, 1)), WireError::kBadValue);
+  EXPECT_EQ(rejected(false, raw(gen, 42, big, 1)), WireError::kBadValue);
+  Generate stop_out;
+  stop_out.stop_ids = {kLimits.vocab_size};
+  EXPECT_EQ(rejected(false, raw(gen, 42, encode_payload(ClientMessage{stop_out}), 1)),
+            WireError::kIdOutOfRange);
+  EXPECT_EQ(rejected(false, raw(gen, 42, encode_payload(ClientMessage{Generate{}}), 1)),
+            WireError::kMalformed);
+  EXPECT_EQ(rejected(false, frame(Generate{}, 42)), WireError::kOutOfOrder);
+  // After HELLO with nothing appended: the limit before the empty context.
+  EXPECT_EQ(rejected(true, raw(gen, 42, big, 0)), WireError::kBadValue);
+  EXPECT_EQ(rejected(true, frame(Generate{}, 42)), WireError::kBadValue);
+  EXPECT_EQ(rejected(true, raw(uint16_t(Opcode::kAppendIds), 42,
+                               encode_payload(ClientMessage{AppendIds{{kLimits.vocab_size}}}), 1)),
+            WireError::kIdOutOfRange);
+}
+
 TEST(ProtocolErrors, VersionMismatchEndsTheSession) {
   ServerReader r(kLimits);
   std::vector<ReaderEvent> ev;

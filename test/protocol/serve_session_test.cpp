@@ -51,6 +51,9 @@ class Driver {
     session_.turn_end(e, out_);
   }
   void reset_done() { session_.reset_done(out_); }
+  void appended(uint64_t turn, uint64_t pos, uint32_t n) {
+    session_.appended(EngineAppended{turn, pos, n}, out_);
+  }
 
   std::vector<Outgoing> take_frames() {
     std::vector<Outgoing> f;
@@ -203,7 +206,7 @@ TEST(ServeSession, AppendsWhileGeneratingWaitForDoneAndStatsIsAnsweredAtOnce) {
   EXPECT_EQ(frames[1].request_id, 7u);
 }
 
-TEST(ServeSession, AfterAnInterruptAtMostOneTokenGoesOut) {
+TEST(ServeSession, AfterAnInterruptEveryTokenInTheContextGoesOutThenDone) {
   Driver d;
   d.handshake();
   d.send(2, AppendIds{{5}});
@@ -216,14 +219,16 @@ TEST(ServeSession, AfterAnInterruptAtMostOneTokenGoesOut) {
   d.send(5, Interrupt{});  // one command for both
   EXPECT_EQ(commands_of<InterruptCommand>(d.take_commands()).size(), 1u);
   d.token(2, 12, 2);
-  d.token(2, 13, 3);  // in flight when the interrupt landed: stays in the context, not sent
+  d.token(2, 13, 3);  // in flight when the interrupt landed: in the context, so sent too
   d.turn_end(2, 4, DoneReason::kInterrupted);
   const auto frames = d.take_frames();
-  ASSERT_EQ(frames.size(), 3u);
-  const Done& done = std::get<Done>(frames[2].message);
+  ASSERT_EQ(frames.size(), 4u);
+  EXPECT_EQ(std::get<Token>(frames[2].message).pos, 3u);
+  const Done& done = std::get<Done>(frames[3].message);
   EXPECT_EQ(done.reason, DoneReason::kInterrupted);
-  EXPECT_EQ(done.n_tokens, 2u);
-  EXPECT_EQ(done.last_id, 12u);
+  EXPECT_EQ(done.n_tokens, 3u);
+  EXPECT_EQ(done.last_id, 13u);
+  EXPECT_EQ(done.pos, 4u);  // the last TOKEN's pos + 1
   d.send(6, Interrupt{});  // idle: ignored, no answer
   EXPECT_TRUE(d.take_frames().empty());
   EXPECT_TRUE(d.take_commands().empty());
@@ -244,16 +249,21 @@ TEST(ServeSession, ResetWhileGeneratingAnswersDoneThenAppendedThenResetAck) {
   EXPECT_TRUE(std::holds_alternative<InterruptCommand>(cmds[0]));
   EXPECT_EQ(std::get<AppendCommand>(cmds[1]).turn, 3u);
   EXPECT_TRUE(std::holds_alternative<ResetCommand>(cmds[2]));
-  d.send(6, StatsRequest{});  // answered at once: the generation has not ended yet
-  EXPECT_EQ(d.take_opcodes(), (std::vector<std::pair<Opcode, uint32_t>>{{Opcode::kStats, 6}}));
+  d.send(6, StatsRequest{});  // after the answers to the frames before it: APPENDED, RESET_ACK
+  EXPECT_TRUE(d.take_frames().empty());
   d.turn_end(2, 2, DoneReason::kInterrupted);
   d.turn_end(3, 3);
-  d.send(7, StatsRequest{});  // waits for RESET_ACK
+  d.send(7, StatsRequest{});
   d.reset_done();
-  EXPECT_EQ(d.take_opcodes(),
-            (std::vector<std::pair<Opcode, uint32_t>>{
-                {Opcode::kDone, 3}, {Opcode::kAppended, 4}, {Opcode::kResetAck, 5},
-                {Opcode::kStats, 7}}));
+  const auto frames = d.take_frames();
+  std::vector<std::pair<Opcode, uint32_t>> ops;
+  for (const Outgoing& f : frames) ops.emplace_back(opcode_of(f.message), f.request_id);
+  EXPECT_EQ(ops, (std::vector<std::pair<Opcode, uint32_t>>{{Opcode::kDone, 3},
+                                                           {Opcode::kAppended, 4},
+                                                           {Opcode::kResetAck, 5},
+                                                           {Opcode::kStats, 6},
+                                                           {Opcode::kStats, 7}}));
+  EXPECT_EQ(std::get<Stats>(frames[3].message).pos, 0u);  // counted after the reset
 }
 
 TEST(ServeSession, ShutdownWhileGeneratingEndsAfterDoneWithShutdownAck) {
@@ -349,6 +359,85 @@ TEST(ServeSession, TraceMarksAreAnsweredWithTheServerClock) {
   const auto marks = commands_of<TraceMarkCommand>(d.take_commands());
   ASSERT_EQ(marks.size(), 1u);
   EXPECT_EQ(marks[0].label, "here");
+}
+
+// §8: answers go out in the order their frames came, and APPENDED as soon as the tokens are in
+// the context, before their prefill (the turn's end).
+TEST(ServeSession, AnswersKeepTheFramesOrderAndAppendedDoesNotWaitForPrefill) {
+  Driver d;
+  d.handshake();
+  d.send(2, AppendIds{{5, 6, 7}});
+  d.send(3, StatsRequest{});
+  d.send(4, TraceMark{"m"});
+  d.send(5, AppendIds{{100}});  // rejected: outside the vocabulary
+  d.send(6, StatsRequest{});
+  EXPECT_TRUE(d.take_frames().empty());  // all wait for the APPENDED before them
+  d.appended(1, 3, 3);
+  const auto frames = d.take_frames();
+  EXPECT_EQ(d.take_opcodes(), (std::vector<std::pair<Opcode, uint32_t>>{}));
+  ASSERT_EQ(frames.size(), 5u);
+  EXPECT_EQ(std::get<Appended>(frames[0].message), (Appended{3, 3}));
+  EXPECT_EQ(std::get<Stats>(frames[1].message).pos, 3u);
+  EXPECT_EQ(std::get<TraceMarkAck>(frames[2].message).label, "m");
+  EXPECT_EQ(std::get<ErrorFrame>(frames[3].message).code, WireError::kIdOutOfRange);
+  EXPECT_EQ(frames[4].request_id, 6u);
+  d.turn_end(1, 3);  // the prefill is done: nothing more to answer
+  EXPECT_TRUE(d.take_frames().empty());
+  d.send(7, TraceMark{"idle"});  // nothing waits: at once
+  EXPECT_EQ(only<TraceMarkAck>(d.take_frames()).label, "idle");
+}
+
+// A fixed cache that refuses an append whole: its ERROR carries the frame's request id and opcode
+// in place of APPENDED, and a GENERATE sent before the refusal was known gets BAD_VALUE, no DONE.
+TEST(ServeSession, ARefusedAppendIsAnErrorOfItsFrameAndLeavesTheContextEmpty) {
+  Driver d;
+  d.handshake();
+  d.send(2, AppendIds{{5, 6, 7}});
+  d.send(3, generate(4));  // pipelined behind it: the reader thinks the context has tokens
+  EXPECT_EQ(d.take_commands().size(), 2u);
+  d.session().engine_error(EngineError{EngineError::kContextFull, "the context would hold 3"},
+                           d.out());
+  EXPECT_TRUE(d.take_frames().empty());  // held for the turn it belongs to
+  d.turn_end(1, 0);
+  const auto refused = d.take_frames();
+  const ErrorFrame& e = only<ErrorFrame>(refused);
+  EXPECT_EQ(e.code, WireError::kContextFull);
+  EXPECT_EQ(e.opcode, uint16_t(Opcode::kAppendIds));
+  EXPECT_EQ(refused[0].request_id, 2u);
+  d.session().engine_error(EngineError{EngineError::kEmptyContext, "the context is empty"},
+                           d.out());
+  d.turn_end(2, 0, DoneReason::kError);
+  const auto gen = d.take_frames();
+  const ErrorFrame& g = only<ErrorFrame>(gen);  // no DONE
+  EXPECT_EQ(g.code, WireError::kBadValue);
+  EXPECT_EQ(g.opcode, uint16_t(Opcode::kGenerate));
+  EXPECT_EQ(gen[0].request_id, 3u);
+  d.send(4, generate(4));  // now known at once: the context is empty
+  EXPECT_EQ(only<ErrorFrame>(d.take_frames()).code, WireError::kBadValue);
+  EXPECT_TRUE(d.take_commands().empty());
+}
+
+// An engine failure during a generation: ERROR ENGINE for its request, then DONE `error`.
+TEST(ServeSession, AnEngineFailureDuringAGenerationIsAnErrorThenDone) {
+  Driver d;
+  d.handshake();
+  d.send(2, AppendIds{{5}});
+  d.turn_end(1, 1);
+  d.send(3, generate(4));
+  d.take_frames();
+  d.take_commands();
+  d.token(2, 11, 1);
+  d.session().engine_error(EngineError{EngineError::kEngine, "device lost"}, d.out());
+  d.turn_end(2, 2, DoneReason::kError);
+  const auto frames = d.take_frames();
+  ASSERT_EQ(frames.size(), 3u);
+  const ErrorFrame& e = std::get<ErrorFrame>(frames[1].message);
+  EXPECT_EQ(e.code, WireError::kEngine);
+  EXPECT_EQ(frames[1].request_id, 3u);
+  EXPECT_EQ(e.opcode, uint16_t(Opcode::kGenerate));
+  const Done& done = std::get<Done>(frames[2].message);
+  EXPECT_EQ(done.reason, DoneReason::kError);
+  EXPECT_EQ(done.pos, 2u);
 }
 
 TEST(ServeSession, RejectedFramesAreAnsweredWithErrorsAndChangeNothing) {

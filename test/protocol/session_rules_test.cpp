@@ -14,8 +14,10 @@ constexpr SessionState kFresh{};
 constexpr SessionState kIdle{/*handshaken=*/true, /*generating=*/false, /*has_context=*/true};
 constexpr SessionState kBusy{/*handshaken=*/true, /*generating=*/true, /*has_context=*/true};
 
+// As the server reader decides: the limits first, then the state.
 std::optional<WireError> verdict(const SessionState& s, const ClientMessage& m) {
-  auto r = check(s, kLimits, m);
+  auto r = check_limits(kLimits, m);
+  if (!r) r = check(s, m);
   if (r) {
     EXPECT_FALSE(r->message.empty());
   }
@@ -56,12 +58,12 @@ TEST(ProtocolSessionRules, NothingIsAcceptedAfterShutdown) {
 }
 
 TEST(ProtocolSessionRules, VersionMismatchEndsTheSession) {
-  auto r = check(kFresh, kLimits, Hello{7, ""});
+  auto r = check(kFresh, Hello{7, ""});
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(r->code, WireError::kVersionMismatch);
   EXPECT_TRUE(r->ends_session);
   for (const ClientMessage& m : {ClientMessage{Generate{}}, ClientMessage{AppendIds{{100}}}}) {
-    auto other = check(kIdle, kLimits, m);
+    auto other = check(kIdle, m);
     if (other) {
       EXPECT_FALSE(other->ends_session);
     }
