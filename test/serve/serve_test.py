@@ -218,6 +218,8 @@ class Serve(unittest.TestCase):
         d = vocab_dir()
         p = golden(d)["prompts"][0]
         c = self.start(d)
+        # §4.6: <eos> and <turn|> end a turn; <|turn> (105) starts one and is no end id.
+        self.assertEqual(c.hello["end_ids"], [1, 106])
         pos, n = c.append_text("<bos>" + p["text"])
         self.assertEqual((pos, n), (len(p["ids"]), len(p["ids"])))
         tokens, done = run_generation(c, max_tokens=16)
