@@ -537,6 +537,30 @@ class Serve(unittest.TestCase):
             self.assertEqual([t["id"] for t in live], [t["id"] for t in explicit], where)
         self.assertEqual(c.shutdown(), 0)
 
+    def test_every_token_in_the_context_was_sent_when_the_gate_stops(self):
+        """§4.4: the gate's lead (4 tokens) stays in the context and is sent: DONE pos is the
+        last TOKEN's pos + 1 and the continuation equals the explicit stream's."""
+        import random
+        rng = random.Random(27)
+        prompt = golden(fixture("e2b-mini"))["prompt_ids"]
+        c = self.start(fixture("e2b-mini"), "--gate-top-prob", "0.9")
+        gated = 0
+        for rep in range(50):
+            c.reset()
+            stream = prompt[:rng.randint(1, len(prompt))]
+            c.append_ids(stream)
+            tokens, done = run_generation(c, max_tokens=64, stop_at_eot=False, gated=True)
+            gated += reason(done) == "gate"
+            last = tokens[-1]["pos"] + 1 if tokens else len(stream)
+            self.assertEqual(done["pos"], last, "rep %d" % rep)
+            live, _ = run_generation(c, max_tokens=4, stop_at_eot=False)
+            c.reset()
+            c.append_ids(stream + [t["id"] for t in tokens])
+            explicit, _ = run_generation(c, max_tokens=4, stop_at_eot=False)
+            self.assertEqual([t["id"] for t in live], [t["id"] for t in explicit], "rep %d" % rep)
+        self.assertGreater(gated, 0, "the gate never stopped a generation: the test proves nothing")
+        self.assertEqual(c.shutdown(), 0)
+
     def closed_stdout_ends_the_process(self, generating):
         """§7.5: the client closes the pipe it reads (stdin stays open): the server must notice
         and exit by itself, not wait in read(stdin) for a frame or EOF that never comes."""
