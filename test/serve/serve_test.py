@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""The real `infer --serve` process driven through the reference client (docs/PROTOCOL.md).
+"""The real `infer --serve` process driven through the reference client (docs/PROTOCOL.md): the
+handshake, turns, sampling, interrupts, input while streaming, bad frames, the end of input.
+serve_context_test.py has the context and ordering rules.
 
 usage: serve_test.py INFER [unittest args]; fixtures from INFER_TEST_FIXTURES (the small id-only
 models) and INFER_SHARED_FIXTURES (e2b-vocab, with a tokenizer). Standard library only; no timing
@@ -14,75 +16,12 @@ import sys
 import tempfile
 import unittest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
-                                "protocol", "python"))
-import infer_client as ic  # noqa: E402
-
-INFER = None
-TIMEOUT = 120
+import serve_support as ss
+from serve_support import (ic, fixture, vocab_dir, golden, serve_argv, run_generation, reason,
+                           next_event, TIMEOUT)
 
 
-def fixture(name):
-    return os.path.join(os.environ["INFER_TEST_FIXTURES"], "gemma4-text", name)
-
-
-def vocab_dir():
-    return os.path.join(os.environ["INFER_SHARED_FIXTURES"], "gemma4-text", "e2b-vocab")
-
-
-def golden(d):
-    with open(os.path.join(d, "golden.json")) as f:
-        return json.load(f)
-
-
-def serve_argv(model, *extra):
-    return [INFER, "--serve", "--model", model, "--temperature", "0", "--threads", "2"] + list(extra)
-
-
-def run_generation(client, **kw):
-    tokens, done = [], None
-    for msg in client.generate(**kw):
-        if msg["op"] == "TOKEN":
-            tokens.append(msg)
-        elif msg["op"] == "DONE":
-            done = msg
-    return tokens, done
-
-
-def reason(done):
-    return ic.DONE_REASONS[done["reason"]]
-
-
-def next_event(client, timeout=TIMEOUT):
-    return client.events.get(timeout=timeout)
-
-
-class Serve(unittest.TestCase):
-    def start(self, model=None, *extra):
-        c = ic.Client(serve_argv(model or fixture("e2b-mini"), *extra))
-        self.addCleanup(self._stop, c)
-        return c
-
-    @staticmethod
-    def _stop(c):
-        if c.proc.poll() is None:
-            c.proc.kill()
-            c.proc.wait()
-        for f in (c.proc.stdin, c.proc.stdout):
-            try:
-                f.close()
-            except OSError:
-                pass
-
-    def expected_greedy(self, g, end_ids, n):
-        """golden greedy tokens up to the first end id (which the protocol emits too)."""
-        out = []
-        for t in g["greedy_tokens"][:n]:
-            out.append(t)
-            if t in end_ids:
-                break
-        return out
-
+class Serve(ss.ServeCase):
     def test_handshake_and_shutdown(self):
         c = self.start()
         h = c.hello
@@ -361,23 +300,6 @@ class Serve(unittest.TestCase):
         self.assertTrue(c.events.empty())
         self.assertEqual(c.shutdown(), 0)
 
-    def raw_server(self, model=None):
-        p = subprocess.Popen(serve_argv(model or fixture("e2b-mini")), stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE)
-        self.addCleanup(self._stop, type("C", (), {"proc": p})())
-        return p
-
-    @staticmethod
-    def read_all(p):
-        out = p.stdout.read()
-        msgs = []
-        for ev in ic.FrameDecoder().feed(out):
-            _, op, flags, rid, payload = ev
-            m = ic.decode_payload(op, payload, flags)
-            m["rid"] = rid
-            msgs.append(m)
-        return msgs
-
     def test_frames_before_hello_are_out_of_order_then_hello_works_and_eof_exits_0(self):
         p = self.raw_server()
         gen = {"max_tokens": 2, "flags": 3, "seed": 0, "temperature": 0.0, "top_p": 1.0,
@@ -411,187 +333,6 @@ class Serve(unittest.TestCase):
         self.assertEqual(next(stream)["op"], "TOKEN")
         self.assertEqual(c.close(TIMEOUT), 0)
 
-    def cli_ids(self, model, prompt, n, *extra):
-        out = subprocess.run([INFER, "--model", model, "--prompt-ids", ",".join(map(str, prompt)),
-                              "--output", "ids", "-n", str(n), "--temperature", "0",
-                              "--threads", "2"] + list(extra),
-                             stdout=subprocess.PIPE, check=True, timeout=TIMEOUT).stdout
-        return [int(x) for x in out.split()]
-
-    def test_the_ring_is_the_default_and_its_switches_apply(self):
-        """§4.6: context_tokens states what is held; the ring's switches reach the session and
-        give the tokens the CLI gives with the same switches; the stream outlives the cache."""
-        prompt = golden(fixture("e2b-mini"))["prompt_ids"]
-        c = self.start(fixture("e2b-mini"))
-        self.assertEqual(c.hello["context_tokens"], 32 + 512 + 96)
-        self.assertEqual(c.shutdown(), 0)
-        small = ("--anchors", "8", "--window", "64", "--recall", "0")
-        c = self.start(fixture("e2b-mini"), *small)
-        self.assertEqual(c.hello["context_tokens"], 72)
-        c.append_ids(prompt)
-        tokens, done = run_generation(c, max_tokens=100, stop_at_eot=False)
-        self.assertEqual(done["pos"], len(prompt) + 100)  # past 72: the ring evicts, never fills
-        st = c.stats()
-        self.assertEqual((st["pos"], st["kv_tokens"]), (len(prompt) + 100, 72))
-        ids = [t["id"] for t in tokens]
-        self.assertEqual(ids, self.cli_ids(fixture("e2b-mini"), prompt, 100, *small))
-        exact = self.cli_ids(fixture("e2b-mini"), prompt, 100, "--no-ring")
-        self.assertEqual(ids[:72 - len(prompt)], exact[:72 - len(prompt)])  # exact while it fits
-        self.assertNotEqual(ids, exact)  # and evicting after
-        self.assertEqual(c.shutdown(), 0)
-
-    def test_a_fixed_cache_refuses_what_does_not_fit_with_the_frames_error(self):
-        """§4.13, §5: with --no-ring an append past the cache is ERROR CONTEXT_FULL carrying the
-        frame's request id and opcode, nothing appended, no APPENDED; a generation at the end
-        stops with `limit`; an append refused into an empty context leaves GENERATE BAD_VALUE."""
-        c = self.start(fixture("e2b-mini"), "--no-ring")
-        cap = c.hello["context_tokens"]
-        self.assertEqual(cap, 8192)
-        self.assertEqual(c.hello["max_generate_tokens"], cap)
-        big = [3] * (cap + 1)
-        with self.assertRaises(ic.ServerError) as refused:
-            c.append_ids(big)
-        # (the client routes an ERROR to the request whose id it carries: with id 0 this waits)
-        self.assertEqual((ic.ERRORS[refused.exception.code], refused.exception.opcode),
-                         ("CONTEXT_FULL", ic.OPCODES["APPEND_IDS"]))
-        self.assertEqual(c.stats()["pos"], 0)
-        with self.assertRaises(ic.ServerError) as empty:
-            list(c.generate(max_tokens=2))
-        self.assertEqual(ic.ERRORS[empty.exception.code], "BAD_VALUE")
-        pos, n = c.append_ids([3] * (cap - 2))
-        self.assertEqual((pos, n), (cap - 2, cap - 2))
-        tokens, done = run_generation(c, max_tokens=10, stop_at_eot=False)
-        self.assertEqual(reason(done), "limit")
-        self.assertEqual(done["pos"], tokens[-1]["pos"] + 1)
-        with self.assertRaises(ic.ServerError) as full:
-            c.append_ids([3, 3, 3])
-        self.assertEqual(ic.ERRORS[full.exception.code], "CONTEXT_FULL")
-        self.assertTrue(c.events.empty())  # no stray APPENDED
-        self.assertEqual(c.stats()["pos"], done["pos"])
-        c.reset()
-        self.assertEqual(c.append_ids([3, 4])[0], 2)
-        self.assertEqual(c.shutdown(), 0)
-
-    def test_answers_come_in_the_order_of_their_frames(self):
-        """§8: APPEND_IDS, STATS, TRACE_MARK, STATS in one write while idle: APPENDED, STATS,
-        TRACE_MARK_ACK, STATS, whatever the prefill takes."""
-        p = self.raw_server()
-        p.stdin.write(ic.encode_frame("HELLO", 1, {"version": 1, "client_name": ""}) +
-                      ic.encode_frame("APPEND_IDS", 2, {"ids": [3] * 6000}) +
-                      ic.encode_frame("STATS_REQUEST", 3) +
-                      ic.encode_frame("TRACE_MARK", 4, {"label": "m"}) +
-                      ic.encode_frame("STATS_REQUEST", 5) +
-                      ic.encode_frame("SHUTDOWN", 6))
-        p.stdin.flush()
-        msgs = self.read_all(p)
-        self.assertEqual(p.wait(TIMEOUT), 0)
-        self.assertEqual([(m["op"], m["rid"]) for m in msgs],
-                         [("SERVER_HELLO", 1), ("APPENDED", 2), ("STATS", 3),
-                          ("TRACE_MARK_ACK", 4), ("STATS", 5), ("SHUTDOWN_ACK", 6)])
-        self.assertEqual(msgs[2]["pos"], 6000)
-
-    def test_every_token_in_the_context_was_sent_under_stops_and_interrupts(self):
-        """§4.4: 200 generations ended at random points by a stop id, an end id, INTERRUPT or
-        the token limit: each DONE pos is the last TOKEN's pos + 1, and the next greedy
-        continuation equals the one of the same stream built explicitly from the TOKENs."""
-        import random
-        rng = random.Random(26)
-        prompt = golden(fixture("e2b-mini"))["prompt_ids"]
-        c = self.start(fixture("e2b-mini"))
-        end_ids = c.hello["end_ids"]
-        for rep in range(200):
-            c.reset()
-            stream = prompt[:rng.randint(1, len(prompt))]
-            c.append_ids(stream)
-            ref, _ = run_generation(c, max_tokens=24, stop_at_eot=False)
-            c.reset()
-            c.append_ids(stream)
-            how = rng.choice(["stop_id", "interrupt", "limit", "eos"])
-            kw = {"max_tokens": rng.randint(1, 24), "stop_at_eot": how == "eos"}
-            if how == "stop_id":
-                kw["stop_ids"] = [ref[rng.randrange(len(ref))]["id"]]
-            if how == "interrupt":
-                kw["max_tokens"] = 400
-            tokens, done = [], None
-            at = rng.randint(0, 6)
-            if how == "interrupt" and at == 0:
-                c.interrupt()
-            for msg in c.generate(**kw):
-                if msg["op"] == "TOKEN":
-                    tokens.append(msg)
-                    if how == "interrupt" and len(tokens) == at:
-                        c.interrupt()
-                elif msg["op"] == "DONE":
-                    done = msg
-            where = "rep %d (%s, %s)" % (rep, how, kw)
-            last = tokens[-1]["pos"] + 1 if tokens else len(stream)
-            self.assertEqual(done["pos"], last, where)
-            self.assertEqual(done["n_tokens"], len(tokens), where)
-            self.assertEqual(c.stats()["pos"], done["pos"], where)
-            if how == "eos":
-                self.assertTrue(reason(done) == "limit" or tokens[-1]["id"] in end_ids, where)
-            live, _ = run_generation(c, max_tokens=4, stop_at_eot=False)
-            c.reset()
-            c.append_ids(stream + [t["id"] for t in tokens])
-            explicit, _ = run_generation(c, max_tokens=4, stop_at_eot=False)
-            self.assertEqual([t["id"] for t in live], [t["id"] for t in explicit], where)
-        self.assertEqual(c.shutdown(), 0)
-
-    def test_every_token_in_the_context_was_sent_when_the_gate_stops(self):
-        """§4.4: the gate's lead (4 tokens) stays in the context and is sent: DONE pos is the
-        last TOKEN's pos + 1 and the continuation equals the explicit stream's."""
-        import random
-        rng = random.Random(27)
-        prompt = golden(fixture("e2b-mini"))["prompt_ids"]
-        c = self.start(fixture("e2b-mini"), "--gate-top-prob", "0.9")
-        gated = 0
-        for rep in range(50):
-            c.reset()
-            stream = prompt[:rng.randint(1, len(prompt))]
-            c.append_ids(stream)
-            tokens, done = run_generation(c, max_tokens=64, stop_at_eot=False, gated=True)
-            gated += reason(done) == "gate"
-            last = tokens[-1]["pos"] + 1 if tokens else len(stream)
-            self.assertEqual(done["pos"], last, "rep %d" % rep)
-            live, _ = run_generation(c, max_tokens=4, stop_at_eot=False)
-            c.reset()
-            c.append_ids(stream + [t["id"] for t in tokens])
-            explicit, _ = run_generation(c, max_tokens=4, stop_at_eot=False)
-            self.assertEqual([t["id"] for t in live], [t["id"] for t in explicit], "rep %d" % rep)
-        self.assertGreater(gated, 0, "the gate never stopped a generation: the test proves nothing")
-        self.assertEqual(c.shutdown(), 0)
-
-    def closed_stdout_ends_the_process(self, generating):
-        """§7.5: the client closes the pipe it reads (stdin stays open): the server must notice
-        and exit by itself, not wait in read(stdin) for a frame or EOF that never comes."""
-        p = self.raw_server()
-        p.stdin.write(ic.encode_frame("HELLO", 1, {"version": 1, "client_name": ""}) +
-                      ic.encode_frame("APPEND_IDS", 2, {"ids": [1, 2, 3]}))
-        want = "APPENDED"
-        if generating:
-            gen = {"max_tokens": 0, "flags": 0, "seed": 0, "temperature": 0.0, "top_p": 1.0,
-                   "top_k": 0, "stop_ids": []}
-            p.stdin.write(ic.encode_frame("GENERATE", 3, gen))
-            want = "TOKEN"
-        p.stdin.flush()
-        decoder, seen = ic.FrameDecoder(), []
-        while want not in seen:
-            data = os.read(p.stdout.fileno(), 65536)
-            self.assertTrue(data, "the server closed its output first")
-            seen += [ic.LAYOUTS[ev[1]][0] for ev in decoder.feed(data)]
-        p.stdout.close()
-        try:
-            p.wait(5)  # within a second asked; 5 leaves a loaded machine room
-        except subprocess.TimeoutExpired:
-            self.fail("the server still runs 5 s after its stdout closed (stdin open)")
-        self.assertEqual(p.returncode, 0)
-
-    def test_closed_stdout_ends_an_idle_server(self):
-        self.closed_stdout_ends_the_process(generating=False)
-
-    def test_closed_stdout_ends_a_generating_server(self):
-        self.closed_stdout_ends_the_process(generating=True)
-
     def test_version_mismatch_ends_the_session_with_status_1(self):
         p = self.raw_server()
         p.stdin.write(ic.encode_frame("HELLO", 7, {"version": 2, "client_name": ""}) +
@@ -602,7 +343,6 @@ class Serve(unittest.TestCase):
         self.assertEqual([m["op"] for m in msgs], ["ERROR", "SHUTDOWN_ACK"])
         self.assertEqual((ic.ERRORS[msgs[0]["code"]], msgs[0]["rid"]), ("VERSION_MISMATCH", 7))
 
-
 if __name__ == "__main__":
-    INFER = sys.argv.pop(1)
+    ss.INFER = sys.argv.pop(1)
     unittest.main(verbosity=2)
