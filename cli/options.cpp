@@ -94,6 +94,22 @@ const Switch kSwitches[] = {
        o.dump_logits = std::string(*v);
        return Ok{};
      }},
+    {"--chat", 0, Arg::kNone,
+     [](Options& o, auto, Value) -> Result<void> {
+       o.chat = true;
+       return Ok{};
+     }},
+    {"--special", 0, Arg::kNone,
+     [](Options& o, auto, Value) -> Result<void> {
+       o.special = true;
+       return Ok{};
+     }},
+    {"--system", 0, Arg::kRequired,
+     [](Options& o, auto n, Value v) -> Result<void> {
+       if (o.system_prompt) return bad(std::string(n) + ": the system text is given twice");
+       o.system_prompt = std::string(*v);
+       return Ok{};
+     }},
     {"--tokenize", 0, Arg::kNone,
      [](Options& o, auto, Value) -> Result<void> {
        o.tokenize = true;
@@ -272,6 +288,16 @@ Result<void> validate(const Options& o) {
     return bad("--gate-*/--consolidate-after apply to the interactive session (no prompt)");
   }
   if (o.prompt_ids && o.prompt_ids->empty()) return bad("--prompt-ids: no ids");
+  if (o.chat && (o.prompt_ids || o.tokenize || o.bench || o.bench_actors || o.serve)) {
+    return bad("--chat wraps a text prompt in a user turn: it takes a prompt, not --prompt-ids, "
+               "--tokenize or a mode (the REPL always uses turns)");
+  }
+  if (o.system_prompt && (o.prompt_ids || o.tokenize || o.bench || o.bench_actors)) {
+    return bad("--system applies to the REPL, --chat and --serve");
+  }
+  if (o.system_prompt && o.prompt && !o.chat) {
+    return bad("--system with a one-shot prompt needs --chat (without it no template is applied)");
+  }
   if (o.device && !o.gpu) return bad("--device needs --gpu");
   if (!o.gpu_tune.empty() && !o.gpu) return bad("--gpu-tune needs --gpu");
   if (o.prefill_chunk && !o.gpu) return bad("--prefill-chunk needs --gpu");

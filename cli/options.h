@@ -33,6 +33,12 @@ struct Options {
   OutputMode output = OutputMode::kText;
   std::filesystem::path dump_logits;  // empty: none
   bool tokenize = false;
+  // Chat handling: --chat wraps a one-shot prompt in Gemma turns (the REPL always does);
+  // --system TEXT opens the context with a system turn (REPL, --chat, --serve); --special lets
+  // user text spell control tokens (<|turn>, <turn|>, ...), which otherwise stay plain text.
+  bool chat = false;
+  bool special = false;
+  std::optional<std::string> system_prompt;
 
   // Sampling: unset values come from generation_config.json (resolve_sampling).
   std::optional<float> temperature;

@@ -24,19 +24,19 @@ void encode_normalized(const tok::TokenizerData& im, std::string_view text, Enco
   }
 }
 
-void encode_segment(const tok::TokenizerData& im, std::string_view raw, EncodeScratch& s,
-                    std::vector<int32_t>& out) {
+void encode_segment(const tok::TokenizerData& im, const tok::AddedTokenMatcher& normed_matcher,
+                    std::string_view raw, EncodeScratch& s, std::vector<int32_t>& out) {
   std::string_view text = raw;
   if (!im.normalizer.is_identity()) {
     im.normalizer.apply(raw, s.normalized);
     text = s.normalized;
   }
-  if (im.normed_matcher.empty()) {
+  if (normed_matcher.empty()) {
     encode_normalized(im, text, s, out);
     return;
   }
   s.normed_splits.clear();
-  im.normed_matcher.split(text, s.normed_splits);
+  normed_matcher.split(text, s.normed_splits);
   for (const tok::TextSplit& sp : s.normed_splits) {
     if (sp.id >= 0) {
       out.push_back(sp.id);
@@ -53,19 +53,24 @@ Tokenizer::Tokenizer(Tokenizer&&) noexcept = default;
 Tokenizer& Tokenizer::operator=(Tokenizer&&) noexcept = default;
 Tokenizer::~Tokenizer() = default;
 
-std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special_tokens) const {
+std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special_tokens,
+                                       SpecialText special) const {
   const tok::TokenizerData& im = *impl_;
+  const bool match = special == SpecialText::kMatch;
+  const tok::AddedTokenMatcher& raw_matcher = match ? im.raw_matcher : im.raw_plain_matcher;
+  const tok::AddedTokenMatcher& normed_matcher =
+      match ? im.normed_matcher : im.normed_plain_matcher;
   std::vector<int32_t> out;
   out.reserve(text.size() / 3 + 4);
   if (add_special_tokens) out = im.prefix_ids;
   std::vector<tok::TextSplit> splits;
-  im.raw_matcher.split(text, splits);
+  raw_matcher.split(text, splits);
   EncodeScratch scratch;
   for (const tok::TextSplit& sp : splits) {
     if (sp.id >= 0) {
       out.push_back(sp.id);
     } else {
-      encode_segment(im, text.substr(sp.begin, sp.end - sp.begin), scratch, out);
+      encode_segment(im, normed_matcher, text.substr(sp.begin, sp.end - sp.begin), scratch, out);
     }
   }
   if (add_special_tokens) out.insert(out.end(), im.suffix_ids.begin(), im.suffix_ids.end());

@@ -19,6 +19,11 @@ namespace tok {
 struct TokenizerData;  // tokenizer_impl.h
 }  // namespace tok
 
+// Whether text that spells a special added token (<bos>, <|turn>, <turn|>, ...) becomes that
+// token: kMatch for prompts written by the program (chat markers), kAsText for what a user typed
+// (HF's split_special_tokens=True), so a user cannot forge a turn boundary.
+enum class SpecialText { kMatch, kAsText };
+
 class Tokenizer {
  public:
   static Result<Tokenizer> load(const std::filesystem::path& tokenizer_json);
@@ -31,8 +36,10 @@ class Tokenizer {
 
   // Raw text -> ids. Added tokens are matched in the raw text; with add_special_tokens the
   // post-processor's tokens (<bos>) are added, as HF's default encode does. Bytes that are not
-  // valid UTF-8 are encoded through their <0xNN> tokens.
-  std::vector<int32_t> encode(std::string_view text, bool add_special_tokens) const;
+  // valid UTF-8 are encoded through their <0xNN> tokens. With SpecialText::kAsText the special
+  // added tokens are not matched (the others still are).
+  std::vector<int32_t> encode(std::string_view text, bool add_special_tokens,
+                              SpecialText special = SpecialText::kMatch) const;
   // ids -> text, as HF decode(ids, skip_special_tokens=False). Unknown ids are skipped.
   std::string decode(std::span<const int32_t> ids) const;
 

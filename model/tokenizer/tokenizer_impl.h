@@ -24,6 +24,9 @@ struct TokenizerData {
   TokenTable added_vocab;            // content <-> id of the added tokens
   AddedTokenMatcher raw_matcher;     // tokens with normalized=false, matched on raw text
   AddedTokenMatcher normed_matcher;  // tokens with normalized=true, on normalized text
+  // The same without the special tokens: for text that must not produce control tokens.
+  AddedTokenMatcher raw_plain_matcher;
+  AddedTokenMatcher normed_plain_matcher;
   Normalizer normalizer;
   PreTokenizer pre_tokenizer;
   Decoder decoder;

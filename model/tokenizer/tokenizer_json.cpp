@@ -132,10 +132,13 @@ Result<void> parse_added_tokens(const json& root, tok::TokenizerData& impl) {
     if (t.normalized && !impl.normalizer.is_identity()) {
       impl.normalizer.apply(t.content, normed);
       impl.normed_matcher.add(normed, &t);
+      if (!t.special) impl.normed_plain_matcher.add(normed, &t);
     } else if (t.normalized) {
       impl.normed_matcher.add(t.content, &t);
+      if (!t.special) impl.normed_plain_matcher.add(t.content, &t);
     } else {
       impl.raw_matcher.add(t.content, &t);
+      if (!t.special) impl.raw_plain_matcher.add(t.content, &t);
     }
   }
   return Ok{};
