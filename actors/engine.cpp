@@ -30,6 +30,8 @@ Engine::Engine(std::shared_ptr<Forward> forward, EngineOptions opts)
   // Reserved so that committing a token never allocates; a stream without an end (the ring)
   // grows past this geometrically, rarely.
   context_.reserve(size_t(std::min<int64_t>(opts_.max_positions, int64_t(1) << 20)));
+  const Result<void> started = append(opts_.preamble);
+  INFER_CHECK(started.ok(), "the preamble: %s", started.error().message.c_str());
 }
 
 bool Engine::is_end(int32_t id) const {
@@ -146,7 +148,7 @@ bool Engine::interrupted(const TurnControl& t) const {
 // Waits until the gate is fewer than kGateLead tokens behind. The tokens reach the gate by
 // message; the wait is on an atomic the gate bumps, never on the scheduler.
 void Engine::wait_for_gate(const TurnControl& t) const {
-  if (t.control == nullptr) return;
+  if (t.control == nullptr || t.turn == 0) return;
   const Control& c = *t.control;
   for (int64_t seen = c.gate_seen.load(); emitted_ - seen >= kGateLead; seen = c.gate_seen.load()) {
     if (c.shutting_down.load()) return;
@@ -270,6 +272,8 @@ void Engine::reset() {
   prefill_ms_ = decode_ms_ = 0.0;
   prefilled_ = decoded_ = 0;
   ms_per_token_ = 0.0f;
+  const Result<void> started = append(opts_.preamble);  // checked once, at construction
+  INFER_CHECK(started.ok(), "the preamble: %s", started.error().message.c_str());
 }
 
 void Engine::set_request_sampling(const SamplingParams* params) {

@@ -35,6 +35,9 @@ struct EngineOptions {
   // the id (gpu::GpuForward::decode_greedy): no logits come back, so such steps carry no
   // signals. Empty: every step samples host logits.
   std::function<Result<int32_t>(int32_t id)> decode_argmax;
+  // Ids every context starts with, at construction and after each reset (--serve --system's
+  // system turn); fed with the first turn's input. Empty: none.
+  std::vector<int32_t> preamble;
   // Prefill chunks also write every position's logits [n, V] here (--dump-logits); empty: none.
   std::function<Result<void>(std::span<const float> logits, int64_t n)> prompt_logits;
 };
@@ -45,7 +48,9 @@ struct EngineOptions {
 struct TurnControl {
   const Control* control = nullptr;
   uint64_t epoch = 0;         // Control::interrupt_epoch when the turn was sent
-  uint64_t turn = 0;          // the turn Control::gate_stop_turn names; 0: none (never stopped)
+  // The turn Control::gate_stop_turn names; 0: no gate follows this turn (one-shot generation,
+  // where only the interrupt applies): never stopped by it, never waited for.
+  uint64_t turn = 0;
   bool gate_may_stop = true;  // false: the gate's stop is reported, not obeyed
 };
 

@@ -4,9 +4,11 @@
 // and decode timings go to stderr.
 #include "cli/generate.h"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <chrono>
 #include <cstdio>
@@ -18,9 +20,11 @@
 #include <utility>
 #include <vector>
 
+#include "actors/control.h"
 #include "actors/engine.h"
 #include "base/clock.h"
 #include "cli/backend.h"
+#include "cli/chat_prompt.h"
 #include "cli/model_choice.h"
 #include "cli/session.h"
 #include "model/config.h"
@@ -33,6 +37,11 @@ namespace infer::cli {
 namespace {
 
 using Clock = SteadyClock;
+
+// Ctrl-C stops the generation at the next token (or prefill chunk); what was generated and the
+// timings are still printed, and the exit status is 130 as for any SIGINT.
+actors::Control g_interrupt;
+extern "C" void on_sigint_one_shot(int) { g_interrupt.interrupt_epoch.fetch_add(1); }
 
 Result<Tokenizer> load_tokenizer(const std::filesystem::path& dir, const char* why) {
   const auto path = dir / "tokenizer.json";
@@ -64,11 +73,12 @@ class TokenPrinter : public actors::TokenSink {
     ++count_;
     write();
   }
-  // Ends the output: the rest of a partial character, and a newline after ids (or on a terminal).
+  // Ends the output: the rest of a partial character, then a newline, so that the timing lines
+  // on stderr never run into the text when both go to one terminal or file.
   void finish() {
     text_.clear();
     if (decoder_) decoder_->flush(text_);
-    if (mode_ == OutputMode::kIds || isatty(STDOUT_FILENO)) text_ += "\n";
+    text_ += "\n";
     write();
   }
 
@@ -120,7 +130,7 @@ Result<void> run_tokenize(const Options& opts) {
   return Ok{};
 }
 
-Result<void> run_generate(const Options& opts) {
+Result<int> run_generate(const Options& opts) {
   INFER_TRY(ModelChoice choice, choose_model(opts));
   const int threads = thread_count(opts);
   ThreadPool pool(threads);
@@ -141,10 +151,19 @@ Result<void> run_generate(const Options& opts) {
 
   const TextConfig& text = model->config().text;
   const int64_t V = text.vocab_size;
-  // No prompt: generation from <bos> (a text prompt gets it from the tokenizer, ids from the user).
-  std::vector<int32_t> ids = opts.prompt_ids ? *opts.prompt_ids
-                             : opts.prompt   ? tok->encode(*opts.prompt, true)
-                                             : std::vector<int32_t>{text.bos_token_id};
+  // --chat: one user turn, the prompt as plain text. Otherwise the prompt as raw text (markers
+  // it spells become control tokens) or the ids as given.
+  std::vector<int32_t> ids;
+  if (opts.chat) {
+    ids = chat_turn_ids(*tok, ChatTurn{.opens_context = true,
+                                       .system = &opts.system_prompt,
+                                       .user = *opts.prompt,
+                                       .special = opts.special});
+  } else if (opts.prompt_ids) {
+    ids = *opts.prompt_ids;
+  } else {
+    ids = tok->encode(*opts.prompt, true);
+  }
   for (int32_t id : ids) {
     if (id >= V) {
       return make_error(ErrorCode::kInvalidArgument, "prompt id " + std::to_string(id) +
@@ -173,6 +192,17 @@ Result<void> run_generate(const Options& opts) {
   INFER_TRY_VOID(apply_quiescence(opts, backend));
   const double backend_s = seconds_since(t_backend);
 
+  // Said before the generation starts, not after it: a long load is seen when it happens.
+  const ModelWeights& w = model->weights();
+  const Matrix& proj = w.layers.empty() ? w.lm_head : w.layers[0].q_proj;
+  std::fprintf(stderr, "load: %.3f s (%s, %s weights, %s head, %d threads)\n", load_s,
+               choice.dir.string().c_str(), weight_format_name(proj.format),
+               weight_format_name(w.lm_head.format), threads);
+  if (backend.gpu != nullptr) {
+    std::fprintf(stderr, "gpu: upload and recording %.3f s, %.1f MB on the device\n", backend_s,
+                 double(backend.gpu->device_bytes()) / 1e6);
+  }
+
   actors::EngineOptions eo;
   eo.sampling = params;
   eo.end_ids = end_of_turn_ids(text, gen, tok ? &*tok : nullptr);
@@ -185,6 +215,8 @@ Result<void> run_generate(const Options& opts) {
     eo.prompt_logits = [&dump](std::span<const float> logits, int64_t) {
       return dump.write(logits);
     };
+  } else {
+    eo.prefill_chunk = std::min<int64_t>(eo.prefill_chunk, 512);  // Ctrl-C is seen between chunks
   }
   // Greedy on the GPU takes the argmax there: only the id comes back, not V logits.
   if (gpu::GpuForward* g = backend.gpu; g != nullptr && params.temperature <= 0) {
@@ -194,36 +226,47 @@ Result<void> run_generate(const Options& opts) {
   actors::Engine engine(std::shared_ptr<Forward>(std::shared_ptr<void>(), backend.forward.get()),
                         std::move(eo));
 
+  struct sigaction sa{};
+  sa.sa_handler = on_sigint_one_shot;
+  sigemptyset(&sa.sa_mask);
+  struct sigaction previous{};
+  sigaction(SIGINT, &sa, &previous);
+  const actors::TurnControl control{.control = &g_interrupt,
+                                    .epoch = g_interrupt.interrupt_epoch.load()};
+
   TokenPrinter printer(opts.output, tok ? &*tok : nullptr);
   actors::TurnRequest prompt;
   prompt.input = ids;
+  prompt.control = control;
   const auto t_prefill = Clock::now();
-  if (actors::TurnOutcome o = engine.run_turn(prompt, printer); o.error) return *o.error;
+  const actors::TurnOutcome prefilled = engine.run_turn(prompt, printer);
+  if (prefilled.error) return *prefilled.error;
   const double prefill_s = seconds_since(t_prefill);
 
-  actors::TurnRequest turn;
-  turn.max_tokens = max_tokens;
-  const auto t_decode = Clock::now();
-  const actors::TurnOutcome out = engine.run_turn(turn, printer);
-  if (out.error) return *out.error;
-  const double decode_s = seconds_since(t_decode);
+  actors::TurnOutcome out = prefilled;
+  double decode_s = 0.0;
+  if (prefilled.reason != actors::StopReason::kInterrupted) {
+    actors::TurnRequest turn;
+    turn.max_tokens = max_tokens;
+    turn.control = control;
+    const auto t_decode = Clock::now();
+    out = engine.run_turn(turn, printer);
+    if (out.error) return *out.error;
+    decode_s = seconds_since(t_decode);
+  }
+  sigaction(SIGINT, &previous, nullptr);
   printer.finish();
   const int64_t generated = out.generated, decoded = engine.decoded();
-  const char* stopped_by = out.reason == actors::StopReason::kEndToken      ? "an end token"
-                           : out.reason == actors::StopReason::kContextFull ? "the model's context length"
-                                                                            : "the token limit";
+  const bool interrupted = out.reason == actors::StopReason::kInterrupted;
+  const char* stopped_by = interrupted ? "Ctrl-C"
+                           : out.reason == actors::StopReason::kEndToken ? "an end token"
+                           : out.reason == actors::StopReason::kContextFull
+                               ? "the model's context length"
+                               : "the token limit";
 
-  const ModelWeights& w = model->weights();
-  const Matrix& proj = w.layers.empty() ? w.lm_head : w.layers[0].q_proj;
-  std::fprintf(stderr, "load: %.3f s (%s, %s weights, %s head, %d threads)\n", load_s,
-               choice.dir.string().c_str(), weight_format_name(proj.format),
-               weight_format_name(w.lm_head.format), threads);
-  if (backend.gpu != nullptr) {
-    std::fprintf(stderr, "gpu: upload and recording %.3f s, %.1f MB on the device\n", backend_s,
-                 double(backend.gpu->device_bytes()) / 1e6);
-  }
-  std::fprintf(stderr, "prefill: %lld tokens in %.3f s, %.1f tokens/s\n", static_cast<long long>(T),
-               prefill_s, prefill_s > 0 ? double(T) / prefill_s : 0.0);
+  const int64_t fed = interrupted && decode_s == 0.0 ? engine.fed() : T;
+  std::fprintf(stderr, "prefill: %lld tokens in %.3f s, %.1f tokens/s\n", static_cast<long long>(fed),
+               prefill_s, prefill_s > 0 ? double(fed) / prefill_s : 0.0);
   std::fprintf(
       stderr, "decode: %lld tokens in %.3f s, %.1f tokens/s (%lld generated, stopped by %s)\n",
       static_cast<long long>(decoded), decode_s, decode_s > 0 ? double(decoded) / decode_s : 0.0,
@@ -233,7 +276,7 @@ Result<void> run_generate(const Options& opts) {
                  double(params.temperature), params.top_k, double(params.top_p),
                  static_cast<unsigned long long>(params.seed));
   }
-  return Ok{};
+  return interrupted ? 130 : 0;
 }
 
 }  // namespace infer::cli

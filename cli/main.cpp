@@ -1,6 +1,8 @@
 // infer: parses the command line and runs one mode (generate, the interactive session,
 // --tokenize, --bench, --bench-actors). Every failure is one line "infer: ..." on stderr:
 // exit status 2 for usage errors, 1 for everything else.
+#include <unistd.h>
+
 #include <cstdio>
 #include <exception>
 #include <new>
@@ -11,6 +13,7 @@
 #include "cli/bench.h"
 #include "cli/bench_actors.h"
 #include "cli/generate.h"
+#include "cli/load_progress.h"
 #include "cli/options.h"
 #include "cli/repl.h"
 #include "cli/serve.h"
@@ -38,25 +41,41 @@ int run(const std::vector<std::string_view>& args) {
     return fail(2, missing);
   }
   // No prompt: the interactive session on a terminal, one turn a line from a pipe or file;
-  // otherwise (stdin /dev/null or closed) the one-shot generation from <bos>, as before.
-  const bool session = !opts->bench && !opts->bench_actors && !opts->tokenize && !opts->serve &&
-                       !opts->prompt && !opts->prompt_ids && stdin_kind() != StdinKind::kOther;
+  // with stdin /dev/null or closed there is nothing to do (--prompt-ids 2 generates from <bos>).
+  const bool no_prompt = !opts->bench && !opts->bench_actors && !opts->tokenize && !opts->serve &&
+                         !opts->prompt && !opts->prompt_ids;
+  if (no_prompt && stdin_kind() == StdinKind::kOther) {
+    std::fprintf(stderr, "infer: nothing to do: no prompt, and stdin is not a terminal, pipe or "
+                         "file (give PROMPT, or --prompt-ids 2 to generate from <bos>)\n");
+    return 0;
+  }
+  const bool session = no_prompt;
   if (!opts->trace_file.empty() && !session && !opts->serve && !opts->bench_actors) {
     // The trace follows the actor pipeline, which only the session, --serve and --bench-actors
     // run.
     std::fprintf(stderr, "infer: --trace applies to the interactive/pipe session and --serve; "
                          "this run is not traced\n");
   }
+  // What a long start is doing (quantizing, uploading), on stderr as it happens.
+  ConsoleProgress progress(isatty(STDERR_FILENO) != 0);
+  infer::install_progress_reporter(&progress);
   if (opts->serve) {
     const infer::Result<int> served = run_serve(*opts);
     if (!served) return fail(1, served.error().message);
     return *served;
   }
+  if (!session && !opts->bench && !opts->bench_actors && !opts->tokenize) {
+    const infer::Result<int> generated = run_generate(*opts);
+    if (!generated) {
+      return fail(generated.error().code == infer::ErrorCode::kInvalidArgument ? 2 : 1,
+                  generated.error().message);
+    }
+    return *generated;
+  }
   const infer::Result<void> r = opts->bench          ? run_bench(*opts)
                                 : opts->bench_actors ? run_bench_actors(*opts)
                                 : opts->tokenize     ? run_tokenize(*opts)
-                                : session ? run_repl(*opts, stdin_kind() == StdinKind::kTerminal)
-                                          : run_generate(*opts);
+                                                     : run_repl(*opts, stdin_kind() == StdinKind::kTerminal);
   if (!r) {
     return fail(r.error().code == infer::ErrorCode::kInvalidArgument ? 2 : 1, r.error().message);
   }

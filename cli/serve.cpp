@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdio>
 
+#include "cli/chat_prompt.h"
 #include "cli/serve_front_end.h"
 #include "cli/session.h"
 
@@ -17,7 +18,19 @@ namespace infer::cli {
 Result<int> run_serve(const Options& opts) {
   // A client that goes away must not kill the server mid-write: write() reports EPIPE instead.
   signal(SIGPIPE, SIG_IGN);
-  INFER_TRY(std::unique_ptr<Session> session, open_session(opts, false));
+  INFER_TRY(std::unique_ptr<Session> session, open_session(opts, opts.system_prompt.has_value()));
+  if (opts.system_prompt) {
+    // Every context (at start and after each RESET) opens with <bos> and this system turn; the
+    // client then appends its user turns.
+    std::vector<int32_t>& preamble = session->pipeline.engine.preamble;
+    preamble = system_preamble_ids(*session->tokenizer, *opts.system_prompt, opts.special);
+    if (int64_t(preamble.size()) >= session->stream_capacity) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        "--system: the system turn is " + std::to_string(preamble.size()) +
+                            " tokens, the context holds " +
+                            std::to_string(session->stream_capacity));
+    }
+  }
 
   protocol::ServerHello hello;
   hello.vocab_size = uint32_t(session->forward->vocab_size());
@@ -28,7 +41,8 @@ Result<int> run_serve(const Options& opts) {
   hello.model_name = session->choice.demo ? "demo" : session->choice.dir.filename().string();
   if (hello.model_name.size() > protocol::kMaxLabelBytes) hello.model_name.resize(0);
 
-  ServeFrontEnd front(STDOUT_FILENO, hello, opts.max_tokens, session->stream_capacity);
+  ServeFrontEnd front(STDOUT_FILENO, hello, opts.max_tokens, session->stream_capacity,
+                      int64_t(session->pipeline.engine.preamble.size()));
   int status = 0;
   {
     actors::Pipeline pipeline(session->forward, session->pipeline, front);

@@ -45,9 +45,10 @@ Overload(F...) -> Overload<F...>;
 }  // namespace
 
 ServeFrontEnd::ServeFrontEnd(int out_fd, protocol::ServerHello hello, int64_t default_max_tokens,
-                             int64_t stream_capacity)
+                             int64_t stream_capacity, int64_t preamble_tokens)
     : out_fd_(out_fd), session_(std::move(hello), default_max_tokens, actors::steady_ns) {
   session_.set_stream_capacity(stream_capacity);
+  session_.set_preamble(preamble_tokens);
 }
 
 bool ServeFrontEnd::write_all() {

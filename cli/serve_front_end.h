@@ -22,7 +22,7 @@ class ServeFrontEnd : public actors::FrontEnd {
   // Frames go to `out_fd`; -n (the default GENERATE max_tokens) is `default_max_tokens`.
   // stream_capacity: ServeSession::set_stream_capacity.
   ServeFrontEnd(int out_fd, protocol::ServerHello hello, int64_t default_max_tokens,
-                int64_t stream_capacity);
+                int64_t stream_capacity, int64_t preamble_tokens);
 
   // Must be called once, before run(); the pipeline must outlive run().
   void attach(actors::Pipeline* p) { pipeline_ = p; }

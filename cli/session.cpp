@@ -37,7 +37,7 @@ Result<std::unique_ptr<Session>> open_session(const Options& opts, bool need_tok
     INFER_TRY(s->tokenizer, Tokenizer::load(tok_path));
   } else if (need_tokenizer) {
     return make_error(ErrorCode::kNotFound,
-                      tok_path.string() + " does not exist (the interactive session reads text)");
+                      tok_path.string() + " does not exist (the interactive session and --system read text)");
   }
   const TextConfig& text = s->model->config().text;
   const int64_t max_positions = std::min(text.max_position_embeddings, kSessionContext);

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/progress.h"
 #include "gpu/context.h"
 
 namespace infer::gpu {
@@ -127,6 +128,7 @@ Result<std::unique_ptr<GpuWeights>> GpuWeights::upload(const VulkanContext& ctx,
     return make_error(ErrorCode::kShape, "gpu weights: " + std::to_string(w.layers.size()) +
                                              " bound layers for a config of " + std::to_string(L));
   }
+  ProgressStage stage("uploading weights to the GPU", int64_t(L), "layers");
   auto g = std::make_unique<GpuWeights>();
   g->layers.resize(L);  // fixed size before the packer keeps pointers into it
   size_t& bytes = g->bytes;
@@ -157,6 +159,7 @@ Result<std::unique_ptr<GpuWeights>> GpuWeights::upload(const VulkanContext& ctx,
     const LayerPlan& plan = cfg.layers[i];
     GpuLayerWeights& gl = g->layers[i];
     INFER_TRY_VOID(upload_layer(ctx, cfg, lw, int(i), gl, bytes, pool));
+    stage.advance(int64_t(i) + 1);
     const size_t d = size_t(plan.head_dim);
     vec.add(&gl.input_layernorm, lw.input_layernorm, H);
     vec.add(&gl.post_attention_layernorm, lw.post_attention_layernorm, H);

@@ -7,10 +7,12 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include "base/check.h"
 #include "base/half.h"
+#include "base/progress.h"
 #include "model/safetensors.h"
 #include "model/tensor_table.h"
 #include "model/thread_pool.h"
@@ -230,6 +232,13 @@ Result<ModelWeights> bind_weights(const ModelConfig& cfg, const TensorStore& sto
   const int64_t L = tc.num_hidden_layers, V = tc.vocab_size;
   ModelWeights w;
   Binder b(store, w, opts.quant, pool);
+  // Quantizing a checkpoint of gigabytes takes seconds: say so while it runs (the embedding and
+  // head first, then a unit a layer).
+  std::optional<ProgressStage> stage;
+  if (opts.quant != Quant::kAsStored) {
+    stage.emplace(opts.quant == Quant::kQ8_0 ? "quantizing to Q8_0" : "quantizing to Q4_0",
+                  L, "layers");
+  }
 
   INFER_TRY(w.embed_tokens, b.matrix("embed_tokens.weight", {V, H}, WeightFormat::kBF16));
   w.embed_scale = table_scale(H, w.embed_tokens.format, opts.embed_scale);
@@ -248,7 +257,10 @@ Result<ModelWeights> bind_weights(const ModelConfig& cfg, const TensorStore& sto
   INFER_TRY(w.norm, b.vec("norm.weight", H));
 
   w.layers.resize(size_t(L));
-  for (int i = 0; i < int(L); ++i) INFER_TRY_VOID(bind_layer(cfg, i, b, w.layers[size_t(i)]));
+  for (int i = 0; i < int(L); ++i) {
+    INFER_TRY_VOID(bind_layer(cfg, i, b, w.layers[size_t(i)]));
+    if (stage) stage->advance(i + 1);
+  }
   return w;
 }
 

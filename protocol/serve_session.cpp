@@ -284,7 +284,7 @@ void ServeSession::turn_end(const EngineTurnEnd& e, SessionOutput& out) {
           const WireError code =
               err->kind == EngineError::kContextFull ? WireError::kContextFull : WireError::kEngine;
           p.frame = ServerMessage{ErrorFrame{code, uint16_t(p.opcode), err->message}};
-          if (pos_ == 0) reader_.set_has_context(false);
+          if (pos_ == preamble_) reader_.set_has_context(preamble_ > 0);
         } else {
           p.frame = ServerMessage{Appended{e.pos, uint32_t(std::max<int64_t>(0, pos_ - before))}};
         }
@@ -315,7 +315,7 @@ void ServeSession::flush_engine_error(SessionOutput& out) {
 
 void ServeSession::reset_done(SessionOutput& out) {
   flush_engine_error(out);
-  pos_ = 0;
+  pos_ = preamble_;
   for (Pending& p : answers_) {
     if (p.kind == Pending::kResetAck && !p.done) {
       p.frame = ServerMessage{ResetAck{}};

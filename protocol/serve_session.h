@@ -119,6 +119,13 @@ class ServeSession {
   // Stream tokens the KV cache holds at most (STATS kv_tokens): the ring's anchors + window, its
   // recall slots holding recalled rows rather than the stream. Default: context_tokens.
   void set_stream_capacity(int64_t n) { stream_capacity_ = n; }
+  // Tokens every context opens with, at start and after each RESET (--serve --system's turn):
+  // counted in STATS pos, and GENERATE needs no append first.
+  void set_preamble(int64_t tokens) {
+    preamble_ = tokens;
+    pos_ = tokens;
+    reader_.set_preamble(tokens > 0);
+  }
 
   // Bytes from the client; every frame they complete is handled.
   void feed(std::span<const uint8_t> bytes, SessionOutput& out);
@@ -204,6 +211,7 @@ class ServeSession {
 
   // STATS, over the session.
   int64_t pos_ = 0;
+  int64_t preamble_ = 0;
   uint64_t prefill_tokens_ = 0, decode_tokens_ = 0, generations_ = 0;
   double prefill_ms_ = 0.0, decode_ms_ = 0.0;
 };

@@ -45,6 +45,11 @@ class ServerReader {
   void generation_done() { protocol::generation_done(state_); }
   // An append was refused whole and left the context empty after all.
   void set_has_context(bool has) { state_.has_context = has; }
+  // Every context opens with the server's own tokens: never empty, a RESET included.
+  void set_preamble(bool has) {
+    state_.preamble = has;
+    state_.has_context |= has;
+  }
   const SessionState& state() const { return state_; }
   bool closed() const { return state_.closed; }
 

@@ -87,7 +87,7 @@ void apply(SessionState& s, const ClientMessage& m) {
         if constexpr (std::is_same_v<T, AppendText>) s.has_context |= !x.text.empty();
         if constexpr (std::is_same_v<T, AppendIds>) s.has_context |= !x.ids.empty();
         if constexpr (std::is_same_v<T, Generate>) s.generating = true;
-        if constexpr (std::is_same_v<T, Reset>) s.has_context = false;
+        if constexpr (std::is_same_v<T, Reset>) s.has_context = s.preamble;
         if constexpr (std::is_same_v<T, Shutdown>) s.closed = true;
       },
       m);

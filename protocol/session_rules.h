@@ -20,6 +20,7 @@ struct SessionState {
   bool handshaken = false;   // HELLO accepted
   bool generating = false;   // GENERATE accepted, DONE not yet sent
   bool has_context = false;  // tokens appended since start or RESET
+  bool preamble = false;     // every context opens with the server's own tokens (--system)
   bool closed = false;       // SHUTDOWN accepted: nothing more is read
 };
 

@@ -11,6 +11,7 @@
 #include <system_error>
 #include <vector>
 
+#include "base/progress.h"
 #include "model/mapped_file.h"
 #include "model/synth/random_fill.h"
 #include "model/tensor_table.h"
@@ -231,7 +232,9 @@ Result<TensorStore> random_tensor_store(std::string_view config_text, uint64_t s
             MappedFile::anonymous(size_t(total), "random weights (seed " + std::to_string(seed) + ")"));
   const size_t esize = dtype_size(dtype);
   std::vector<std::pair<std::string, TensorView>> views;
+  ProgressStage stage("generating random weights", int64_t(tensors.size()), "tensors");
   for (size_t i = 0; i < tensors.size(); ++i) {
+    stage.advance(int64_t(i));
     const PlannedTensor& t = tensors[i];
     const int64_t numel = int64_t(t.header.nbytes() / esize);
     uint8_t* out = block->writable() + offsets[i];

@@ -6,8 +6,9 @@ Three layers, usable on their own:
     encode_frame()/decode_payload() and FrameDecoder, table-driven from LAYOUTS;
   * Client: spawns `infer --serve ...` (or wraps given pipes), does the handshake, and runs a
     reader thread so that input, interrupts and control frames can be sent while tokens stream;
-  * a line-based chat CLI:
-      python3 protocol/python/infer_client.py --infer build/infer -- --model DIR
+  * a line-based CLI: each line appended as raw text and answered, or with --chat wrapped in
+    Gemma 4 turns (the server tokenizes markers such as <|turn> in APPEND_TEXT as control tokens):
+      python3 protocol/python/infer_client.py --chat --infer build/infer -- --model DIR
 """
 
 import argparse
@@ -245,11 +246,35 @@ class Client:
 
 # ---- CLI: a line-based chat
 
+class ChatTurns:
+    """Gemma 4 chat turns (GEMMA4_CHAT.md) around each line: <bos> when the context is empty
+    (a server started with --system has already opened it with its system turn), the model's
+    open turn closed by <turn|> (the server stops before the end id, so it is not in the
+    context), then the user turn and the opening of the model's."""
+
+    def __init__(self, client):
+        self.client = client
+        self.model_turn_open = False
+
+    def reset(self):
+        self.model_turn_open = False
+
+    def text(self, line):
+        if self.client.stats()["pos"] == 0:
+            head = "<bos>"
+        else:
+            head = "<turn|>\n" if self.model_turn_open else ""
+        self.model_turn_open = True
+        return head + "<|turn>user\n" + line + "<turn|>\n<|turn>model\n"
+
+
 def _chat(args, infer_args):
     client = Client([args.infer, "--serve"] + infer_args)
     h = client.hello
-    print("# %s, vocab %d, context %d tokens; each line is appended and answered; Ctrl-C "
-          "interrupts; /stats /reset /quit" % (h["model_name"], h["vocab_size"], h["context_tokens"]),
+    turns = ChatTurns(client) if args.chat else None
+    print("# %s, vocab %d, context %d tokens; each line is %s and answered; Ctrl-C "
+          "interrupts; /stats /reset /quit" % (h["model_name"], h["vocab_size"], h["context_tokens"],
+                                               "a user turn" if turns else "appended as raw text"),
           file=sys.stderr)
     try:
         for line in sys.stdin:
@@ -261,8 +286,10 @@ def _chat(args, infer_args):
                 continue
             if line == "/reset":
                 client.reset()
+                if turns:
+                    turns.reset()
                 continue
-            client.append_text(line + "\n")
+            client.append_text(turns.text(line) if turns else line + "\n")
             # Ctrl-C while tokens stream interrupts the generation (sent from another thread:
             # the handler may run while the main thread holds the send lock); the stream then
             # ends with DONE 'interrupted' and the conversation goes on.
@@ -298,6 +325,8 @@ def main(argv=None):
     ap.add_argument("--top-k", type=int, default=0)
     ap.add_argument("--top-p", type=float, default=1.0)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--chat", action="store_true",
+                    help="wrap each line in Gemma 4 turns (default: append it as raw text)")
     argv = sys.argv[1:] if argv is None else argv
     infer_args = []
     if "--" in argv:
