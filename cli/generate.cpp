@@ -120,7 +120,12 @@ class LogitsDump {
 Result<void> run_tokenize(const Options& opts) {
   INFER_TRY(ModelChoice choice, choose_model(opts));
   INFER_TRY(Tokenizer tok, load_tokenizer(choice.dir, "--tokenize needs it"));
-  const std::vector<int32_t> ids = tok.encode(*opts.prompt, true);
+  const std::vector<int32_t> ids =
+      opts.chat ? chat_turn_ids(tok, ChatTurn{.opens_context = true,
+                                              .system = &opts.system_prompt,
+                                              .user = *opts.prompt,
+                                              .special = opts.special})
+                : tok.encode(*opts.prompt, true);
   std::string line;
   for (size_t i = 0; i < ids.size(); ++i) {
     if (i > 0) line += ' ';

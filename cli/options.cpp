@@ -288,11 +288,11 @@ Result<void> validate(const Options& o) {
     return bad("--gate-*/--consolidate-after apply to the interactive session (no prompt)");
   }
   if (o.prompt_ids && o.prompt_ids->empty()) return bad("--prompt-ids: no ids");
-  if (o.chat && (o.prompt_ids || o.tokenize || o.bench || o.bench_actors || o.serve)) {
-    return bad("--chat wraps a text prompt in a user turn: it takes a prompt, not --prompt-ids, "
-               "--tokenize or a mode (the REPL always uses turns)");
+  if (o.chat && (o.prompt_ids || o.bench || o.bench_actors || o.serve)) {
+    return bad("--chat wraps a text prompt in a user turn: it takes a prompt, not --prompt-ids "
+               "or a mode (the REPL always uses turns)");
   }
-  if (o.system_prompt && (o.prompt_ids || o.tokenize || o.bench || o.bench_actors)) {
+  if (o.system_prompt && (o.prompt_ids || o.bench || o.bench_actors)) {
     return bad("--system applies to the REPL, --chat and --serve");
   }
   if (o.system_prompt && o.prompt && !o.chat) {

@@ -102,5 +102,37 @@ TEST(ServeSession, RejectedFramesAreAnsweredWithErrorsAndChangeNothing) {
   EXPECT_TRUE(d.take_commands().empty());
 }
 
+
+// --serve --system: every context opens with the server's system turn, so STATS counts it, a
+// GENERATE needs no append first, and a RESET brings it back rather than an empty context.
+TEST(ServeSession, APreambleOpensEveryContext) {
+  Driver d;
+  d.session().set_preamble(11);
+  d.handshake();
+  d.send(2, StatsRequest{});
+  EXPECT_EQ(only<Stats>(d.take_frames()).pos, 11u);
+  d.send(3, generate(2));
+  EXPECT_TRUE(d.take_frames().empty());  // accepted: no error
+  ASSERT_EQ(commands_of<GenerateCommand>(d.take_commands()).size(), 1u);
+  d.token(1, 7, 11);
+  d.turn_end(1, 12);
+  d.take_frames();
+  d.send(4, Reset{});
+  d.reset_done();
+  d.take_frames();
+  d.send(5, StatsRequest{});
+  EXPECT_EQ(only<Stats>(d.take_frames()).pos, 11u);
+  d.send(6, generate(2));  // still not empty after the reset
+  EXPECT_TRUE(d.take_frames().empty());
+  // Without a preamble the same GENERATE after a reset is refused.
+  Driver bare;
+  bare.handshake();
+  bare.send(2, Reset{});
+  bare.reset_done();
+  bare.take_frames();
+  bare.send(3, generate(2));
+  EXPECT_EQ(only<ErrorFrame>(bare.take_frames()).code, WireError::kBadValue);
+}
+
 }  // namespace
 }  // namespace infer::protocol

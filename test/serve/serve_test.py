@@ -166,6 +166,23 @@ class Serve(ss.ServeCase):
         self.assertEqual("".join(t["text"] for t in tokens) + done["text"], p["greedy_text"])
         self.assertEqual(c.shutdown(), 0)
 
+    def test_system_turn_opens_every_context(self):
+        # --system "You are terse." is <bos><|turn>system\nYou are terse.<turn|>\n: 10 ids of the
+        # chat fixture's case 1, counted in STATS and back after a RESET.
+        d = vocab_dir()
+        c = self.start(d, "--system", "You are terse.")
+        self.assertEqual(c.stats()["pos"], 10)
+        pos, n = c.append_text("<|turn>user\nhi<turn|>\n<|turn>model\n")
+        self.assertEqual((pos, n), (19, 9))
+        tokens, done = run_generation(c, max_tokens=3)
+        self.assertEqual(len(tokens), 3)
+        self.assertEqual(tokens[0]["pos"], 19)
+        c.reset()
+        self.assertEqual(c.stats()["pos"], 10)
+        tokens, done = run_generation(c, max_tokens=2)  # the system turn alone is a context
+        self.assertEqual(tokens[0]["pos"], 10)
+        self.assertEqual(c.shutdown(), 0)
+
     def test_interrupt_mid_generation_then_continue(self):
         c = self.start(fixture("e2b-mini"), "-n", "4000")
         prompt = golden(fixture("e2b-mini"))["prompt_ids"]
