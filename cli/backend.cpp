@@ -22,6 +22,15 @@ Result<std::unique_ptr<gpu::VulkanContext>> open_gpu(const Options& opts) {
   const std::string report = ctx->report();
   std::fprintf(stderr, "%s%s", report.c_str(),
                report.empty() || report.back() != '\n' ? "\n" : "");
+  // A CPU rasterizer (Mesa's llvmpipe) is picked only when no GPU is usable: it is correct but
+  // slower than the CPU backend, which is what the user most likely wants.
+  if (ctx->info().type == VK_PHYSICAL_DEVICE_TYPE_CPU) {
+    std::fprintf(stderr,
+                 "infer: %s is a CPU rasterizer, not a GPU%s: --gpu will be slower than the CPU "
+                 "backend (run without --gpu)\n",
+                 ctx->info().name.c_str(),
+                 opts.device ? "" : ", and the only Vulkan device here");
+  }
   return ctx;
 }
 

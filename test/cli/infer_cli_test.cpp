@@ -112,6 +112,12 @@ TEST(InferCli, GpuGreedyIdsMatchTheGoldenTokens) {
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out, join(expected, " ") + "\n");
   EXPECT_NE(r.err.find("device:"), std::string::npos) << r.err;
+  // On a CPU rasterizer (lavapipe in CI) the run says so and points at the CPU backend; on a
+  // GPU it says nothing of the kind.
+  const bool cpu_device = r.err.find(" (CPU), Vulkan") != std::string::npos;
+  EXPECT_EQ(r.err.find("is a CPU rasterizer, not a GPU") != std::string::npos, cpu_device)
+      << r.err;
+  if (cpu_device) EXPECT_NE(r.err.find("run without --gpu"), std::string::npos) << r.err;
 }
 
 // --prefill-chunk: the prompt fed in ragged chunks of 5 gives the same tokens; a chunk that is no
