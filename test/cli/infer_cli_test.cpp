@@ -117,7 +117,9 @@ TEST(InferCli, GpuGreedyIdsMatchTheGoldenTokens) {
   const bool cpu_device = r.err.find(" (CPU), Vulkan") != std::string::npos;
   EXPECT_EQ(r.err.find("is a CPU rasterizer, not a GPU") != std::string::npos, cpu_device)
       << r.err;
-  if (cpu_device) EXPECT_NE(r.err.find("run without --gpu"), std::string::npos) << r.err;
+  if (cpu_device) {
+    EXPECT_NE(r.err.find("run without --gpu"), std::string::npos) << r.err;
+  }
 }
 
 // --prefill-chunk: the prompt fed in ragged chunks of 5 gives the same tokens; a chunk that is no
