@@ -22,7 +22,10 @@ ReplInput parse_input(std::string text) {
   if (text.starts_with("//")) return {Command::kText, text.substr(1)};
   const std::string_view t = trim(text);
   if (t.empty()) return {Command::kEmpty, {}};
-  if (!text.starts_with("/")) return {Command::kText, std::move(text)};
+  // Several lines are a turn's text even when they start with "/".
+  if (!text.starts_with("/") || text.find('\n') != std::string::npos) {
+    return {Command::kText, std::move(text)};
+  }
   size_t end = 0;
   while (end < t.size() && !is_space(t[end])) ++end;
   const std::string_view name = t.substr(0, end);

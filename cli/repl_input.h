@@ -18,7 +18,7 @@ struct ReplInput {
 };
 
 // A line starting with one "/" is a command: its first word names it and commands take no
-// arguments. Anything else is text; text of only whitespace is kEmpty.
+// arguments. Anything else is text (several lines always are); only whitespace is kEmpty.
 ReplInput parse_input(std::string text);
 
 // Collects the lines of one turn. A line ending in "\" goes on with the next line; a line """
