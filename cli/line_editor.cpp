@@ -41,24 +41,37 @@ std::filesystem::path history_file(const char* xdg_state_home, const char* home)
   return {};
 }
 
+std::unique_ptr<LineEditor> LineEditor::open(std::filesystem::path history,
+                                             volatile sig_atomic_t* interrupted) {
+  std::unique_ptr<LineEditor> e(new LineEditor(std::move(history), interrupted));
+  if (e->el_ == nullptr || e->hist_ == nullptr) return nullptr;
+  e->load_history();
+  return e;
+}
+
 LineEditor::LineEditor(std::filesystem::path history_path, volatile sig_atomic_t* interrupted)
     : history_(std::move(history_path)), keys_(STDIN_FILENO, interrupted) {
   use_utf8_ctype();
   el_ = el_init("infer", stdin, stdout, stderr);
+  hist_ = history_init();
+  if (el_ == nullptr || hist_ == nullptr) return;
   el_set(el_, EL_EDITOR, "emacs");
   el_set(el_, EL_SIGNAL, 0);  // SIGINT is the REPL's (cli/repl.cpp)
   el_set(el_, EL_CLIENTDATA, this);
   el_set(el_, EL_PROMPT, &LineEditor::prompt_text);
   el_set(el_, EL_GETCFN, &LineEditor::read_char);
-  hist_ = history_init();
   HistEvent ev;
   history(hist_, &ev, H_SETSIZE, kHistoryEntries);
   history(hist_, &ev, H_SETUNIQUE, 1);
   el_set(el_, EL_HIST, ::history, hist_);
+}
+
+void LineEditor::load_history() {
   if (history_.empty()) {
     warn("no history: neither XDG_STATE_HOME nor HOME is set");
     return;
   }
+  HistEvent ev;
   std::error_code ec;
   if (std::filesystem::exists(history_, ec) &&
       history(hist_, &ev, H_LOAD, history_.c_str()) < 0) {
@@ -68,8 +81,8 @@ LineEditor::LineEditor(std::filesystem::path history_path, volatile sig_atomic_t
 
 LineEditor::~LineEditor() {
   write_stdout(kPasteOff);
-  history_end(hist_);
-  el_end(el_);  // restores the terminal's settings
+  if (hist_ != nullptr) history_end(hist_);
+  if (el_ != nullptr) el_end(el_);  // restores the terminal's settings
 }
 
 void LineEditor::warn(const std::string& what) {

@@ -7,6 +7,7 @@
 
 #include <deque>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -35,10 +36,11 @@ struct EditorInput {
 
 class LineEditor {
  public:
-  // On stdin and stdout, both terminals. `interrupted` is the SIGINT handler's flag (KeyReader
-  // clears it when it reports it). `history` empty: no history file. Problems with the file are
-  // warnings.
-  LineEditor(std::filesystem::path history, volatile sig_atomic_t* interrupted);
+  // On stdin and stdout, both terminals; null when libedit cannot start. `interrupted` is the
+  // SIGINT handler's flag (KeyReader clears it when it reports it). `history` empty: no history
+  // file. Problems with the file are warnings.
+  static std::unique_ptr<LineEditor> open(std::filesystem::path history,
+                                          volatile sig_atomic_t* interrupted);
   ~LineEditor();
   LineEditor(const LineEditor&) = delete;
   LineEditor& operator=(const LineEditor&) = delete;
@@ -48,9 +50,11 @@ class LineEditor {
   void remember(std::string_view entry);
 
  private:
+  LineEditor(std::filesystem::path history, volatile sig_atomic_t* interrupted);
   static int read_char(editline* el, wchar_t* out);
   static char* prompt_text(editline* el);
   int next_char(wchar_t* out);
+  void load_history();
   void warn(const std::string& what);
 
   editline* el_ = nullptr;

@@ -33,16 +33,25 @@ namespace {
 
 std::atomic<actors::Pipeline*> g_pipeline{nullptr};
 std::atomic<bool> g_generating{false};
+std::atomic<bool> g_reading{false};  // waiting for input at the prompt
 volatile sig_atomic_t g_sigint_at_prompt = 0;
 
+// A Ctrl-C between a turn's end and the prompt (one meant to stop a model that just finished)
+// is dropped rather than taken as "leave".
 extern "C" void on_sigint(int) {
   actors::Pipeline* p = g_pipeline.load();
   if (g_generating.load() && p != nullptr) {
     p->interrupt();  // one atomic increment: async-signal-safe
-  } else {
+  } else if (g_reading.load()) {
     g_sigint_at_prompt = 1;
   }
 }
+
+// Marks the time spent waiting for input.
+struct Reading {
+  Reading() { g_reading.store(true); }
+  ~Reading() { g_reading.store(false); }
+};
 
 // Lines from fd 0 with read(2), so that a Ctrl-C at the prompt (EINTR) is seen: the pipe mode,
 // and a terminal when stdout is not one (no line editing then).
@@ -82,12 +91,16 @@ class InputSource {
  public:
   InputSource(bool interactive, bool edit) : interactive_(interactive) {
     if (edit) {
-      editor_ = std::make_unique<LineEditor>(
-          history_file(std::getenv("XDG_STATE_HOME"), std::getenv("HOME")), &g_sigint_at_prompt);
+      editor_ = LineEditor::open(history_file(std::getenv("XDG_STATE_HOME"), std::getenv("HOME")),
+                                 &g_sigint_at_prompt);
+      if (editor_ == nullptr) {
+        std::fprintf(stderr, "infer: the line editor (libedit) did not start: plain lines\n");
+      }
     }
   }
   // The next complete input; nullopt at the end (end of input, Ctrl-D, Ctrl-C at the prompt).
   std::optional<std::string> next() {
+    const Reading reading;
     if (editor_ == nullptr) return next_line();
     for (;;) {
       EditorInput in = editor_->read(composer_.empty() ? "> " : ". ");
@@ -160,6 +173,10 @@ Result<void> run_repl(const Options& opts, bool interactive) {
   const Tokenizer& tok = *session->tokenizer;
   ConsoleFrontEnd front(opts.output);
   actors::Pipeline pipeline(session->forward, session->pipeline, front);
+  // The SIGINT handler forgets the pipeline before it goes, on every way out.
+  struct Forget {
+    ~Forget() { g_pipeline.store(nullptr); }
+  } forget;
 
   if (interactive) {
     g_pipeline.store(&pipeline);
@@ -229,7 +246,6 @@ Result<void> run_repl(const Options& opts, bool interactive) {
     }
     break;  // kQuit
   }
-  g_pipeline.store(nullptr);
   if (!interactive && (failed_turns > 0 || bad_commands > 0)) {
     // Each failure was reported on stderr as it happened; the status tells the script.
     std::string what = failed_turns > 0 ? std::to_string(failed_turns) + " turn(s) failed" : "";

@@ -36,8 +36,9 @@ def check(cond, message, screen=None):
 class Pane:
     """One tmux server on a private socket with one 200x50 pane running `command`."""
 
-    def __init__(self, tmp, command):
-        self.socket = os.path.join(tmp, "tmux.sock")
+    def __init__(self, tmp, command, name):
+        # A socket of its own: a server just killed may still hold the previous one.
+        self.socket = os.path.join(tmp, name + ".sock")
         env = dict(os.environ)
         env.pop("TMUX", None)
         self.env = env
@@ -139,7 +140,7 @@ def main():
     panes = []
     try:
         # ---- Run 1: editing, history, commands, multi-line input, the paste, Ctrl-D.
-        pane = Pane(tmp, command(4))
+        pane = Pane(tmp, command(4), "run1")
         panes.append(pane)
         pane.wait_prompt()
         replies = 0
@@ -252,7 +253,7 @@ def main():
         pane.kill()
 
         # ---- Run 2: history from the file, Ctrl-C while generating, on a line, at the prompt.
-        pane = Pane(tmp, command(100000))
+        pane = Pane(tmp, command(100000), "run2")
         panes.append(pane)
         pane.wait_prompt()
         pane.keys("Up")
