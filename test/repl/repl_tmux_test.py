@@ -3,7 +3,8 @@
 send-keys types, capture-pane reads the screen. Covers line editing, history (in the session
 and from the file across runs), a 20 KB bracketed paste as one turn, /help, unknown commands,
 backslash and triple-quote multi-line input, Ctrl-C (interrupting the model, dropping a line,
-leaving), Ctrl-D, and the terminal's bracketed paste mode being off after infer exits.
+leaving), Ctrl-D, /quit, the terminal's bracketed paste mode being off after infer exits, and
+a history file that cannot be written (one warning line).
 
 Usage: repl_tmux_test.py build/infer (meson test sets INFER_SHARED_FIXTURES: the e2b-vocab
 fixture, the one with Gemma 4's tokenizer). Fails, never skips, when tmux is missing."""
@@ -132,9 +133,9 @@ def main():
     state = os.path.join(tmp, "state")
     history = os.path.join(state, "infer", "history")
 
-    def command(max_tokens):
+    def command(max_tokens, state_home=state):
         return " ".join(shlex.quote(a) for a in [
-            "env", "XDG_STATE_HOME=" + state, "LANG=C.UTF-8", infer, "--model", model,
+            "env", "XDG_STATE_HOME=" + state_home, "LANG=C.UTF-8", infer, "--model", model,
             "--threads", "1", "--temperature", "0", "-n", str(max_tokens)])
 
     panes = []
@@ -283,6 +284,30 @@ def main():
         s = pane.wait("the pasted check text", lambda s: s.count("PASTE-CHECK") >= 2)
         check("[200~" not in s.split("[infer exited 0]")[-1],
               "bracketed paste mode is off after infer exits", s)
+        pane.kill()
+
+        # ---- Run 3: a history file that cannot be written is a warning, not a failure.
+        not_a_dir = os.path.join(tmp, "not-a-dir")
+        with open(not_a_dir, "w") as f:
+            f.write("a file where the state folder would be\n")
+        pane = Pane(tmp, command(4, not_a_dir), "run3")
+        panes.append(pane)
+        pane.wait_prompt()
+        pane.type("hello")
+        pane.keys("Enter")
+        pane.wait_count("[4 tokens, ", 1)
+        pane.wait_prompt()
+        pane.type("again")
+        pane.keys("Enter")
+        s = pane.wait_count("[4 tokens, ", 2)
+        warnings = [l for l in s.split("\n") if "history" in l and l.startswith("infer: ")]
+        check(len(warnings) == 1 and "not-a-dir" in warnings[0],
+              "an unwritable history file gives one warning line: %r" % warnings, s)
+        pane.wait_prompt()
+        pane.type("/quit")
+        pane.keys("Enter")
+        s = pane.wait("infer to exit", lambda s: "[infer exited" in s)
+        check("[infer exited 0]" in s, "/quit leaves with status 0 despite the history file", s)
         print("PASS")
     finally:
         for p in panes:
