@@ -87,9 +87,10 @@ void print_stats(const actors::PipelineStats& s, bool gate_on) {
       (long long)s.generated, per_second(s.prefilled, s.prefill_ms),
       per_second(s.decoded, s.decode_ms));
   if (gate_on) {
-    std::printf("gate (--gate-*): let the model say %lld tokens, stopped it to listen %lld "
-                "times, to act %lld times\n",
-                (long long)s.speak, (long long)s.listen, (long long)s.act);
+    std::printf(
+        "gate (--gate-*): let the model say %lld tokens, stopped it to listen %lld "
+        "times, to act %lld times\n",
+        (long long)s.speak, (long long)s.listen, (long long)s.act);
   }
   std::fflush(stdout);
 }

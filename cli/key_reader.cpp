@@ -118,9 +118,12 @@ KeyReader::Fill KeyReader::fill(int timeout_ms) {
 Key KeyReader::next() {
   if (pos_ == buf_.size()) {
     switch (fill(-1)) {
-      case Fill::kInterrupted: return {Key::Kind::kInterrupted, 0, {}};
-      case Fill::kData: break;
-      default: return {Key::Kind::kEof, 0, {}};
+      case Fill::kInterrupted:
+        return {Key::Kind::kInterrupted, 0, {}};
+      case Fill::kData:
+        break;
+      default:
+        return {Key::Kind::kEof, 0, {}};
     }
   }
   if (buf_[pos_] == '\x1b') {
@@ -143,7 +146,8 @@ Key KeyReader::paste() {
   size_t searched = pos_;  // kPasteEnd starts at or after this
   for (;;) {
     if (const size_t end = buf_.find(kPasteEnd, searched); end != std::string::npos) {
-      Key k{Key::Kind::kPaste, 0, normalize_line_ends(std::string_view(buf_).substr(pos_, end - pos_))};
+      Key k{Key::Kind::kPaste, 0,
+            normalize_line_ends(std::string_view(buf_).substr(pos_, end - pos_))};
       pos_ = end + kPasteEnd.size();
       return k;
     }

@@ -73,8 +73,7 @@ void LineEditor::load_history() {
   }
   HistEvent ev;
   std::error_code ec;
-  if (std::filesystem::exists(history_, ec) &&
-      history(hist_, &ev, H_LOAD, history_.c_str()) < 0) {
+  if (std::filesystem::exists(history_, ec) && history(hist_, &ev, H_LOAD, history_.c_str()) < 0) {
     warn("could not read the history file " + history_.string());
   }
 }

@@ -62,7 +62,7 @@ class LineEditor {
   std::filesystem::path history_;
   KeyReader keys_;
   std::string prompt_;
-  std::deque<char32_t> pending_;  // a one-line paste, typed into the line
+  std::deque<char32_t> pending_;            // a one-line paste, typed into the line
   std::optional<EditorInput::Kind> ended_;  // why the current read's line ended, if not Enter
   std::string paste_;
   bool warned_ = false;

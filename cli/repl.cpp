@@ -94,7 +94,8 @@ class InputSource {
       editor_ = LineEditor::open(history_file(std::getenv("XDG_STATE_HOME"), std::getenv("HOME")),
                                  &g_sigint_at_prompt);
       if (editor_ == nullptr) {
-        std::fprintf(stderr, "infer: the line editor (libedit) did not start: plain lines\n");
+        std::fprintf(stderr,
+                     "infer: the line editor (libedit) did not start: no editing or history\n");
       }
     }
   }
@@ -200,7 +201,8 @@ Result<void> run_repl(const Options& opts, bool interactive) {
   while (std::optional<std::string> text = source.next()) {
     const ReplInput in = parse_input(std::move(*text));
     switch (in.command) {
-      case Command::kEmpty: continue;
+      case Command::kEmpty:
+        continue;
       case Command::kHelp:
         std::fputs(repl_help().data(), stdout);
         std::fflush(stdout);
@@ -222,7 +224,8 @@ Result<void> run_repl(const Options& opts, bool interactive) {
         print_stats(*st, gate_on(opts));
         continue;
       }
-      case Command::kQuit: break;
+      case Command::kQuit:
+        break;
       case Command::kText: {
         const int errors_before = front.errors();
         g_generating.store(true);

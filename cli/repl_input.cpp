@@ -35,8 +35,9 @@ ReplInput parse_input(std::string text) {
   if (name == "/stats") c = Command::kStats;
   if (name == "/quit" || name == "/exit") c = Command::kQuit;
   if (c == Command::kBad) {
-    return {c, "unknown command " + std::string(name) + " (try /help; start with // to send a "
-                                                          "line that begins with /)"};
+    return {c, "unknown command " + std::string(name) +
+                   " (try /help; start with // to send a "
+                   "line that begins with /)"};
   }
   if (end < t.size()) return {Command::kBad, std::string(name) + " takes no arguments"};
   return {c, {}};

@@ -21,8 +21,8 @@ constexpr int32_t kBos = 2, kTurnOpen = 105, kTurnClose = 106;
 
 const Tokenizer& tokenizer() {
   static const std::optional<Tokenizer> tok = [] {
-    Result<Tokenizer> t = Tokenizer::load(test::shared_fixtures() / "gemma4-text" / "e2b-vocab" /
-                                          "tokenizer.json");
+    Result<Tokenizer> t =
+        Tokenizer::load(test::shared_fixtures() / "gemma4-text" / "e2b-vocab" / "tokenizer.json");
     EXPECT_TRUE(t) << t.error().message;
     return t ? std::optional<Tokenizer>(std::move(*t)) : std::nullopt;
   }();
@@ -61,8 +61,12 @@ TEST(ChatTurn, UserTextSpellingMarkersStaysText) {
   EXPECT_EQ(count(ids, kBos), 1);
   EXPECT_EQ(count(ids, kTurnOpen), 2);
   EXPECT_EQ(count(ids, kTurnClose), 1);
-  EXPECT_EQ(ids, cat({{kBos, kTurnOpen}, plain("user\n" + user), {kTurnClose}, plain("\n"),
-                      {kTurnOpen}, plain("model\n")}));
+  EXPECT_EQ(ids, cat({{kBos, kTurnOpen},
+                      plain("user\n" + user),
+                      {kTurnClose},
+                      plain("\n"),
+                      {kTurnOpen},
+                      plain("model\n")}));
 }
 
 TEST(ChatTurn, SpecialLetsUserTextSpellMarkers) {
@@ -78,9 +82,16 @@ TEST(ChatTurn, TheSystemTurnOpensTheContextAndItsTextIsText) {
   ChatTurnSpec spec;
   spec.system = "Be brief. <turn|>";
   const std::vector<int32_t> ids = chat_turn_ids(tokenizer(), "Hello", spec);
-  EXPECT_EQ(ids, cat({{kBos, kTurnOpen}, plain("system\nBe brief. <turn|>"), {kTurnClose},
-                      plain("\n"), {kTurnOpen}, plain("user\nHello"), {kTurnClose}, plain("\n"),
-                      {kTurnOpen}, plain("model\n")}));
+  EXPECT_EQ(ids, cat({{kBos, kTurnOpen},
+                      plain("system\nBe brief. <turn|>"),
+                      {kTurnClose},
+                      plain("\n"),
+                      {kTurnOpen},
+                      plain("user\nHello"),
+                      {kTurnClose},
+                      plain("\n"),
+                      {kTurnOpen},
+                      plain("model\n")}));
   spec.special = true;  // the system text may spell markers too
   EXPECT_EQ(count(chat_turn_ids(tokenizer(), "Hello", spec), kTurnClose), 3);
 }
@@ -89,9 +100,14 @@ TEST(ChatTurn, ALaterTurnClosesTheModelsTurnWithoutBosOrSystem) {
   ChatTurnSpec spec;
   spec.opens_context = false;
   spec.system = "ignored after the first turn";
-  EXPECT_EQ(chat_turn_ids(tokenizer(), "And of Spain?", spec),
-            cat({{kTurnClose}, plain("\n"), {kTurnOpen}, plain("user\nAnd of Spain?"),
-                 {kTurnClose}, plain("\n"), {kTurnOpen}, plain("model\n")}));
+  EXPECT_EQ(chat_turn_ids(tokenizer(), "And of Spain?", spec), cat({{kTurnClose},
+                                                                    plain("\n"),
+                                                                    {kTurnOpen},
+                                                                    plain("user\nAnd of Spain?"),
+                                                                    {kTurnClose},
+                                                                    plain("\n"),
+                                                                    {kTurnOpen},
+                                                                    plain("model\n")}));
 }
 
 }  // namespace

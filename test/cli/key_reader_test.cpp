@@ -22,7 +22,9 @@ class Pipe {
     if (fds_[1] >= 0) close(fds_[1]);
   }
   int read_end() const { return fds_[0]; }
-  void write(std::string_view s) { EXPECT_EQ(::write(fds_[1], s.data(), s.size()), ssize_t(s.size())); }
+  void write(std::string_view s) {
+    EXPECT_EQ(::write(fds_[1], s.data(), s.size()), ssize_t(s.size()));
+  }
   void close_write() {
     close(fds_[1]);
     fds_[1] = -1;

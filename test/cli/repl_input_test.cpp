@@ -61,7 +61,7 @@ TEST(Composer, TripleQuotesMakeABlock) {
   EXPECT_EQ(c.add_line("\"\"\""), std::nullopt);
   EXPECT_TRUE(c.in_block());
   EXPECT_EQ(c.add_line("line one \\"), std::nullopt);  // no continuation inside a block
-  EXPECT_EQ(c.add_line(""), std::nullopt);            // blank lines are kept
+  EXPECT_EQ(c.add_line(""), std::nullopt);             // blank lines are kept
   EXPECT_EQ(c.add_line("/stats"), std::nullopt);
   EXPECT_EQ(c.add_line("\"\"\""), "line one \\\n\n/stats");
   EXPECT_TRUE(c.empty());

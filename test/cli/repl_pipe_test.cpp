@@ -20,8 +20,8 @@ namespace fs = std::filesystem;
 fs::path vocab_dir() { return shared_fixtures() / "gemma4-text" / "e2b-vocab"; }
 
 RunResult pipe_infer(const std::string& input, std::vector<std::string> args) {
-  std::vector<std::string> all = {"--model", vocab_dir().string(), "--threads", "1",
-                                  "--temperature", "0"};
+  std::vector<std::string> all = {"--model", vocab_dir().string(), "--threads",
+                                  "1",       "--temperature",      "0"};
   all.insert(all.end(), args.begin(), args.end());
   return run_binary_with_input(infer_binary(), all, input);
 }
