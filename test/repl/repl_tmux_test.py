@@ -3,7 +3,7 @@
 send-keys types, capture-pane reads the screen. Covers line editing, history (in the session
 and from the file across runs), a 20 KB bracketed paste as one turn, /help, unknown commands,
 backslash and triple-quote multi-line input, Ctrl-C (interrupting the model, dropping a line,
-leaving), Ctrl-D, /quit, the terminal's bracketed paste mode being off after infer exits, and
+leaving), Ctrl-D, /quit, a one-line paste typed in at the cursor, the terminal's bracketed paste mode being off after infer exits, and
 a history file that cannot be written (one warning line).
 
 Usage: repl_tmux_test.py build/infer (meson test sets INFER_SHARED_FIXTURES: the e2b-vocab
@@ -243,6 +243,18 @@ def main():
               (paste_tokens, after - context))
         lines = text.splitlines()
         check(lines[0] not in s and lines[-1] not in s, "the pasted lines are not echoed", s)
+
+        # A paste without a newline is typed in where the cursor is.
+        short_path = os.path.join(tmp, "short.txt")
+        with open(short_path, "w") as f:
+            f.write("XY\n")
+        pane.type("ab")
+        pane.keys("Left")
+        pane.paste(short_path)
+        pane.wait_prompt("aXYb")
+        pane.keys("Enter")
+        reply()
+        check(history_entries(history)[-1] == "aXYb", "a one-line paste went into the line")
 
         # The last line typed here is what run 2 recalls.
         pane.type("remember me")
