@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """build/infer's interactive REPL in a real terminal: tmux runs it in a detached 200x50 pane,
 send-keys types, capture-pane reads the screen. Covers line editing, history (in the session
-and from the file across runs), a 20 KB bracketed paste as one turn, /help, unknown commands,
-backslash and triple-quote multi-line input, Ctrl-C (interrupting the model, dropping a line,
-leaving), Ctrl-D, /quit, a one-line paste typed in at the cursor, the terminal's bracketed paste mode being off after infer exits, and
-a history file that cannot be written (one warning line).
+and from the file across runs), a 20 KB bracketed paste as one turn, a one-line paste typed in
+at the cursor, /help, unknown commands, backslash and triple-quote multi-line input, Ctrl-C
+(interrupting the model, dropping a line, leaving), Ctrl-D, /quit, the terminal's bracketed
+paste mode being off after infer exits, and an unwritable history file (one warning line).
 
 Usage: repl_tmux_test.py build/infer (meson test sets INFER_SHARED_FIXTURES: the e2b-vocab
 fixture, the one with Gemma 4's tokenizer). Fails, never skips, when tmux is missing."""
