@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "cli/key_reader.h"
+#include "cli/terminal_guard.h"
 
 struct editline;
 struct history;
@@ -57,6 +58,7 @@ class LineEditor {
   void load_history();
   void warn(const std::string& what);
 
+  TerminalGuard guard_;  // first: saves the settings before libedit changes them
   editline* el_ = nullptr;
   history* hist_ = nullptr;
   std::filesystem::path history_;

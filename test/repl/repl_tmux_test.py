@@ -4,7 +4,8 @@ send-keys types, capture-pane reads the screen. Covers line editing, history (in
 and from the file across runs), a 20 KB bracketed paste as one turn, a one-line paste typed in
 at the cursor, /help, unknown commands, backslash and triple-quote multi-line input, Ctrl-C
 (interrupting the model, dropping a line, leaving), Ctrl-D, /quit, the terminal's bracketed
-paste mode being off after infer exits, and an unwritable history file (one warning line).
+paste mode being off after infer exits (also after SIGTERM at the prompt), and an unwritable
+history file (one warning line).
 
 Usage: repl_tmux_test.py build/infer (meson test sets INFER_SHARED_FIXTURES: the e2b-vocab
 fixture, the one with Gemma 4's tokenizer). Fails, never skips, when tmux is missing."""
@@ -13,6 +14,7 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -89,6 +91,16 @@ class Pane:
             lines = [l.rstrip() for l in s.split("\n") if l.strip()]
             return bool(lines) and lines[-1] == ("> " + line).rstrip()
         return self.wait("the prompt %r" % ("> " + line), ready)
+
+    def check_paste_mode_off(self, what):
+        """After infer exits: tmux pastes plain text into cat -v (no ESC[200~ around it), and the
+        terminal echoes it (cooked mode again), so it shows twice."""
+        self.tmux("set-buffer", "-b", "q", "PASTE-CHECK")
+        self.tmux("paste-buffer", "-p", "-b", "q", "-t", "repl")
+        self.keys("Enter")
+        s = self.wait("the pasted check text twice", lambda s: s.count("PASTE-CHECK") >= 2)
+        check("[200~" not in s.split("[infer exited")[-1],
+              "bracketed paste mode is off and the terminal echoes again " + what, s)
 
     def kill(self):
         subprocess.run(["tmux", "-S", self.socket, "kill-server"], env=self.env,
@@ -289,13 +301,7 @@ def main():
         pane.keys("C-c")
         s = pane.wait("infer to exit", lambda s: "[infer exited" in s)
         check("[infer exited 0]" in s, "Ctrl-C at an empty prompt leaves with status 0", s)
-        # Bracketed paste mode off: tmux pastes plain text into cat -v, no ESC[200~ around it.
-        pane.tmux("set-buffer", "-b", "q", "PASTE-CHECK")
-        pane.tmux("paste-buffer", "-p", "-b", "q", "-t", "repl")
-        pane.keys("Enter")
-        s = pane.wait("the pasted check text", lambda s: s.count("PASTE-CHECK") >= 2)
-        check("[200~" not in s.split("[infer exited 0]")[-1],
-              "bracketed paste mode is off after infer exits", s)
+        pane.check_paste_mode_off("after Ctrl-C at the prompt")
         pane.kill()
 
         # ---- Run 3: a history file that cannot be written is a warning, not a failure.
@@ -320,6 +326,22 @@ def main():
         pane.keys("Enter")
         s = pane.wait("infer to exit", lambda s: "[infer exited" in s)
         check("[infer exited 0]" in s, "/quit leaves with status 0 despite the history file", s)
+        pane.kill()
+
+        # ---- Run 4: SIGTERM at the prompt still gives the terminal back.
+        pane = Pane(tmp, command(4), "run4")
+        panes.append(pane)
+        pane.wait_prompt()
+        pane.type("half-typed")
+        pane.wait_prompt("half-typed")
+        shell = int(pane.tmux("display-message", "-p", "-t", "repl", "#{pane_pid}").strip())
+        with open("/proc/%d/task/%d/children" % (shell, shell)) as f:
+            children = [int(p) for p in f.read().split()]
+        check(len(children) == 1, "infer is the pane shell's one child")
+        os.kill(children[0], signal.SIGTERM)
+        s = pane.wait("infer to exit", lambda s: "[infer exited" in s)
+        check("[infer exited 143]" in s, "SIGTERM ends infer (128 + 15)", s)
+        pane.check_paste_mode_off("after SIGTERM at the prompt")
         print("PASS")
     finally:
         for p in panes:
