@@ -36,8 +36,7 @@ ReplInput parse_input(std::string text) {
   if (name == "/quit" || name == "/exit") c = Command::kQuit;
   if (c == Command::kBad) {
     return {c, "unknown command " + std::string(name) +
-                   " (try /help; start with // to send a "
-                   "line that begins with /)"};
+                   " (try /help; // sends a line that begins with /)"};
   }
   if (end < t.size()) return {Command::kBad, std::string(name) + " takes no arguments"};
   return {c, {}};
@@ -88,17 +87,18 @@ std::string Composer::finish() {
 
 std::string_view repl_help() {
   return R"(Commands:
-  /help     this text
+  /help     this text (also /?)
   /reset    empty the context (the next turn starts afresh, with the --system turn if any)
   /stats    the context's size, turns and speeds
-  /quit     leave (also Ctrl-D or Ctrl-C at an empty prompt)
+  /quit     leave (also /exit, Ctrl-D, or Ctrl-C at an empty prompt)
   //text    sends "/text": a line starting with one / is a command
 Input:
   Enter sends the line as one turn. A line ending in \ goes on at the next line;
   a line """ opens a block of lines that a line """ closes (one turn).
   A paste of several lines becomes part of the turn being written, shown as
   [pasted N lines, B bytes]; type more or press Enter to send. A one-line paste
-  is inserted where the cursor is.
+  is inserted where the cursor is. What you type stays text: "<turn|>" and the
+  other control tokens are only spelled out, unless infer runs with --special.
   Keys: arrows and Ctrl-A/E/B/F/K/U/W edit the line, Up/Down recall earlier input
   (kept in $XDG_STATE_HOME/infer/history, else ~/.local/state/infer/history).
   Ctrl-C stops the model while it writes; at the prompt it drops the line being
