@@ -24,7 +24,7 @@
 #include "actors/engine.h"
 #include "base/clock.h"
 #include "cli/backend.h"
-#include "cli/chat_prompt.h"
+#include "cli/chat_turn.h"
 #include "cli/model_choice.h"
 #include "cli/session.h"
 #include "model/config.h"
@@ -49,6 +49,14 @@ Result<Tokenizer> load_tokenizer(const std::filesystem::path& dir, const char* w
     return make_error(ErrorCode::kNotFound, path.string() + " does not exist (" + why + ")");
   }
   return Tokenizer::load(path);
+}
+
+// --chat: the prompt as the first user turn, after --system's turn.
+ChatTurnSpec chat_spec(const Options& opts) {
+  ChatTurnSpec spec;
+  if (opts.system_prompt) spec.system = *opts.system_prompt;
+  spec.special = opts.special;
+  return spec;
 }
 
 // Writes each generated token to stdout as soon as it is known: decoded text (UTF-8 held back
@@ -121,11 +129,7 @@ Result<void> run_tokenize(const Options& opts) {
   INFER_TRY(ModelChoice choice, choose_model(opts));
   INFER_TRY(Tokenizer tok, load_tokenizer(choice.dir, "--tokenize needs it"));
   const std::vector<int32_t> ids =
-      opts.chat ? chat_turn_ids(tok, ChatTurn{.opens_context = true,
-                                              .system = &opts.system_prompt,
-                                              .user = *opts.prompt,
-                                              .special = opts.special})
-                : tok.encode(*opts.prompt, true);
+      opts.chat ? chat_turn_ids(tok, *opts.prompt, chat_spec(opts)) : tok.encode(*opts.prompt, true);
   std::string line;
   for (size_t i = 0; i < ids.size(); ++i) {
     if (i > 0) line += ' ';
@@ -160,10 +164,7 @@ Result<int> run_generate(const Options& opts) {
   // it spells become control tokens) or the ids as given.
   std::vector<int32_t> ids;
   if (opts.chat) {
-    ids = chat_turn_ids(*tok, ChatTurn{.opens_context = true,
-                                       .system = &opts.system_prompt,
-                                       .user = *opts.prompt,
-                                       .special = opts.special});
+    ids = chat_turn_ids(*tok, *opts.prompt, chat_spec(opts));
   } else if (opts.prompt_ids) {
     ids = *opts.prompt_ids;
   } else {

@@ -1,24 +1,31 @@
-// The REPL and pipe mode. Each input line becomes one Gemma chat user turn appended to the same
-// context, "<|turn>user\n{line}<turn|>\n<|turn>model\n" (encoded as raw text, so the markers are
-// the added tokens 105/106, as the chat fixtures show); the first turn after a start or /reset
-// begins with <bos>, and every later one first closes the model's turn with "<turn|>\n" (the
-// end id it sampled, or the point where it was interrupted, is not in the context). Ctrl-C while
-// generating interrupts (the text so far stays in the context); Ctrl-C at the prompt leaves.
+// The REPL and pipe mode. Each input becomes one Gemma chat user turn appended to the same
+// context (cli/chat_turn.h builds its ids: the markers are control tokens, the user's text never
+// is unless --special). On a terminal, libedit edits the line (cli/line_editor.h) and inputs may
+// span lines (cli/repl_input.h); piped input is one turn a line. Ctrl-C while generating
+// interrupts (the text so far stays in the context); at the prompt it drops the line being
+// written, and at an empty prompt it leaves. In pipe mode a turn that fails makes the exit
+// status 1 once the input is done.
 #include "cli/repl.h"
 
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <condition_variable>
 #include <cstdio>
-#include <mutex>
+#include <cstdlib>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "actors/pipeline.h"
+#include "cli/chat_turn.h"
+#include "cli/console_front_end.h"
+#include "cli/line_editor.h"
+#include "cli/repl_input.h"
 #include "cli/session.h"
 
 namespace infer::cli {
@@ -26,75 +33,28 @@ namespace {
 
 std::atomic<actors::Pipeline*> g_pipeline{nullptr};
 std::atomic<bool> g_generating{false};
+std::atomic<bool> g_reading{false};  // waiting for input at the prompt
 volatile sig_atomic_t g_sigint_at_prompt = 0;
 
+// A Ctrl-C between a turn's end and the prompt (one meant to stop a model that just finished)
+// is dropped rather than taken as "leave".
 extern "C" void on_sigint(int) {
   actors::Pipeline* p = g_pipeline.load();
   if (g_generating.load() && p != nullptr) {
     p->interrupt();  // one atomic increment: async-signal-safe
-  } else {
+  } else if (g_reading.load()) {
     g_sigint_at_prompt = 1;
   }
 }
 
-// Prints tokens as they come (text, or ids with --output ids) and hands turn ends and resets to
-// the main thread.
-class ConsoleFrontEnd : public actors::FrontEnd {
- public:
-  explicit ConsoleFrontEnd(OutputMode mode) : mode_(mode) {}
-
-  void token(const actors::TokenEvent& t) override {
-    if (mode_ == OutputMode::kIds) {
-      std::printf(t.step == 0 ? "%d" : " %d", t.id);
-    } else {
-      std::fwrite(t.text.data(), 1, t.text.size(), stdout);
-    }
-    std::fflush(stdout);
-  }
-  void turn_end(const actors::TurnEnd& e) override {
-    std::fwrite(e.tail_text.data(), 1, e.tail_text.size(), stdout);
-    std::fflush(stdout);
-    notify([&] { ends_.push_back(e); });
-  }
-  void reset_done() override { notify([&] { ++resets_; }); }
-  void error(const actors::ErrorEvent& e) override {
-    std::fflush(stdout);
-    std::fprintf(stderr, "infer: %s\n", e.message.c_str());
-  }
-
-  actors::TurnEnd wait_turn(uint64_t turn) {
-    std::unique_lock lock(mu_);
-    for (;;) {
-      for (const auto& e : ends_) {
-        if (e.turn == turn) return e;
-      }
-      cv_.wait(lock);
-    }
-  }
-  void wait_reset() {
-    std::unique_lock lock(mu_);
-    cv_.wait(lock, [&] { return resets_ > 0; });
-    --resets_;
-  }
-
- private:
-  template <class F>
-  void notify(F f) {
-    {
-      std::lock_guard lock(mu_);
-      f();
-    }
-    cv_.notify_all();
-  }
-
-  OutputMode mode_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<actors::TurnEnd> ends_;
-  int resets_ = 0;
+// Marks the time spent waiting for input.
+struct Reading {
+  Reading() { g_reading.store(true); }
+  ~Reading() { g_reading.store(false); }
 };
 
-// Lines from fd 0 with read(2), so that a Ctrl-C at the prompt (EINTR) is seen.
+// Lines from fd 0 with read(2), so that a Ctrl-C at the prompt (EINTR) is seen: the pipe mode,
+// and a terminal when stdout is not one (no line editing then).
 class LineReader {
  public:
   enum class Status { kLine, kEof, kInterrupted };
@@ -126,21 +86,69 @@ class LineReader {
   std::string buf_;
 };
 
-void print_stats(const actors::PipelineStats& s) {
-  const double prefill_tps = s.prefill_ms > 0 ? double(s.prefilled) / s.prefill_ms * 1e3 : 0.0;
-  const double decode_tps = s.decode_ms > 0 ? double(s.decoded) / s.decode_ms * 1e3 : 0.0;
-  // The ring's bound is only there to keep counts finite: an endless stream has no "of N".
-  const std::string of = s.max_positions >= kEndlessPositions
-                             ? std::string(" (the KV ring: endless)")
-                             : " of " + std::to_string(s.max_positions) + " positions";
-  std::printf(
-      "context: %lld tokens%s (%lld computed), %llu turns, %lld tokens generated\n"
-      "prefill: %.1f tokens/s, decode: %.1f tokens/s\n"
-      "gate: speak %lld, listen %lld, act %lld\n",
-      (long long)s.position, of.c_str(), (long long)s.fed,
-      (unsigned long long)s.turns, (long long)s.generated, prefill_tps, decode_tps,
-      (long long)s.speak, (long long)s.listen, (long long)s.act);
-  std::fflush(stdout);
+// Where inputs come from: the line editor with multi-line composition, or plain lines.
+class InputSource {
+ public:
+  InputSource(bool interactive, bool edit) : interactive_(interactive) {
+    if (edit) {
+      editor_ = LineEditor::open(history_file(std::getenv("XDG_STATE_HOME"), std::getenv("HOME")),
+                                 &g_sigint_at_prompt);
+      if (editor_ == nullptr) {
+        std::fprintf(stderr,
+                     "infer: the line editor (libedit) did not start: no editing or history\n");
+      }
+    }
+  }
+  // The next complete input; nullopt at the end (end of input, Ctrl-D, Ctrl-C at the prompt).
+  std::optional<std::string> next() {
+    const Reading reading;
+    if (editor_ == nullptr) return next_line();
+    for (;;) {
+      EditorInput in = editor_->read(composer_.empty() ? "> " : ". ");
+      switch (in.kind) {
+        case EditorInput::Kind::kEof:
+          std::fputs("\n", stdout);
+          return std::nullopt;
+        case EditorInput::Kind::kInterrupted:
+          if (composer_.empty() && in.line.empty()) return std::nullopt;
+          composer_.clear();  // like a shell: the input being written is dropped
+          continue;
+        case EditorInput::Kind::kPaste: {
+          composer_.add_paste(in.line, in.paste);
+          const size_t lines = size_t(std::count(in.paste.begin(), in.paste.end(), '\n')) + 1;
+          std::printf("[pasted %zu lines, %zu bytes]\n", lines, in.paste.size());
+          continue;
+        }
+        case EditorInput::Kind::kLine:
+          if (std::optional<std::string> text = composer_.add_line(in.line)) {
+            editor_->remember(*text);
+            return text;
+          }
+          continue;
+      }
+    }
+  }
+
+ private:
+  std::optional<std::string> next_line() {
+    if (interactive_) {
+      std::fputs("> ", stdout);
+      std::fflush(stdout);
+    }
+    std::string line;
+    if (reader_.next(line) == LineReader::Status::kLine) return line;
+    if (interactive_) std::fputs("\n", stdout);
+    return std::nullopt;
+  }
+
+  bool interactive_;
+  std::unique_ptr<LineEditor> editor_;
+  Composer composer_;
+  LineReader reader_;
+};
+
+bool gate_on(const Options& o) {
+  return o.gate_entropy || o.gate_top_prob || o.gate_end_prob || o.gate_yield;
 }
 
 }  // namespace
@@ -166,6 +174,10 @@ Result<void> run_repl(const Options& opts, bool interactive) {
   const Tokenizer& tok = *session->tokenizer;
   ConsoleFrontEnd front(opts.output);
   actors::Pipeline pipeline(session->forward, session->pipeline, front);
+  // The SIGINT handler forgets the pipeline before it goes, on every way out.
+  struct Forget {
+    ~Forget() { g_pipeline.store(nullptr); }
+  } forget;
 
   if (interactive) {
     g_pipeline.store(&pipeline);
@@ -176,61 +188,75 @@ Result<void> run_repl(const Options& opts, bool interactive) {
     pthread_sigmask(SIG_UNBLOCK, &sigint, nullptr);
     std::fprintf(stderr,
                  "infer: interactive session with %s (%s). Ctrl-C interrupts the model; "
-                 "/reset, /stats, /quit (or Ctrl-C at the prompt) to leave.\n",
+                 "/help for commands and input, /quit or Ctrl-D to leave.\n",
                  session->choice.dir.string().c_str(), session->backend_name.c_str());
   }
+  // Declared after the pipeline so that it goes first, restoring the terminal.
+  InputSource source(interactive, interactive && isatty(STDOUT_FILENO));
 
-  const std::string bos = tok.bos_id() >= 0 ? std::string(tok.id_to_token(tok.bos_id())) : "";
-  bool fresh = true;  // the next turn opens the context
-  LineReader reader;
-  std::string line;
-  for (;;) {
-    if (interactive) {
-      std::fputs("> ", stdout);
-      std::fflush(stdout);
+  ChatTurnSpec spec;
+  spec.special = opts.special;
+  if (opts.system_prompt) spec.system = *opts.system_prompt;
+  int failed_turns = 0, bad_commands = 0;
+  while (std::optional<std::string> text = source.next()) {
+    const ReplInput in = parse_input(std::move(*text));
+    switch (in.command) {
+      case Command::kEmpty:
+        continue;
+      case Command::kHelp:
+        std::fputs(repl_help().data(), stdout);
+        std::fflush(stdout);
+        continue;
+      case Command::kBad:
+        std::fflush(stdout);
+        std::fprintf(stderr, "infer: %s\n", in.text.c_str());
+        ++bad_commands;
+        continue;
+      case Command::kReset:
+        pipeline.reset();
+        front.wait_reset();
+        spec.opens_context = true;
+        if (interactive) std::puts("(context cleared)");
+        continue;
+      case Command::kStats: {
+        const Result<actors::PipelineStats> st = pipeline.stats();
+        if (!st) return st.error();
+        print_stats(*st, gate_on(opts));
+        continue;
+      }
+      case Command::kQuit:
+        break;
+      case Command::kText: {
+        const int errors_before = front.errors();
+        g_generating.store(true);
+        const uint64_t turn =
+            pipeline.send("", chat_turn_ids(tok, in.text, spec), true, opts.max_tokens);
+        const actors::TurnEnd end = front.wait_turn(turn);
+        g_generating.store(false);
+        if (front.was_appended(turn)) spec.opens_context = false;
+        if (end.reason == actors::StopReason::kError || front.errors() != errors_before) {
+          ++failed_turns;
+        }
+        std::fputs("\n", stdout);
+        if (interactive && end.reason != actors::StopReason::kEndToken &&
+            end.reason != actors::StopReason::kTokenLimit) {
+          std::printf("[%s]\n", actors::stop_reason_name(end.reason));
+        }
+        std::fflush(stdout);
+        interactive ? print_turn_speed(end) : print_turn_line(turn, end);
+        continue;
+      }
     }
-    const LineReader::Status st = reader.next(line);
-    if (st != LineReader::Status::kLine) {
-      if (interactive) std::fputs("\n", stdout);
-      break;
-    }
-    if (line == "/quit") break;
-    if (line == "/reset") {
-      pipeline.reset();
-      front.wait_reset();
-      fresh = true;
-      if (interactive) std::puts("(context cleared)");
-      continue;
-    }
-    if (line == "/stats") {
-      const Result<actors::PipelineStats> st = pipeline.stats();
-      if (!st) return st.error();
-      print_stats(*st);
-      continue;
-    }
-    if (line.empty()) continue;
-    const std::string text = (fresh ? bos : std::string("<turn|>\n")) + "<|turn>user\n" + line +
-                             "<turn|>\n<|turn>model\n";
-    g_generating.store(true);
-    const uint64_t turn = pipeline.send(text, {}, true, opts.max_tokens);
-    const actors::TurnEnd end = front.wait_turn(turn);
-    g_generating.store(false);
-    fresh = false;
-    std::fputs("\n", stdout);
-    if (interactive && end.reason != actors::StopReason::kEndToken &&
-        end.reason != actors::StopReason::kTokenLimit) {
-      std::printf("[%s]\n", actors::stop_reason_name(end.reason));
-    }
-    std::fflush(stdout);
-    if (!interactive) {
-      const int64_t decoded = std::max<int64_t>(0, end.generated - 1);
-      std::fprintf(stderr, "turn %llu: %lld tokens (%s), %.1f tokens/s\n",
-                   (unsigned long long)turn, (long long)end.generated,
-                   actors::stop_reason_name(end.reason),
-                   end.decode_ms > 0 ? double(decoded) / end.decode_ms * 1e3 : 0.0);
-    }
+    break;  // kQuit
   }
-  g_pipeline.store(nullptr);
+  if (!interactive && (failed_turns > 0 || bad_commands > 0)) {
+    // Each failure was reported on stderr as it happened; the status tells the script.
+    std::string what = failed_turns > 0 ? std::to_string(failed_turns) + " turn(s) failed" : "";
+    if (bad_commands > 0) {
+      what += (what.empty() ? "" : ", ") + std::to_string(bad_commands) + " command(s) refused";
+    }
+    return make_error(ErrorCode::kInternal, "pipe input: " + what + " (see above)");
+  }
   return Ok{};
 }
 

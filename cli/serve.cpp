@@ -9,7 +9,7 @@
 #include <cerrno>
 #include <cstdio>
 
-#include "cli/chat_prompt.h"
+#include "cli/chat_turn.h"
 #include "cli/serve_front_end.h"
 #include "cli/session.h"
 
@@ -23,7 +23,7 @@ Result<int> run_serve(const Options& opts) {
     // Every context (at start and after each RESET) opens with <bos> and this system turn; the
     // client then appends its user turns.
     std::vector<int32_t>& preamble = session->pipeline.engine.preamble;
-    preamble = system_preamble_ids(*session->tokenizer, *opts.system_prompt, opts.special);
+    preamble = system_turn_ids(*session->tokenizer, *opts.system_prompt, opts.special);
     if (int64_t(preamble.size()) >= session->stream_capacity) {
       return make_error(ErrorCode::kInvalidArgument,
                         "--system: the system turn is " + std::to_string(preamble.size()) +

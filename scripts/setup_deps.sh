@@ -6,6 +6,7 @@ pkgs=(
   libcaf-dev libboost-dev nlohmann-json3-dev libgtest-dev libgmock-dev
   libvulkan-dev libvulkan-volk-dev glslc mesa-vulkan-drivers vulkan-validationlayers
   clang libclang-rt-14-dev
+  libedit-dev tmux
 )
 missing=()
 for p in "${pkgs[@]}"; do

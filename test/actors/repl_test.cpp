@@ -138,7 +138,7 @@ TEST(Repl, OnATerminalCtrlCInterruptsGenerationAndTheSessionGoesOn) {
   const std::string stats = "/stats\n";
   ASSERT_EQ(write(master, stats.data(), stats.size()), ssize_t(stats.size()));
   const size_t stats_at = screen.size();
-  ASSERT_TRUE(read_until(master, screen, "gate: speak", stats_at)) << screen;
+  ASSERT_TRUE(read_until(master, screen, "decode: ", stats_at)) << screen;
   EXPECT_NE(screen.find(", 1 turns, ", stats_at), std::string::npos) << screen.substr(stats_at);
   EXPECT_EQ(screen.find(" 0 tokens generated", stats_at), std::string::npos)
       << screen.substr(stats_at);

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <fstream>
 
 #include "test/test_paths.h"
 
@@ -20,9 +21,11 @@ std::filesystem::path make_temp_dir(const std::string& tag) {
 
 std::filesystem::path infer_binary() { return build_dir() / "infer"; }
 
-RunResult run_binary(const std::filesystem::path& binary, const std::vector<std::string>& args,
-                     const std::vector<std::pair<std::string, std::string>>& env,
-                     const std::filesystem::path& cwd) {
+namespace {
+
+RunResult run(const std::filesystem::path& binary, const std::vector<std::string>& args,
+              const std::vector<std::pair<std::string, std::string>>& env,
+              const std::filesystem::path& cwd, const std::string& stdin_path) {
   RunResult r;
   if (!std::filesystem::exists(binary)) {
     ADD_FAILURE() << binary << " does not exist: build it first";
@@ -35,7 +38,7 @@ RunResult run_binary(const std::filesystem::path& binary, const std::vector<std:
   if (pid == 0) {
     const int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
     const int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    const int in = open("/dev/null", O_RDONLY);
+    const int in = open(stdin_path.c_str(), O_RDONLY);
     if (out < 0 || err < 0 || in < 0) _exit(126);
     dup2(in, 0);
     dup2(out, 1);
@@ -58,6 +61,29 @@ RunResult run_binary(const std::filesystem::path& binary, const std::vector<std:
   r.status = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus);
   r.out = read_file(out_path);
   r.err = read_file(err_path);
+  std::filesystem::remove_all(dir);
+  return r;
+}
+
+}  // namespace
+
+RunResult run_binary(const std::filesystem::path& binary, const std::vector<std::string>& args,
+                     const std::vector<std::pair<std::string, std::string>>& env,
+                     const std::filesystem::path& cwd) {
+  return run(binary, args, env, cwd, "/dev/null");
+}
+
+RunResult run_binary_with_input(const std::filesystem::path& binary,
+                                const std::vector<std::string>& args, const std::string& input,
+                                const std::vector<std::pair<std::string, std::string>>& env) {
+  const std::filesystem::path dir = make_temp_dir("stdin");
+  const std::filesystem::path path = dir / "stdin";
+  {
+    std::ofstream out(path, std::ios::binary);
+    out << input;
+    if (!out) ADD_FAILURE() << "cannot write " << path;
+  }
+  RunResult r = run(binary, args, env, {}, path.string());
   std::filesystem::remove_all(dir);
   return r;
 }

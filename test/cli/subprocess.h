@@ -20,6 +20,11 @@ RunResult run_binary(const std::filesystem::path& binary, const std::vector<std:
                      const std::vector<std::pair<std::string, std::string>>& env = {},
                      const std::filesystem::path& cwd = {});
 
+// As run_binary, with `input` as stdin (a regular file: what infer's pipe mode reads).
+RunResult run_binary_with_input(const std::filesystem::path& binary,
+                                const std::vector<std::string>& args, const std::string& input,
+                                const std::vector<std::pair<std::string, std::string>>& env = {});
+
 // build/infer.
 std::filesystem::path infer_binary();
 

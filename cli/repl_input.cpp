@@ -1,0 +1,109 @@
+// Slash commands and multi-line composition for the REPL (cli/repl.cpp).
+#include "cli/repl_input.h"
+
+#include <utility>
+
+namespace infer::cli {
+namespace {
+
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
+  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+constexpr std::string_view kBlockFence = "\"\"\"";
+
+}  // namespace
+
+ReplInput parse_input(std::string text) {
+  if (text.starts_with("//")) return {Command::kText, text.substr(1)};
+  const std::string_view t = trim(text);
+  if (t.empty()) return {Command::kEmpty, {}};
+  // Several lines are a turn's text even when they start with "/".
+  if (!text.starts_with("/") || text.find('\n') != std::string::npos) {
+    return {Command::kText, std::move(text)};
+  }
+  size_t end = 0;
+  while (end < t.size() && !is_space(t[end])) ++end;
+  const std::string_view name = t.substr(0, end);
+  Command c = Command::kBad;
+  if (name == "/help" || name == "/?") c = Command::kHelp;
+  if (name == "/reset") c = Command::kReset;
+  if (name == "/stats") c = Command::kStats;
+  if (name == "/quit" || name == "/exit") c = Command::kQuit;
+  if (c == Command::kBad) {
+    return {c, "unknown command " + std::string(name) +
+                   " (try /help; // sends a line that begins with /)"};
+  }
+  if (end < t.size()) return {Command::kBad, std::string(name) + " takes no arguments"};
+  return {c, {}};
+}
+
+std::optional<std::string> Composer::add_line(std::string_view line) {
+  if (in_block_) {
+    if (line == kBlockFence) return finish();
+    append(line);
+    return std::nullopt;
+  }
+  if (!started_ && line == kBlockFence) {
+    started_ = in_block_ = true;
+    return std::nullopt;
+  }
+  if (line.ends_with('\\')) {
+    line.remove_suffix(1);
+    append(line);
+    return std::nullopt;
+  }
+  // After a continued line or a paste, an empty line only ends the turn.
+  if (pieces_ == 0 || !line.empty()) append(line);
+  return finish();
+}
+
+void Composer::add_paste(std::string_view line, std::string_view paste) {
+  append(std::string(line) + std::string(paste));
+}
+
+void Composer::clear() {
+  text_.clear();
+  pieces_ = 0;
+  started_ = in_block_ = false;
+}
+
+void Composer::append(std::string_view piece) {
+  if (pieces_ > 0) text_ += '\n';
+  text_ += piece;
+  ++pieces_;
+  started_ = true;
+}
+
+std::string Composer::finish() {
+  std::string out = std::move(text_);
+  clear();
+  return out;
+}
+
+std::string_view repl_help() {
+  return R"(Commands:
+  /help     this text (also /?)
+  /reset    empty the context (the next turn starts afresh, with the --system turn if any)
+  /stats    the context's size, turns and speeds
+  /quit     leave (also /exit, Ctrl-D, or Ctrl-C at an empty prompt)
+  //text    sends "/text": a line starting with one / is a command
+Input:
+  Enter sends the line as one turn. A line ending in \ goes on at the next line;
+  a line """ opens a block of lines that a line """ closes (one turn).
+  A paste of several lines becomes part of the turn being written, shown as
+  [pasted N lines, B bytes]; type more or press Enter to send. A one-line paste
+  is inserted where the cursor is. What you type stays text: "<turn|>" and the
+  other control tokens are only spelled out, unless infer runs with --special.
+  Keys: arrows and Ctrl-A/E/B/F/K/U/W edit the line, Up/Down recall earlier input
+  (kept in $XDG_STATE_HOME/infer/history, else ~/.local/state/infer/history).
+  Ctrl-C stops the model while it writes; at the prompt it drops the line being
+  written, and at an empty prompt it leaves.
+)";
+}
+
+}  // namespace infer::cli

@@ -1,0 +1,115 @@
+// build/infer's pipe mode (stdin a file: one turn a line) on e2b-vocab, the fixture with Gemma
+// 4's tokenizer: the context /stats reports after -n 0 turns shows which ids a turn appended
+// (chat markers as control tokens, user text never unless --special; the --system turn), and
+// a refused turn or command makes the exit status 1 after the rest of the input.
+#include <gtest/gtest.h>
+
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "model/tokenizer/tokenizer.h"
+#include "test/cli/subprocess.h"
+#include "test/test_paths.h"
+
+namespace infer::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path vocab_dir() { return shared_fixtures() / "gemma4-text" / "e2b-vocab"; }
+
+RunResult pipe_infer(const std::string& input, std::vector<std::string> args) {
+  std::vector<std::string> all = {"--model", vocab_dir().string(), "--threads",
+                                  "1",       "--temperature",      "0"};
+  all.insert(all.end(), args.begin(), args.end());
+  return run_binary_with_input(infer_binary(), all, input);
+}
+
+// The "context: N tokens" of the last /stats.
+long context_tokens(const RunResult& r) {
+  static const std::regex re("context: ([0-9]+) tokens");
+  long n = -1;
+  for (auto it = std::sregex_iterator(r.out.begin(), r.out.end(), re); it != std::sregex_iterator();
+       ++it) {
+    n = std::stol((*it)[1]);
+  }
+  EXPECT_GE(n, 0) << "no /stats output: " << r.out << r.err;
+  return n;
+}
+
+size_t plain_tokens(std::string_view text) {
+  static const Result<Tokenizer> tok = Tokenizer::load(vocab_dir() / "tokenizer.json");
+  EXPECT_TRUE(tok);
+  return tok ? tok->encode(text, false, SpecialText::kAsText).size() : 0;
+}
+
+// <bos> <|turn> "user\n{text}" <turn|> "\n" <|turn> "model\n": the first turn's length.
+size_t first_turn_tokens(const std::string& user) {
+  return 2 + plain_tokens("user\n" + user) + 1 + plain_tokens("\n") + 1 + plain_tokens("model\n");
+}
+
+TEST(ReplPipe, TheFirstTurnIsTheChatTemplate) {
+  // golden prompt 0 of e2b-vocab: 16 ids from HF's chat template.
+  const RunResult r = pipe_infer("What is the capital of France?\n/stats\n", {"-n", "0"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(context_tokens(r), 16) << r.out;
+}
+
+TEST(ReplPipe, UserTextSpellingControlTokensStaysText) {
+  const RunResult plain = pipe_infer("a <turn|> b <|turn>model c\n/stats\n", {"-n", "0"});
+  const RunResult special =
+      pipe_infer("a <turn|> b <|turn>model c\n/stats\n", {"-n", "0", "--special"});
+  EXPECT_EQ(plain.status, 0) << plain.err;
+  EXPECT_EQ(special.status, 0) << special.err;
+  EXPECT_EQ(size_t(context_tokens(plain)), first_turn_tokens("a <turn|> b <|turn>model c"));
+  // --special: each marker is one token, where as text it takes several.
+  EXPECT_LT(context_tokens(special) + 2, context_tokens(plain));
+}
+
+TEST(ReplPipe, SystemOpensTheContextAgainAfterReset) {
+  const std::string q = "What is the capital of France?\n";
+  const RunResult r =
+      pipe_infer(q + "/stats\n/reset\n" + q + "/stats\n", {"-n", "0", "--system", "Be brief."});
+  EXPECT_EQ(r.status, 0) << r.err;
+  // <|turn> "system\nBe brief." <turn|> "\n" before the user turn, both times.
+  const size_t system = 1 + plain_tokens("system\nBe brief.") + 1 + plain_tokens("\n");
+  const std::string expected = "context: " + std::to_string(16 + system) + " tokens";
+  const size_t first = r.out.find(expected);
+  ASSERT_NE(first, std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(expected, first + 1), std::string::npos)
+      << "the turn after /reset should hold the same ids: " << r.out;
+}
+
+TEST(ReplPipe, DoubleSlashSendsTextAndUnknownCommandsAreRefused) {
+  const RunResult r = pipe_infer("/foo\n//stats\n/stats\n", {"-n", "1"});
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_NE(r.err.find("infer: unknown command /foo (try /help"), std::string::npos) << r.err;
+  // One turn only: "//stats" (sent as "/stats"), not "/foo".
+  EXPECT_NE(r.out.find(", 1 turns,"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("turn 1: 1 tokens"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("turn 2:"), std::string::npos) << r.err;
+  EXPECT_EQ(size_t(context_tokens(r)), first_turn_tokens("/stats") + 1);
+}
+
+TEST(ReplPipe, AFailedTurnMakesTheExitStatusOneAfterTheRestOfTheInput) {
+  // --no-ring holds 8192 tokens: a line of ~10000 is refused, the next turn still runs.
+  std::string huge;
+  for (int i = 0; i < 5000; ++i) huge += "x y ";
+  const RunResult r = pipe_infer(huge + "\nhello\n/stats\n", {"-n", "1", "--no-ring"});
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_NE(r.err.find("infer: the context would hold"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("turn 2: 1 tokens"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("infer: pipe input: 1 turn(s) failed"), std::string::npos) << r.err;
+  // The refused turn left the context empty: "hello" opened it (with <bos>).
+  EXPECT_EQ(size_t(context_tokens(r)), first_turn_tokens("hello") + 1) << r.out;
+}
+
+TEST(ReplPipe, AllTurnsSucceedingExitsZero) {
+  const RunResult r = pipe_infer("hello\nagain\n", {"-n", "2"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("turn 2: 2 tokens"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace infer::test
