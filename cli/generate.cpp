@@ -122,12 +122,16 @@ Result<void> run_tokenize(const Options& opts) {
 
 Result<void> run_generate(const Options& opts) {
   INFER_TRY(ModelChoice choice, choose_model(opts));
-  const int threads = thread_count(opts);
-  ThreadPool pool(threads);
   INFER_TRY(std::unique_ptr<gpu::VulkanContext> gpu_ctx, open_gpu(opts));
 
   const auto t_load = Clock::now();
-  INFER_TRY(std::unique_ptr<Model> model, load_model(choice, LoadOptions{opts.quant}, pool));
+  std::unique_ptr<ThreadPool> pool_owner;
+  ThreadChoice thread_choice;
+  INFER_TRY(std::unique_ptr<Model> model,
+            load_model_sized(choice, opts, pool_owner, &thread_choice));
+  ThreadPool& pool = *pool_owner;
+  const int threads = thread_choice.threads;
+  if (!gpu_ctx) std::fprintf(stderr, "%s\n", thread_choice.report.c_str());
   INFER_TRY(GenerationConfig gen, load_generation_config(choice.dir));
   const bool need_tokenizer =
       opts.prompt || (opts.output == OutputMode::kText && opts.max_tokens > 0);
@@ -141,6 +145,7 @@ Result<void> run_generate(const Options& opts) {
 
   const TextConfig& text = model->config().text;
   const int64_t V = text.vocab_size;
+  if (tok) INFER_TRY_VOID(tok->check_fits(V, (choice.dir / "tokenizer.json").string()));
   // No prompt: generation from <bos> (a text prompt gets it from the tokenizer, ids from the user).
   std::vector<int32_t> ids = opts.prompt_ids ? *opts.prompt_ids
                              : opts.prompt   ? tok->encode(*opts.prompt, true)
@@ -215,9 +220,9 @@ Result<void> run_generate(const Options& opts) {
 
   const ModelWeights& w = model->weights();
   const Matrix& proj = w.layers.empty() ? w.lm_head : w.layers[0].q_proj;
-  std::fprintf(stderr, "load: %.3f s (%s, %s weights, %s head, %d threads)\n", load_s,
+  std::fprintf(stderr, "load: %.3f s (%s, %s weights, %s head, %d thread%s)\n", load_s,
                choice.dir.string().c_str(), weight_format_name(proj.format),
-               weight_format_name(w.lm_head.format), threads);
+               weight_format_name(w.lm_head.format), threads, threads == 1 ? "" : "s");
   if (backend.gpu != nullptr) {
     std::fprintf(stderr, "gpu: upload and recording %.3f s, %.1f MB on the device\n", backend_s,
                  double(backend.gpu->device_bytes()) / 1e6);
@@ -229,9 +234,13 @@ Result<void> run_generate(const Options& opts) {
       static_cast<long long>(decoded), decode_s, decode_s > 0 ? double(decoded) / decode_s : 0.0,
       static_cast<long long>(generated), stopped_by);
   if (params.temperature > 0) {
-    std::fprintf(stderr, "sampling: temperature %g, top-k %d, top-p %g, seed %llu\n",
+    std::fprintf(stderr, "sampling: temperature %g, top-k %d, top-p %g, min-p %g, seed %llu\n",
                  double(params.temperature), params.top_k, double(params.top_p),
-                 static_cast<unsigned long long>(params.seed));
+                 double(params.min_p), static_cast<unsigned long long>(params.seed));
+  }
+  if (params.repeat_penalty != 1.0f && params.repeat_last_n > 0) {
+    std::fprintf(stderr, "repeat penalty: %g over the last %d ids\n", double(params.repeat_penalty),
+                 params.repeat_last_n);
   }
   return Ok{};
 }
