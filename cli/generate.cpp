@@ -21,6 +21,7 @@
 #include "actors/engine.h"
 #include "base/clock.h"
 #include "cli/backend.h"
+#include "cli/memory_check.h"
 #include "cli/model_choice.h"
 #include "cli/session.h"
 #include "model/config.h"
@@ -172,6 +173,7 @@ Result<void> run_generate(const Options& opts) {
   const int64_t max_positions = std::min(text.max_position_embeddings, T + max_tokens);
 
   const SamplingParams params = resolve_sampling(opts, gen);
+  INFER_TRY_VOID(check_context_memory(model->config(), ring, max_positions, gpu_ctx.get()));
   const auto t_backend = Clock::now();
   INFER_TRY(Backend backend,
             make_backend(std::move(gpu_ctx), *model, pool, max_positions, ring));

@@ -8,6 +8,7 @@
 
 #include "cli/backend.h"
 #include "cli/gpu_trace.h"
+#include "cli/memory_check.h"
 
 namespace infer::cli {
 
@@ -44,6 +45,7 @@ Result<std::unique_ptr<Session>> open_session(const Options& opts, bool need_tok
   if (s->tokenizer) INFER_TRY_VOID(s->tokenizer->check_fits(text.vocab_size, tok_path.string()));
   const int64_t max_positions = std::min(text.max_position_embeddings, kSessionContext);
   INFER_TRY(const std::optional<RingConfig> ring, ring_config(opts));
+  INFER_TRY_VOID(check_context_memory(s->model->config(), ring, max_positions, gpu_ctx.get()));
   INFER_TRY(Backend backend,
             make_backend(std::move(gpu_ctx), *s->model, *s->pool, max_positions, ring));
   s->ring = ring.has_value();
