@@ -132,7 +132,6 @@ Result<void> run_generate(const Options& opts) {
             load_model_sized(choice, opts, pool_owner, &thread_choice));
   ThreadPool& pool = *pool_owner;
   const int threads = thread_choice.threads;
-  if (!gpu_ctx) std::fprintf(stderr, "%s\n", thread_choice.report.c_str());
   INFER_TRY(GenerationConfig gen, load_generation_config(choice.dir));
   const bool need_tokenizer =
       opts.prompt || (opts.output == OutputMode::kText && opts.max_tokens > 0);
@@ -220,6 +219,8 @@ Result<void> run_generate(const Options& opts) {
                            : out.reason == actors::StopReason::kContextFull ? "the model's context length"
                                                                             : "the token limit";
 
+  // With the other statistics, at the end: an error before them stays stderr's only line.
+  if (backend.gpu == nullptr) std::fprintf(stderr, "%s\n", thread_choice.report.c_str());
   const ModelWeights& w = model->weights();
   const Matrix& proj = w.layers.empty() ? w.lm_head : w.layers[0].q_proj;
   std::fprintf(stderr, "load: %.3f s (%s, %s weights, %s head, %d thread%s)\n", load_s,

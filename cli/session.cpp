@@ -32,7 +32,6 @@ Result<std::unique_ptr<Session>> open_session(const Options& opts, bool need_tok
   }
   INFER_TRY(std::unique_ptr<gpu::VulkanContext> gpu_ctx, open_gpu(opts));
   INFER_TRY(s->model, load_model_sized(s->choice, opts, s->pool, &s->threads));
-  if (!gpu_ctx) std::fprintf(stderr, "%s\n", s->threads.report.c_str());
   INFER_TRY(GenerationConfig gen, load_generation_config(s->choice.dir));
   const auto tok_path = s->choice.dir / "tokenizer.json";
   if (std::filesystem::exists(tok_path)) {
@@ -70,6 +69,8 @@ Result<std::unique_ptr<Session>> open_session(const Options& opts, bool need_tok
   if (opts.consolidate_after_s) p.consolidate_after_s = *opts.consolidate_after_s;
   p.tokenizer = s->tokenizer ? &*s->tokenizer : nullptr;
   p.tracer = s->trace.get();
+  // Once everything is open: an error before it stays stderr's only line.
+  if (held->gpu == nullptr) std::fprintf(stderr, "%s\n", s->threads.report.c_str());
   return s;
 }
 
