@@ -178,6 +178,15 @@ TEST(InferSwitches, AKvRingLargerThanTheMachineIsRefusedWithTheFigures) {
         << r.err;
     EXPECT_TRUE(r.err.ends_with(" GB available (lower --window/--anchors)\n")) << r.err;
   }
+  // With --gpu the rings are checked against the device's local heap (lavapipe in CI: host
+  // memory) before anything is uploaded.
+  const RunResult gpu = infer_gpu({"--gpu", "--model", (dir / "config.json").string(),
+                                   "--anchors", "1048576", "-c", "16777216", "--prompt-ids", "2",
+                                   "-n", "1", "--output", "ids"});
+  EXPECT_EQ(gpu.status, 1);
+  EXPECT_NE(gpu.err.find("\ninfer: a KV ring of 17,825,888 positions needs "), std::string::npos)
+      << gpu.err;
+  EXPECT_NE(gpu.err.find(" for this model; the device has "), std::string::npos) << gpu.err;
   // The same model with the default ring runs.
   const RunResult ok = infer({"--model", (dir / "config.json").string(), "--prompt-ids", "2",
                               "-n", "2", "--output", "ids"});
