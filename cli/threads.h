@@ -29,9 +29,10 @@ int count_physical_cores(const std::filesystem::path& sys_cpu, std::span<const i
 // This process's CPUs (computed once).
 const CpuInfo& cpu_info();
 
-// Below this many bytes read per decode step per thread, another thread costs more in hand-offs
-// than it saves in memory traffic (docs/PERFORMANCE.md, "Threads").
-inline constexpr size_t kDecodeBytesPerThread = size_t(32) << 20;
+// Below this many bytes read per decode step per thread, another thread saves less than its
+// hand-offs cost (~70 parallel ops a token): on the 2-core VM of docs/PERFORMANCE.md ("Threads")
+// a 0.8 MB model decoded no faster on 2 threads, a 17 MB one 35% faster.
+inline constexpr size_t kDecodeBytesPerThread = size_t(8) << 20;
 // The default decode threads for a model whose decode step reads decode_bytes: one per
 // kDecodeBytesPerThread, at least 1, at most the physical cores.
 int default_threads(size_t decode_bytes, int physical_cores);

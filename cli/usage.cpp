@@ -50,7 +50,7 @@ sampling (defaults from the model's generation_config.json; flags win)
       --repeat-last-n N    the N of --repeat-penalty (default 64; 0 = off)
 
 backend
-  -t, --threads N          worker threads (default: one per 32 MB a decode step reads, at most
+  -t, --threads N          worker threads (default: one per 8 MB a decode step reads, at most
                            the physical cores; a tiny model gets 1; the choice is on stderr)
       --force-threads      allow --threads above the CPUs this process may run on
       --q8                 quantize every projection and the head to Q8_0 at load

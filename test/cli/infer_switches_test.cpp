@@ -211,6 +211,11 @@ TEST(InferSwitches, ATokenizerLargerThanTheModelFailsAtLoad) {
   EXPECT_NE(r.err.find("the tokenizer's text ids go up to 262143, the model's vocab_size is 512"),
             std::string::npos)
       << r.err;
+  // The session's loading (REPL, pipe, --serve) checks the same.
+  const RunResult served = infer({"--model", dir.string(), "--serve"});
+  EXPECT_EQ(served.status, 1);
+  expect_one_error_line(served);
+  EXPECT_NE(served.err.find("the model's vocab_size is 512"), std::string::npos) << served.err;
   fs::remove_all(dir);
   const RunResult real = infer({"--model", vocab().string(), "-p", "hello", "-n", "1"});
   EXPECT_EQ(real.status, 0) << real.err;

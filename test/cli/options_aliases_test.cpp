@@ -115,6 +115,14 @@ TEST(OptionAliases, MinPTurnsSamplingOnAndThePenaltyAppliesToGreedy) {
   EXPECT_EQ(resolve_sampling(*d, GenerationConfig{}).repeat_last_n, 64);  // llama.cpp's default
 }
 
+// Every switch the parser knows is in --help (the table and the text are kept by hand).
+TEST(OptionAliases, HelpNamesEverySwitch) {
+  const std::string help = usage();
+  for (std::string_view name : switch_names()) {
+    EXPECT_NE(help.find(std::string(name) + " "), std::string::npos) << name;
+  }
+}
+
 TEST(OptionAliases, ReadPromptFileTakesTheFileOrFailsWithItsName) {
   namespace fs = std::filesystem;
   const fs::path dir = test::make_temp_dir("prompt_file");

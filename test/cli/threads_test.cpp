@@ -51,11 +51,13 @@ TEST(Threads, CountsSmtSiblingsOnce) {
   fs::remove_all(old);
 }
 
-TEST(Threads, DefaultIsOneThreadPer32MbReadAtMostThePhysicalCores) {
+TEST(Threads, DefaultIsOneThreadPer8MbReadAtMostThePhysicalCores) {
   constexpr size_t MB = size_t(1) << 20;
   EXPECT_EQ(default_threads(815456, 8), 1);        // e2b-mini: 0.8 MB a token
-  EXPECT_EQ(default_threads(63 * MB, 8), 1);
-  EXPECT_EQ(default_threads(64 * MB, 8), 2);
+  EXPECT_EQ(default_threads(16 * MB - 1, 8), 1);
+  EXPECT_EQ(default_threads(16 * MB, 8), 2);
+  EXPECT_EQ(default_threads(17 * MB, 2), 2);
+  EXPECT_EQ(default_threads(40 * MB, 8), 5);
   EXPECT_EQ(default_threads(1484695040, 8), 8);    // E2B at Q4_0: 1.48 GB a token
   EXPECT_EQ(default_threads(1484695040, 2), 2);
   EXPECT_EQ(default_threads(1484695040, 0), 1);
