@@ -54,6 +54,7 @@ Result<void> Engine::append(std::span<const int32_t> ids) {
                           " (use /reset)");
   }
   context_.insert(context_.end(), ids.begin(), ids.end());
+  observe(ids);
   return Ok{};
 }
 
@@ -101,7 +102,9 @@ Result<bool> Engine::feed(const std::function<bool()>& stop) {
 
 Result<Step> Engine::sample_next() {
   Step s;
-  const bool greedy = active_sampler().params().temperature <= 0.0f;
+  // The device's argmax knows nothing of the repeat penalty: penalised steps sample on the host.
+  const bool greedy =
+      active_sampler().params().temperature <= 0.0f && !active_sampler().penalises();
   if (opts_.decode_argmax && greedy && position() - fed() == 1 && fed() == decode_at_) {
     const auto t0 = Clock::now();
     INFER_TRY(s.id, opts_.decode_argmax(context_.back()));
@@ -134,8 +137,14 @@ Result<Step> Engine::step() {
   return s;
 }
 
+void Engine::observe(std::span<const int32_t> ids) {
+  sampler_.observe(ids);
+  if (request_sampler_) request_sampler_->observe(ids);
+}
+
 void Engine::commit(const Step& s) {
   context_.push_back(s.id);
+  observe(std::span(&s.id, 1));
   decode_at_ = s.position;
 }
 
@@ -246,9 +255,10 @@ void Engine::generate(const TurnRequest& req, TokenSink& sink, TurnOutcome& out)
 
 // P(any end id) under softmax(logits / T): the top token has probability exp(0) / z = top_prob,
 // so p_i = exp((l_i - max) / T) * top_prob; the sampler's pass already found the max.
-float Engine::end_probability(std::span<const float> logits) const {
+float Engine::end_probability(std::span<const float> raw_logits) const {
   if (opts_.end_ids.empty()) return 0.0f;
   const Sampler& sampler = active_sampler();
+  const std::span<const float> logits = sampler.sampled_logits(raw_logits);  // as drawn from
   const float max_logit = sampler.signals().max_logit;
   if (!std::isfinite(max_logit)) return 0.0f;  // no distribution (top_prob is 1 by convention)
   const float T = sampler.params().temperature > 0 ? sampler.params().temperature : 1.0f;
@@ -268,6 +278,7 @@ void Engine::reset() {
   argmax_id_ = -1;
   decode_at_ = -1;
   sampler_.reseed(opts_.sampling.seed);
+  sampler_.forget_context();
   request_sampler_.reset();
   prefill_ms_ = decode_ms_ = 0.0;
   prefilled_ = decoded_ = 0;
@@ -281,6 +292,7 @@ void Engine::set_request_sampling(const SamplingParams* params) {
     request_sampler_.reset();
   } else {
     request_sampler_.emplace(forward_->vocab_size(), *params);
+    request_sampler_->observe(context_);  // keeps only the last repeat_last_n
   }
 }
 

@@ -171,6 +171,8 @@ class Engine {
   Sampler sampler_;
   std::optional<Sampler> request_sampler_;  // set_request_sampling
   bool stop_at_end_ = true;
+  // Ids joining the context, for the samplers' repeat-penalty windows.
+  void observe(std::span<const int32_t> ids);
   Sampler& active_sampler() { return request_sampler_ ? *request_sampler_ : sampler_; }
   const Sampler& active_sampler() const { return request_sampler_ ? *request_sampler_ : sampler_; }
   std::vector<float> logits_;    // [V] of the last fed position

@@ -170,13 +170,16 @@ Result<void> run_bench(const Options& opts) {
   if (opts.bench_stream || opts.bench_context) return run_bench_stream(opts);
   if (opts.bench_quiescence) return run_bench_quiescence(opts);
   INFER_TRY(ModelChoice choice, choose_model(opts));
-  const int threads = thread_count(opts);
-  ThreadPool pool(threads);
   INFER_TRY(std::unique_ptr<gpu::VulkanContext> gpu_ctx, open_gpu(opts));
 
   auto t0 = Clock::now();
-  INFER_TRY(std::unique_ptr<Model> model, load_model(choice, LoadOptions{opts.quant}, pool));
+  std::unique_ptr<ThreadPool> pool_owner;
+  ThreadChoice thread_choice;
+  INFER_TRY(std::unique_ptr<Model> model,
+            load_model_sized(choice, opts, pool_owner, &thread_choice));
   const double load_s = seconds_since(t0);
+  ThreadPool& pool = *pool_owner;
+  const int threads = thread_choice.threads;
   const TextConfig& text = model->config().text;
   const int64_t V = text.vocab_size;
   const int64_t T =

@@ -144,7 +144,7 @@ Result<void> run_bench_actors(const Options& opts) {
   j["model_dir"] = s->choice.random_config.empty() ? s->choice.dir.string()
                                                    : s->choice.random_config.string();
   j["backend"] = s->backend_name;
-  j["threads"] = thread_count(opts);
+  j["threads"] = s->threads.threads;
   j["tokens"] = n;
   j["same_tokens"] = same;
   j["bare_tokens_per_s"] = bare_tps;

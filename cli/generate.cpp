@@ -25,6 +25,7 @@
 #include "base/clock.h"
 #include "cli/backend.h"
 #include "cli/chat_turn.h"
+#include "cli/memory_check.h"
 #include "cli/model_choice.h"
 #include "cli/session.h"
 #include "model/config.h"
@@ -141,12 +142,15 @@ Result<void> run_tokenize(const Options& opts) {
 
 Result<int> run_generate(const Options& opts) {
   INFER_TRY(ModelChoice choice, choose_model(opts));
-  const int threads = thread_count(opts);
-  ThreadPool pool(threads);
   INFER_TRY(std::unique_ptr<gpu::VulkanContext> gpu_ctx, open_gpu(opts));
 
   const auto t_load = Clock::now();
-  INFER_TRY(std::unique_ptr<Model> model, load_model(choice, LoadOptions{opts.quant}, pool));
+  std::unique_ptr<ThreadPool> pool_owner;
+  ThreadChoice thread_choice;
+  INFER_TRY(std::unique_ptr<Model> model,
+            load_model_sized(choice, opts, pool_owner, &thread_choice));
+  ThreadPool& pool = *pool_owner;
+  const int threads = thread_choice.threads;
   INFER_TRY(GenerationConfig gen, load_generation_config(choice.dir));
   const bool need_tokenizer =
       opts.prompt || (opts.output == OutputMode::kText && opts.max_tokens > 0);
@@ -160,6 +164,7 @@ Result<int> run_generate(const Options& opts) {
 
   const TextConfig& text = model->config().text;
   const int64_t V = text.vocab_size;
+  if (tok) INFER_TRY_VOID(tok->check_fits(V, (choice.dir / "tokenizer.json").string()));
   // --chat: one user turn, the prompt as plain text. Otherwise the prompt as raw text (markers
   // it spells become control tokens) or the ids as given.
   std::vector<int32_t> ids;
@@ -192,6 +197,7 @@ Result<int> run_generate(const Options& opts) {
   const int64_t max_positions = std::min(text.max_position_embeddings, T + max_tokens);
 
   const SamplingParams params = resolve_sampling(opts, gen);
+  INFER_TRY_VOID(check_context_memory(model->config(), ring, max_positions, gpu_ctx.get()));
   const auto t_backend = Clock::now();
   INFER_TRY(Backend backend,
             make_backend(std::move(gpu_ctx), *model, pool, max_positions, ring));
@@ -201,9 +207,10 @@ Result<int> run_generate(const Options& opts) {
   // Said before the generation starts, not after it: a long load is seen when it happens.
   const ModelWeights& w = model->weights();
   const Matrix& proj = w.layers.empty() ? w.lm_head : w.layers[0].q_proj;
-  std::fprintf(stderr, "load: %.3f s (%s, %s weights, %s head, %d threads)\n", load_s,
+  if (backend.gpu == nullptr) std::fprintf(stderr, "%s\n", thread_choice.report.c_str());
+  std::fprintf(stderr, "load: %.3f s (%s, %s weights, %s head, %d thread%s)\n", load_s,
                choice.dir.string().c_str(), weight_format_name(proj.format),
-               weight_format_name(w.lm_head.format), threads);
+               weight_format_name(w.lm_head.format), threads, threads == 1 ? "" : "s");
   if (backend.gpu != nullptr) {
     std::fprintf(stderr, "gpu: upload and recording %.3f s, %.1f MB on the device\n", backend_s,
                  double(backend.gpu->device_bytes()) / 1e6);
@@ -278,9 +285,13 @@ Result<int> run_generate(const Options& opts) {
       static_cast<long long>(decoded), decode_s, decode_s > 0 ? double(decoded) / decode_s : 0.0,
       static_cast<long long>(generated), stopped_by);
   if (params.temperature > 0) {
-    std::fprintf(stderr, "sampling: temperature %g, top-k %d, top-p %g, seed %llu\n",
+    std::fprintf(stderr, "sampling: temperature %g, top-k %d, top-p %g, min-p %g, seed %llu\n",
                  double(params.temperature), params.top_k, double(params.top_p),
-                 static_cast<unsigned long long>(params.seed));
+                 double(params.min_p), static_cast<unsigned long long>(params.seed));
+  }
+  if (params.repeat_penalty != 1.0f && params.repeat_last_n > 0) {
+    std::fprintf(stderr, "repeat penalty: %g over the last %d ids\n", double(params.repeat_penalty),
+                 params.repeat_last_n);
   }
   return interrupted ? 130 : 0;
 }

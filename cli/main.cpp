@@ -17,6 +17,8 @@
 #include "cli/options.h"
 #include "cli/repl.h"
 #include "cli/serve.h"
+#include "cli/threads.h"
+#include "cli/version.h"
 
 namespace {
 
@@ -36,6 +38,16 @@ int run(const std::vector<std::string_view>& args) {
   if (opts->help) {
     std::fputs(usage().c_str(), stdout);
     return 0;
+  }
+  if (opts->version) {
+    std::printf("infer %s\n", version_string().c_str());
+    return 0;
+  }
+  if (const infer::Result<void> t = check_threads(*opts, cpu_info()); !t) {
+    return fail(2, t.error().message);
+  }
+  if (const infer::Result<void> f = read_prompt_file(*opts); !f) {
+    return fail(1, f.error().message);
   }
   if (const std::string missing = unavailable_feature(*opts); !missing.empty()) {
     return fail(2, missing);

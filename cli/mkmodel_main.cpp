@@ -7,20 +7,30 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <thread>
 
+#include "cli/version.h"
+#include "model/config.h"
 #include "model/synth/synth_model.h"
 #include "model/thread_pool.h"
+#include "model/tokenizer/tokenizer.h"
 
 namespace {
 
 constexpr const char* kUsage =
     "usage: mkmodel --config CONFIG.json --out DIR [--seed N] [--dtype bf16|f16|f32]\n"
-    "               [--shard-gb G] [--threads N]\n"
+    "               [--shard-gb G] [--threads N] [--tokenizer FILE]\n"
+    "       mkmodel --version\n"
     "Writes DIR/config.json, generation_config.json and model.safetensors (or shards of at most\n"
-    "G GB plus model.safetensors.index.json) with deterministic random weights.\n";
+    "G GB plus model.safetensors.index.json) with deterministic random weights.\n"
+    "--tokenizer FILE copies a tokenizer.json in, after checking that it parses and that its\n"
+    "text vocabulary fits the config's vocab_size; without it DIR has no tokenizer, and infer\n"
+    "runs it only from --prompt-ids (with --output ids).\n";
 
 struct Args {
   std::string config;
@@ -29,11 +39,12 @@ struct Args {
   infer::DType dtype = infer::DType::kBF16;
   double shard_gb = 0.0;
   int threads = 0;  // 0: all hardware threads
+  std::string tokenizer;  // --tokenizer FILE: copied to DIR/tokenizer.json; empty: none
 };
 
-[[noreturn]] void fail(const std::string& message) {
+[[noreturn]] void fail(const std::string& message, int status = 2) {
   std::fprintf(stderr, "mkmodel: %s\n", message.c_str());
-  std::exit(2);
+  std::exit(status);
 }
 
 template <class T>
@@ -54,11 +65,17 @@ Args parse_args(int argc, char** argv) {
       std::fputs(kUsage, stdout);
       std::exit(0);
     }
+    if (flag == "--version") {
+      std::printf("mkmodel %s\n", infer::cli::version_string().c_str());
+      std::exit(0);
+    }
     if (i + 1 >= argc)
       fail("unknown option or missing value: '" + std::string(flag) + "' (see --help)");
     const std::string_view value = argv[++i];
     if (flag == "--config") {
       a.config = value;
+    } else if (flag == "--tokenizer") {
+      a.tokenizer = value;
     } else if (flag == "--out") {
       a.out = value;
     } else if (flag == "--seed") {
@@ -92,10 +109,26 @@ Args parse_args(int argc, char** argv) {
 
 double gb(uint64_t bytes) { return static_cast<double>(bytes) / 1e9; }
 
+// --tokenizer: the file must parse and fit the config's vocabulary, checked before any weight is
+// generated (runtime errors: exit 1).
+void check_tokenizer(const Args& a) {
+  std::ifstream in(a.config, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (!in) fail("cannot read " + a.config, 1);
+  const infer::Result<infer::ModelConfig> cfg = infer::parse_config(text.str(), a.config);
+  if (!cfg.ok()) fail(cfg.error().message, 1);
+  const infer::Result<infer::Tokenizer> tok = infer::Tokenizer::load(a.tokenizer);
+  if (!tok.ok()) fail("--tokenizer: " + tok.error().message, 1);
+  const infer::Result<void> fits = tok->check_fits(cfg->text.vocab_size, a.tokenizer);
+  if (!fits.ok()) fail(fits.error().message, 1);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const Args args = parse_args(argc, argv);
+  if (!args.tokenizer.empty()) check_tokenizer(args);
   const int threads = args.threads > 0
                           ? args.threads
                           : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -133,5 +166,16 @@ int main(int argc, char** argv) {
   const double s = std::chrono::duration<double>(Clock::now() - start).count();
   std::fprintf(stderr, "mkmodel: wrote %s in %.1f s with %d threads\n", args.out.c_str(), s,
                threads);
+  if (args.tokenizer.empty()) {
+    std::fprintf(stderr,
+                 "mkmodel: %s has no tokenizer.json: infer runs it only from --prompt-ids "
+                 "(with --output ids); give --tokenizer FILE for text\n",
+                 args.out.c_str());
+    return 0;
+  }
+  std::error_code ec;
+  std::filesystem::copy_file(args.tokenizer, std::filesystem::path(args.out) / "tokenizer.json",
+                             std::filesystem::copy_options::overwrite_existing, ec);
+  if (ec) fail("cannot copy " + args.tokenizer + " into " + args.out + ": " + ec.message(), 1);
   return 0;
 }

@@ -7,6 +7,7 @@
 
 #include "base/result.h"
 #include "cli/options.h"
+#include "cli/threads.h"
 #include "model/model.h"
 
 namespace infer::cli {
@@ -26,5 +27,11 @@ Result<ModelChoice> choose_model(const Options& opts);
 // Loads the chosen checkpoint, or generates the random model; says which on stderr for the latter.
 Result<std::unique_ptr<Model>> load_model(const ModelChoice& choice, const LoadOptions& opts,
                                           ThreadPool& pool);
+
+// load_model() on a pool of load_threads(opts), which is then resized for decoding: --threads,
+// else default_threads() of the loaded model's bytes per token. *threads says which and why.
+Result<std::unique_ptr<Model>> load_model_sized(const ModelChoice& choice, const Options& opts,
+                                                std::unique_ptr<ThreadPool>& pool,
+                                                ThreadChoice* threads);
 
 }  // namespace infer::cli

@@ -2,8 +2,10 @@
 // is an Error whose message main prints as "infer: <message>" before exiting with status 2.
 #include "cli/options.h"
 
+#include <algorithm>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "cli/option_values.h"
 
@@ -48,6 +50,11 @@ const Switch kSwitches[] = {
        o.help = true;
        return Ok{};
      }},
+    {"--version", 0, Arg::kNone,
+     [](Options& o, auto, Value) -> Result<void> {
+       o.version = true;
+       return Ok{};
+     }},
     {"--model", 'm', Arg::kRequired,
      [](Options& o, auto, Value v) -> Result<void> {
        o.model_dir = std::string(*v);
@@ -58,10 +65,16 @@ const Switch kSwitches[] = {
        INFER_TRY(o.max_tokens, parse_int<int64_t>(n, *v, 0, std::numeric_limits<int64_t>::max()));
        return Ok{};
      }},
-    {"--prompt", 0, Arg::kRequired,
+    {"--prompt", 'p', Arg::kRequired,
      [](Options& o, auto n, Value v) -> Result<void> {
        if (o.prompt) return bad(std::string(n) + ": the prompt is given twice");
        o.prompt = std::string(*v);
+       return Ok{};
+     }},
+    {"--file", 'f', Arg::kRequired,
+     [](Options& o, auto n, Value v) -> Result<void> {
+       if (o.prompt_file) return bad(std::string(n) + ": the prompt file is given twice");
+       o.prompt_file = std::filesystem::path(std::string(*v));
        return Ok{};
      }},
     {"--prompt-ids", 0, Arg::kRequired,
@@ -81,6 +94,17 @@ const Switch kSwitches[] = {
      }},
     {"--temperature", 0, Arg::kRequired,
      [](Options& o, auto n, Value v) { return set_float(o.temperature, n, v, 0.0f, kFloatMax); }},
+    {"--temp", 0, Arg::kRequired,  // llama.cpp's spelling
+     [](Options& o, auto n, Value v) { return set_float(o.temperature, n, v, 0.0f, kFloatMax); }},
+    {"--min-p", 0, Arg::kRequired,
+     [](Options& o, auto n, Value v) { return set_float(o.min_p, n, v, 0.0f, 1.0f); }},
+    // A penalty below 1 rewards repeats (llama.cpp allows it); 0 would zero every seen logit.
+    {"--repeat-penalty", 0, Arg::kRequired,
+     [](Options& o, auto n, Value v) {
+       return set_float(o.repeat_penalty, n, v, 0.01f, 100.0f);
+     }},
+    {"--repeat-last-n", 0, Arg::kRequired,
+     [](Options& o, auto n, Value v) { return set_int(o.repeat_last_n, n, v, 0, 1 << 20); }},
     {"--top-k", 0, Arg::kRequired,
      [](Options& o, auto n, Value v) { return set_int(o.top_k, n, v, 0, kIntMax); }},
     {"--top-p", 0, Arg::kRequired,
@@ -118,6 +142,11 @@ const Switch kSwitches[] = {
     {"--threads", 't', Arg::kRequired,
      [](Options& o, auto n, Value v) -> Result<void> {
        INFER_TRY(o.threads, parse_int<int>(n, *v, 1, 4096));
+       return Ok{};
+     }},
+    {"--force-threads", 0, Arg::kNone,
+     [](Options& o, auto, Value) -> Result<void> {
+       o.force_threads = true;
        return Ok{};
      }},
     {"--gpu", 0, Arg::kNone,
@@ -185,6 +214,9 @@ const Switch kSwitches[] = {
     {"--anchors", 0, Arg::kRequired,
      [](Options& o, auto n, Value v) { return set_int(o.anchors, n, v, 0, 1 << 20); }},
     {"--window", 0, Arg::kRequired,
+     [](Options& o, auto n, Value v) { return set_int(o.window, n, v, 1, 1 << 24); }},
+    // llama.cpp's context size: here the ring's window, the tokens it keeps besides the anchors.
+    {"--ctx-size", 'c', Arg::kRequired,
      [](Options& o, auto n, Value v) { return set_int(o.window, n, v, 1, 1 << 24); }},
     {"--recall", 0, Arg::kRequired,
      [](Options& o, auto n, Value v) { return set_int(o.recall, n, v, 0, 128); }},
@@ -268,23 +300,43 @@ const Switch* find_switch(std::string_view arg) {
   return nullptr;
 }
 
+// Levenshtein distance, two rows.
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1])});
+    }
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
 // Checks between switches, once all are read.
 Result<void> validate(const Options& o) {
-  if (o.help) return Ok{};
+  if (o.help || o.version) return Ok{};
+  if (o.prompt_file && o.prompt) {
+    return bad("-f/--file and a prompt (-p/--prompt or PROMPT) are given: give the prompt once");
+  }
+  if (o.prompt_file && o.prompt_ids) return bad("give either -f/--file or --prompt-ids, not both");
+  // From here a prompt file counts as the text prompt it will become.
+  const bool text_prompt = o.prompt || o.prompt_file;
   if (o.prompt && o.prompt_ids) return bad("give either a text prompt or --prompt-ids, not both");
-  if (o.tokenize && !o.prompt) return bad("--tokenize needs a text prompt");
+  if (o.tokenize && !text_prompt) return bad("--tokenize needs a text prompt");
   if (o.tokenize && (o.bench || o.serve)) return bad("--tokenize cannot be combined with a mode");
   if (int(o.bench) + int(o.serve) + int(o.bench_actors) > 1) {
     return bad("--bench, --bench-actors and --serve are separate modes");
   }
-  if ((o.bench || o.serve || o.bench_actors) && (o.prompt || o.prompt_ids)) {
+  if ((o.bench || o.serve || o.bench_actors) && (text_prompt || o.prompt_ids)) {
     return bad(std::string(o.bench ? "--bench" : o.serve ? "--serve" : "--bench-actors") +
                " takes no prompt");
   }
   // One-shot generation runs without the actor pipeline: its gate and debounce do not apply.
   if ((o.gate_entropy || o.gate_top_prob || o.gate_end_prob || o.gate_yield ||
        o.consolidate_after_s) &&
-      (o.prompt || o.prompt_ids)) {
+      (text_prompt || o.prompt_ids)) {
     return bad("--gate-*/--consolidate-after apply to the interactive session (no prompt)");
   }
   if (o.prompt_ids && o.prompt_ids->empty()) return bad("--prompt-ids: no ids");
@@ -295,7 +347,7 @@ Result<void> validate(const Options& o) {
   if (o.system_prompt && (o.prompt_ids || o.bench || o.bench_actors)) {
     return bad("--system applies to the REPL, --chat and --serve");
   }
-  if (o.system_prompt && o.prompt && !o.chat) {
+  if (o.system_prompt && text_prompt && !o.chat) {
     return bad("--system with a one-shot prompt needs --chat (without it no template is applied)");
   }
   if (o.device && !o.gpu) return bad("--device needs --gpu");
@@ -314,8 +366,10 @@ Result<void> validate(const Options& o) {
   }
   if (o.no_memory && o.memory) return bad("--no-memory conflicts with --memory/--storage");
   if (o.no_ring && (o.anchors || o.window || o.recall || o.evict)) {
-    return bad("--no-ring conflicts with --anchors/--window/--recall/--evict");
+    return bad("--no-ring conflicts with --anchors/--window (-c/--ctx-size)/--recall/--evict");
   }
+  if (o.repeat_last_n && !o.repeat_penalty) return bad("--repeat-last-n needs --repeat-penalty");
+  if (o.force_threads && o.threads == 0) return bad("--force-threads needs --threads N");
   if (o.quiescence_threshold && !o.quiescence) {
     return bad("--quiescence-threshold needs --quiescence");
   }
@@ -347,7 +401,12 @@ Result<Options> parse_options(std::span<const std::string_view> args) {
       arg = arg.substr(0, eq);
     }
     const Switch* s = find_switch(arg);
-    if (s == nullptr) return bad("unknown option '" + std::string(arg) + "' (see infer --help)");
+    if (s == nullptr) {
+      const std::string_view near = closest_switch(arg);
+      return bad("unknown option '" + std::string(arg) + "' (" +
+                 (near.empty() ? std::string() : "did you mean " + std::string(near) + "? ") +
+                 "see infer --help)");
+    }
     Value value = inline_value;
     if (s->arg == Arg::kNone && inline_value) {
       return bad(std::string(s->name) + " takes no value");
@@ -365,6 +424,27 @@ Result<Options> parse_options(std::span<const std::string_view> args) {
   }
   INFER_TRY_VOID(validate(o));
   return o;
+}
+
+std::vector<std::string_view> switch_names() {
+  std::vector<std::string_view> names;
+  for (const Switch& s : kSwitches) names.push_back(s.name);
+  return names;
+}
+
+std::string_view closest_switch(std::string_view arg) {
+  std::string_view best;
+  size_t best_distance = std::numeric_limits<size_t>::max();
+  for (const Switch& s : kSwitches) {
+    const size_t d = edit_distance(arg, s.name);
+    if (d < best_distance) {
+      best_distance = d;
+      best = s.name;
+    }
+  }
+  // A near miss: a typo or two, and at most a third of the name (so "--top" is not "--tools").
+  const size_t limit = std::min<size_t>(2, best.size() / 4);
+  return best_distance <= limit ? best : std::string_view();
 }
 
 std::string unavailable_feature(const Options& o) {

@@ -24,11 +24,14 @@ using EvictPolicy = ::infer::EvictPolicy;  // model/kv_ring.h
 
 struct Options {
   bool help = false;
+  bool version = false;  // --version: "infer <version> (git <commit>)"
 
   // Model and what to feed it.
   std::filesystem::path model_dir;  // empty: ../gemma-4-E2B if present, else the demo model
   int64_t max_tokens = 256;
-  std::optional<std::string> prompt;               // --prompt TEXT or the positional argument
+  std::optional<std::string> prompt;               // -p/--prompt TEXT or the positional argument
+  // -f/--file FILE: the prompt is the file's text; read_prompt_file() moves it into `prompt`.
+  std::optional<std::filesystem::path> prompt_file;
   std::optional<std::vector<int32_t>> prompt_ids;  // --prompt-ids 2,17,99
   OutputMode output = OutputMode::kText;
   std::filesystem::path dump_logits;  // empty: none
@@ -45,9 +48,13 @@ struct Options {
   std::optional<int> top_k;
   std::optional<float> top_p;
   std::optional<uint64_t> seed;
+  std::optional<float> min_p;           // --min-p: 0 = off
+  std::optional<float> repeat_penalty;  // --repeat-penalty: 1 = off
+  std::optional<int> repeat_last_n;     // --repeat-last-n: ids of the context looked at
 
   // Backend.
-  int threads = 0;  // 0: all cores
+  int threads = 0;  // 0: from the model's size and the physical cores (cli/threads.h)
+  bool force_threads = false;  // --force-threads: --threads may exceed the CPUs we may run on
   Quant quant = Quant::kAsStored;
   bool gpu = false;
   std::optional<int> device;
@@ -67,7 +74,7 @@ struct Options {
   std::optional<int64_t> bench_quiescence;  // --bench-quiescence N: decode tokens compared
 
   // KV ring (DESIGN.md §4), episodic memory (§5), quiescence (§6), gate (§3), trace, tools (§8).
-  std::optional<int> anchors, window, recall;
+  std::optional<int> anchors, window, recall;  // -c/--ctx-size sets window
   std::optional<EvictPolicy> evict;
   bool no_ring = false;  // --no-ring: the fixed cache of max_position_embeddings (at most 8192)
   std::optional<std::filesystem::path> memory;  // --memory [PATH] / --storage PATH
@@ -88,8 +95,12 @@ struct Options {
 Result<Options> parse_options(std::span<const std::string_view> args);
 // A switch that parses but whose feature is not in this build yet: the one-line message, or "".
 std::string unavailable_feature(const Options& opts);
-// --threads, else every core the machine reports (at least 1).
-int thread_count(const Options& opts);
+// -f FILE: reads the file into opts.prompt (a kIo error when it cannot be read).
+Result<void> read_prompt_file(Options& opts);
+// Every long switch name, for the --help test and the did-you-mean hint.
+std::vector<std::string_view> switch_names();
+// The switch closest to an unknown `arg` when it is a near miss (a typo), else empty.
+std::string_view closest_switch(std::string_view arg);
 // "none", "q8" or "q4".
 const char* quant_name(Quant q);
 // The --help text.

@@ -3,10 +3,12 @@
 #include "cli/session.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 
 #include "cli/backend.h"
 #include "cli/gpu_trace.h"
+#include "cli/memory_check.h"
 
 namespace infer::cli {
 
@@ -28,9 +30,8 @@ Result<std::unique_ptr<Session>> open_session(const Options& opts, bool need_tok
   if (!opts.trace_file.empty()) {  // opened first: a path that cannot be written fails fast
     INFER_TRY(s->trace, actors::ChromeTrace::open(opts.trace_file));
   }
-  s->pool = std::make_unique<ThreadPool>(thread_count(opts));
   INFER_TRY(std::unique_ptr<gpu::VulkanContext> gpu_ctx, open_gpu(opts));
-  INFER_TRY(s->model, load_model(s->choice, LoadOptions{opts.quant}, *s->pool));
+  INFER_TRY(s->model, load_model_sized(s->choice, opts, s->pool, &s->threads));
   INFER_TRY(GenerationConfig gen, load_generation_config(s->choice.dir));
   const auto tok_path = s->choice.dir / "tokenizer.json";
   if (std::filesystem::exists(tok_path)) {
@@ -40,8 +41,10 @@ Result<std::unique_ptr<Session>> open_session(const Options& opts, bool need_tok
                       tok_path.string() + " does not exist (the interactive session and --system read text)");
   }
   const TextConfig& text = s->model->config().text;
+  if (s->tokenizer) INFER_TRY_VOID(s->tokenizer->check_fits(text.vocab_size, tok_path.string()));
   const int64_t max_positions = std::min(text.max_position_embeddings, kSessionContext);
   INFER_TRY(const std::optional<RingConfig> ring, ring_config(opts));
+  INFER_TRY_VOID(check_context_memory(s->model->config(), ring, max_positions, gpu_ctx.get()));
   INFER_TRY(Backend backend,
             make_backend(std::move(gpu_ctx), *s->model, *s->pool, max_positions, ring));
   s->ring = ring.has_value();
@@ -66,6 +69,8 @@ Result<std::unique_ptr<Session>> open_session(const Options& opts, bool need_tok
   if (opts.consolidate_after_s) p.consolidate_after_s = *opts.consolidate_after_s;
   p.tokenizer = s->tokenizer ? &*s->tokenizer : nullptr;
   p.tracer = s->trace.get();
+  // Once everything is open: an error before it stays stderr's only line.
+  if (held->gpu == nullptr) std::fprintf(stderr, "%s\n", s->threads.report.c_str());
   return s;
 }
 

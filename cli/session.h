@@ -32,6 +32,7 @@ struct Session {
   // every user of it; the Pipeline built from `pipeline` must be gone before the Session.
   std::unique_ptr<actors::ChromeTrace> trace;
   std::unique_ptr<ThreadPool> pool;
+  ThreadChoice threads;  // the pool's size and why (cli/threads.h)
   std::unique_ptr<Model> model;
   std::optional<Tokenizer> tokenizer;
   std::shared_ptr<Forward> forward;  // keeps its backend (and Vulkan context) alive

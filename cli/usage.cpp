@@ -8,7 +8,11 @@ std::string usage() {
        infer --bench [FILE] [--model DIR] [--q8|--q4] [--threads N]
 
 Runs a Gemma 4 text model (Hugging Face layout) on the CPU: encodes PROMPT with <bos>, prefills it
-and streams the continuation to stdout. Timings go to stderr. No chat template is applied.
+and streams the continuation to stdout. Timings go to stderr.
+
+chat handling: a one-shot prompt (PROMPT, -p or -f) gets no template unless --chat; the REPL and
+the pipe mode wrap each input in Gemma turns; --serve appends exactly the text or ids a client
+sends (the Python client's --chat mode writes the turns).
 
 model and input
   -m, --model DIR          checkpoint directory (config.json, *.safetensors, tokenizer.json);
@@ -16,23 +20,39 @@ model and input
                            random weights (generated once into the cache directory);
                            a CONFIG.json file instead: random bf16 weights of its shapes
                            generated in memory (seed 1, as mkmodel writes them), for benchmarks
-      --prompt TEXT        the prompt (or give it as the one positional argument)
+  -p, --prompt TEXT        the prompt (or give it as the one positional argument)
+  -f, --file FILE          the prompt is FILE's text (not with -p or PROMPT)
       --prompt-ids IDS     raw token ids instead of text, e.g. 2,17,99 (no <bos> added)
   -n, --max-tokens N       tokens to generate (default 256); stops earlier at <eos> or <turn|>
       --output text|ids    print the continuation as text (default) or as space-separated ids
       --tokenize           print the prompt's ids (with <bos>) and exit
       --dump-logits FILE   write the logits of every prompt position, little-endian float32
                            [positions x vocab]
+      --chat               one-shot: wrap the prompt in a Gemma user turn and stop at the end of
+                           the model's turn (the REPL always uses turns)
+      --system TEXT        a system turn at the start of the context (REPL, --chat, --serve)
+      --special            let user text spell control tokens such as <|turn> and <turn|>;
+                           without it they are tokenized as plain text (REPL and --chat)
 
 sampling (defaults from the model's generation_config.json; flags win)
-      --temperature F      0 = greedy. Without flags or do_sample in the file: greedy (as HF)
+      --temperature F, --temp F
+                           0 = greedy. Without flags or do_sample in the file: greedy (as HF)
       --top-k N            keep the N most likely tokens (0 = off; HF default 50 when sampling)
       --top-p F            keep the smallest set with probability >= F (1 = off)
+      --min-p F            drop tokens whose probability is below F times the top token's,
+                           after top-k and top-p (0 = off, the default)
       --seed N             random seed (default: random, printed on stderr)
-                           --top-k/--top-p alone turn sampling on at the file's temperature or 1
+                           --top-k/--top-p/--min-p alone turn sampling on at the file's
+                           temperature or 1
+      --repeat-penalty F   divide the logit of every id among the last N of the context (prompt
+                           and generated) by F when positive, multiply it when negative, greedy
+                           included, as llama.cpp (default 1 = off)
+      --repeat-last-n N    the N of --repeat-penalty (default 64; 0 = off)
 
 backend
-  -t, --threads N          worker threads (default: all cores)
+  -t, --threads N          worker threads (default: one per 8 MB a decode step reads, at most
+                           the physical cores; a tiny model gets 1; the choice is on stderr)
+      --force-threads      allow --threads above the CPUs this process may run on
       --q8                 quantize every projection and the head to Q8_0 at load
       --q4, --mixed        Q4_0 projections with a Q8_0 head
       --quant q4|q8|none   the same as a single switch (none: weights as stored, bf16)
@@ -54,11 +74,14 @@ modes
 KV ring (CPU and --gpu, on by default): an endless stream in fixed buffers, equal to the exact
 model while it fits in anchors + window
       --anchors A          first tokens kept for ever (default 32)
-      --window W           most recent tokens kept (default 512)
+  -c, --ctx-size W, --window W
+                           most recent tokens kept (default 512)
       --recall R           slots for recalled rows, R <= 128 (default 96)
       --evict fifo|mass    drop the oldest window token (default) or the least attended
       --no-ring            a fixed cache instead (max_position_embeddings, at most 8192 tokens
                            in a session): exact until it is full, then refuses input
+                           A ring or cache larger than the memory there is (MemAvailable, or the
+                           GPU's device-local heap with --gpu) is refused before it is allocated
       --bench-stream N     with --bench: N decode steps from position 0, a point every
       --bench-every K      K tokens (default N/50): ms/token and resident memory
       --bench-context N,.. with --bench: decode speed after N tokens, exact cache vs ring
@@ -87,6 +110,7 @@ interactive session (no prompt: a tty on stdin opens the REPL, a pipe is read on
                            the added latency per token; JSON to stdout or FILE
 
   -h, --help               this text
+      --version            print the version (and the git commit it was built from)
 
 Exit status: 0 success, 1 a runtime error (missing or corrupt model, I/O), 2 a usage error.
 )";

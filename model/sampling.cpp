@@ -1,5 +1,5 @@
-// Sampler: softmax with temperature, then top-k, then top-p, as Hugging Face's logits warpers
-// (TemperatureLogitsWarper → TopKLogitsWarper → TopPLogitsWarper), then one seeded draw.
+// Sampler: llama.cpp's repeat penalty, then softmax with temperature, top-k, top-p and min-p, as
+// Hugging Face's logits warpers (Temperature → TopK → TopP → MinP), then one seeded draw.
 #include "model/sampling.h"
 
 #include <algorithm>
@@ -158,6 +158,11 @@ Sampler::Sampler(int64_t vocab_size, const SamplingParams& params)
       order_(size_t(vocab_size)),
       block_max_(size_t(signals_blocks(vocab_size))) {
   INFER_CHECK(vocab_size > 0, "vocab_size %lld", static_cast<long long>(vocab_size));
+  if (params.repeat_penalty != 1.0f && params.repeat_last_n > 0) {
+    recent_ = RecentIds(params.repeat_last_n);
+    penalised_.resize(size_t(vocab_size));
+    seen_.resize(size_t(vocab_size));
+  }
   best_exp();  // picks the kernel now: sample() allocates nothing
 }
 
@@ -173,9 +178,27 @@ void Sampler::sort_range(int64_t from, int64_t to, int64_t n) {
   std::sort(o + from, o + to, more_likely);
 }
 
-int32_t Sampler::sample(std::span<const float> logits) {
-  INFER_CHECK(int64_t(logits.size()) == V_, "logits [%zu], sampler V %lld", logits.size(),
+std::span<const float> Sampler::penalise(std::span<const float> logits) {
+  std::copy(logits.begin(), logits.end(), penalised_.begin());
+  const float f = params_.repeat_penalty;
+  // Each id once however often it recurs (llama.cpp counts presence for the repeat penalty).
+  for (int32_t id : recent_.ids()) {
+    if (id < 0 || id >= V_ || seen_[size_t(id)]) continue;
+    seen_[size_t(id)] = 1;
+    float& l = penalised_[size_t(id)];
+    l = l > 0.0f ? l / f : l * f;
+  }
+  for (int32_t id : recent_.ids()) {
+    if (id >= 0 && id < V_) seen_[size_t(id)] = 0;
+  }
+  return penalised_;
+}
+
+int32_t Sampler::sample(std::span<const float> raw_logits) {
+  INFER_CHECK(int64_t(raw_logits.size()) == V_, "logits [%zu], sampler V %lld", raw_logits.size(),
               static_cast<long long>(V_));
+  penalised_last_ = penalises() && recent_.size() > 0;
+  const std::span<const float> logits = penalised_last_ ? penalise(raw_logits) : raw_logits;
   int32_t best = 0;
   if (params_.temperature <= 0.0f) {
     softmax(logits, 1.0f, &best);  // the argmax, and signals() at T = 1
@@ -183,22 +206,12 @@ int32_t Sampler::sample(std::span<const float> logits) {
   }
   const double z = softmax(logits, params_.temperature, &best);
   if (!(z > 0.0)) return best;
+  // HF's min-p keeps p_i >= min_p * p_max; probs_ are unnormalised, so compare with the max's.
+  const float min_prob = params_.min_p > 0.0f ? params_.min_p * probs_[size_t(best)] : 0.0f;
 
   const bool use_top_k = params_.top_k > 0 && params_.top_k < V_;
   const bool use_top_p = params_.top_p < 1.0f;
-  if (!use_top_k && !use_top_p) {  // plain multinomial over the whole vocabulary
-    const double target = uniform() * z;
-    double cum = 0.0;
-    int32_t last_nonzero = 0;
-    for (int64_t i = 0; i < V_; ++i) {
-      const float p = probs_[size_t(i)];
-      if (p == 0.0f) continue;
-      cum += p;
-      last_nonzero = int32_t(i);
-      if (cum > target) return int32_t(i);
-    }
-    return last_nonzero;  // rounding left target just above the sum
-  }
+  if (!use_top_k && !use_top_p) return draw_all(z, min_prob);
 
   std::iota(order_.begin(), order_.end(), 0);
   int64_t n = V_;  // candidates are order_[0, n)
@@ -233,7 +246,19 @@ int32_t Sampler::sample(std::span<const float> logits) {
     n = kept;
     mass = cum;
   }
+  return draw_sorted(n, mass, min_prob);
+}
 
+int32_t Sampler::draw_sorted(int64_t n, double mass, float min_prob) {
+  // The candidates are sorted, so min-p cuts a tail; the first (the max) always stays.
+  if (min_prob > 0.0f) {
+    const int64_t before = n;
+    while (n > 1 && probs_[size_t(order_[size_t(n - 1)])] < min_prob) --n;
+    if (n != before) {
+      mass = 0.0;
+      for (int64_t i = 0; i < n; ++i) mass += probs_[size_t(order_[size_t(i)])];
+    }
+  }
   const double target = uniform() * mass;
   double cum = 0.0;
   for (int64_t i = 0; i < n; ++i) {
@@ -241,6 +266,26 @@ int32_t Sampler::sample(std::span<const float> logits) {
     if (cum > target) return order_[size_t(i)];
   }
   return order_[size_t(n - 1)];
+}
+
+int32_t Sampler::draw_all(double z, float min_prob) {
+  if (min_prob > 0.0f) {  // the kept tokens' mass first: one more pass, no sort
+    z = 0.0;
+    for (int64_t i = 0; i < V_; ++i) {
+      if (probs_[size_t(i)] >= min_prob) z += probs_[size_t(i)];
+    }
+  }
+  const double target = uniform() * z;
+  double cum = 0.0;
+  int32_t last_kept = 0;
+  for (int64_t i = 0; i < V_; ++i) {
+    const float p = probs_[size_t(i)];
+    if (p == 0.0f || p < min_prob) continue;
+    cum += p;
+    last_kept = int32_t(i);
+    if (cum > target) return int32_t(i);
+  }
+  return last_kept;  // rounding left target just above the sum
 }
 
 }  // namespace infer

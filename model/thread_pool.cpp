@@ -1,4 +1,7 @@
-// ThreadPool: workers spin briefly between jobs, then sleep on a condition variable.
+// ThreadPool: workers spin briefly between jobs, then sleep on a condition variable. Chunks are
+// claimed through one atomic word, so the caller takes over the chunks of a worker that has not
+// woken yet: on a machine where another process holds that worker's core, waiting for it cost a
+// scheduler slice (~20 ms) per token (docs/PERFORMANCE.md, "Threads").
 #include "model/thread_pool.h"
 
 #include <chrono>
@@ -13,6 +16,9 @@ namespace {
 // of one decode step, short enough not to burn a core between user turns.
 constexpr auto kSpin = std::chrono::microseconds(500);
 
+constexpr int kIndexBits = 13;  // chunks and the next chunk: up to 4096 threads
+constexpr uint64_t kIndexMask = (uint64_t(1) << kIndexBits) - 1;
+
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
@@ -22,8 +28,9 @@ inline void cpu_relax() {
 }  // namespace
 
 ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads < 1 ? 1 : n_threads) {
+  INFER_CHECK(n_threads_ <= int(kIndexMask), "%d threads", n_threads_);
   workers_.reserve(size_t(n_threads_ - 1));
-  for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { worker(i); });
+  for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this] { worker(); });
 }
 
 ThreadPool::~ThreadPool() {
@@ -36,10 +43,25 @@ ThreadPool::~ThreadPool() {
   for (auto& t : workers_) t.join();
 }
 
-void ThreadPool::run_chunk(int index) {
-  const int64_t begin = int64_t(index) * chunk_;
+void ThreadPool::run_chunk(int64_t index) {
+  const int64_t begin = index * chunk_;
   const int64_t end = begin + chunk_ < n_ ? begin + chunk_ : n_;
   if (begin < end) thunk_(ctx_, begin, end);
+  pending_.fetch_sub(1, std::memory_order_acq_rel);
+}
+
+void ThreadPool::run_claimed() {
+  uint64_t word = claim_.load(std::memory_order_acquire);
+  for (;;) {
+    const uint64_t next = word & kIndexMask, chunks = (word >> kIndexBits) & kIndexMask;
+    if (next >= chunks) return;
+    // Success publishes nothing but acquires the job that the caller released with the word.
+    if (claim_.compare_exchange_weak(word, word + 1, std::memory_order_acq_rel,
+                                     std::memory_order_acquire)) {
+      run_chunk(int64_t(next));
+      word = claim_.load(std::memory_order_acquire);
+    }
+  }
 }
 
 void ThreadPool::run(int64_t n, int64_t align, Thunk thunk, void* ctx) {
@@ -55,7 +77,11 @@ void ThreadPool::run(int64_t n, int64_t align, Thunk thunk, void* ctx) {
   ctx_ = ctx;
   n_ = n;
   chunk_ = chunk;
-  pending_.store(n_threads_ - 1, std::memory_order_relaxed);
+  const uint64_t chunks = uint64_t((n + chunk - 1) / chunk);
+  pending_.store(int(chunks), std::memory_order_relaxed);
+  const uint64_t job = (claim_.load(std::memory_order_relaxed) >> (2 * kIndexBits)) + 1;
+  // Chunk 0 is the caller's (claimed in the word itself); the rest go to whoever comes first.
+  claim_.store(job << (2 * kIndexBits) | chunks << kIndexBits | 1, std::memory_order_release);
   bool wake;
   {
     // Under the lock so that a worker deciding to sleep either sees the new generation or is
@@ -66,8 +92,9 @@ void ThreadPool::run(int64_t n, int64_t align, Thunk thunk, void* ctx) {
   }
   if (wake) cv_.notify_all();
   run_chunk(0);
-  // Chunks are balanced, so the wait is short; yield after a while in case a worker shares this
-  // core with us (an oversubscribed machine), so that it can run at all.
+  run_claimed();
+  // Only chunks that workers claimed are left; they are balanced, so the wait is short. Yield
+  // after a while in case a worker shares this core with us, so that it can run at all.
   for (int spins = 0; pending_.load(std::memory_order_acquire) != 0; ++spins) {
     if (spins < 4096) {
       cpu_relax();
@@ -77,7 +104,7 @@ void ThreadPool::run(int64_t n, int64_t align, Thunk thunk, void* ctx) {
   }
 }
 
-void ThreadPool::worker(int index) {
+void ThreadPool::worker() {
   uint64_t seen = 0;
   for (;;) {
     uint64_t gen = generation_.load(std::memory_order_acquire);
@@ -98,8 +125,7 @@ void ThreadPool::worker(int index) {
     }
     seen = gen;
     if (stop_.load(std::memory_order_relaxed)) return;
-    run_chunk(index);
-    pending_.fetch_sub(1, std::memory_order_acq_rel);
+    run_claimed();
   }
 }
 

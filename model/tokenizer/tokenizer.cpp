@@ -2,6 +2,9 @@
 // raw text, the rest normalized, pre-tokenized and run through BPE; the template's ids around it.
 #include "model/tokenizer/tokenizer.h"
 
+#include <algorithm>
+#include <string>
+
 #include "model/tokenizer/tokenizer_impl.h"
 
 namespace infer {
@@ -88,6 +91,25 @@ std::string Tokenizer::decode(std::span<const int32_t> ids) const {
 }
 
 int32_t Tokenizer::vocab_size() const { return impl_->vocab_size; }
+
+int32_t Tokenizer::text_vocab_size() const {
+  int32_t limit = impl_->model.vocab.id_limit();
+  for (const tok::AddedToken& t : impl_->added) {
+    if (!t.special) limit = std::max(limit, t.id + 1);
+  }
+  for (int32_t id : impl_->prefix_ids) limit = std::max(limit, id + 1);
+  for (int32_t id : impl_->suffix_ids) limit = std::max(limit, id + 1);
+  return limit;
+}
+
+Result<void> Tokenizer::check_fits(int64_t model_vocab_size, std::string_view where) const {
+  if (text_vocab_size() <= model_vocab_size) return Ok{};
+  return make_error(ErrorCode::kShape,
+                    std::string(where) + ": the tokenizer's text ids go up to " +
+                        std::to_string(text_vocab_size() - 1) + ", the model's vocab_size is " +
+                        std::to_string(model_vocab_size) +
+                        " (a tokenizer.json of another model?)");
+}
 
 std::optional<int32_t> Tokenizer::token_to_id(std::string_view token) const {
   if (const auto id = impl_->added_vocab.lookup(token)) return id;

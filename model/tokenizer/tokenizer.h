@@ -44,6 +44,13 @@ class Tokenizer {
   std::string decode(std::span<const int32_t> ids) const;
 
   int32_t vocab_size() const;  // including added tokens
+  // One past the largest id ordinary text can produce: the BPE vocabulary, the non-special
+  // added tokens and the post-processor's (<bos>). Special added tokens are left out: they need
+  // their exact spelling, and a multimodal checkpoint's placeholders sit past the text model's
+  // vocabulary (Gemma 4's <image_soft_token> is 262144 of a 262,144-id text model).
+  int32_t text_vocab_size() const;
+  // A kShape error naming `where` when text_vocab_size() exceeds the model's vocab_size.
+  Result<void> check_fits(int64_t model_vocab_size, std::string_view where) const;
   std::optional<int32_t> token_to_id(std::string_view token) const;
   std::string_view id_to_token(int32_t id) const;  // "" when out of range
   int32_t bos_id() const;                          // -1 when none

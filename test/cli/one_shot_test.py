@@ -90,7 +90,8 @@ class OneShot(unittest.TestCase):
                            stderr=subprocess.STDOUT, text=True, timeout=TIMEOUT)
         self.assertEqual(r.returncode, 0, r.stdout)
         lines = r.stdout.split("\n")
-        self.assertTrue(lines[0].startswith("load: "), r.stdout)
+        self.assertTrue(lines[0].startswith("cpu: "), r.stdout)  # the thread choice
+        self.assertTrue(lines[1].startswith("load: "), r.stdout)
         self.assertTrue(lines[-3].startswith("prefill: "), r.stdout)
         self.assertTrue(lines[-2].startswith("decode: "), r.stdout)
 

@@ -1,5 +1,5 @@
-// Sampler: greedy ties, top-k/top-p limits, seeded reproducibility, the empirical distribution
-// against the softmax, and the per-step signals.
+// Sampler: greedy ties, top-k/top-p/min-p limits, the repeat penalty and its window, seeded
+// reproducibility, the empirical distribution against the softmax, and the per-step signals.
 #include "model/sampling.h"
 
 #include <gtest/gtest.h>
@@ -130,6 +130,122 @@ TEST(Sampler, TopKAndTopPRenormaliseOverTheKeptTokens) {
     std::vector<int> counts(5);
     for (int i = 0; i < n; ++i) ++counts[size_t(s.sample(l))];
     expect_matches({0, 0.4 / 0.7, 0, 0.3 / 0.7, 0}, counts, n);
+  }
+}
+
+SamplingParams with_min_p(SamplingParams p, float min_p) {
+  p.min_p = min_p;
+  return p;
+}
+
+TEST(Sampler, MinPDropsTokensBelowAFractionOfTheTopOne) {
+  // Probabilities 0.4, 0.3, 0.15, 0.1, 0.05 (in shuffled positions).
+  const std::vector<double> q = {0.1, 0.4, 0.05, 0.3, 0.15};
+  std::vector<float> l;
+  for (double v : q) l.push_back(float(std::log(v)));
+  const int n = 100000;
+  {  // min-p 0.3: the bar is 0.12, so 0.1 and 0.05 go; 0.4, 0.3, 0.15 share 0.85.
+    Sampler s(5, with_min_p(SamplingParams{1.0f, 0, 1.0f, 21}, 0.3f));
+    std::vector<int> counts(5);
+    for (int i = 0; i < n; ++i) ++counts[size_t(s.sample(l))];
+    expect_matches({0, 0.4 / 0.85, 0, 0.3 / 0.85, 0.15 / 0.85}, counts, n);
+  }
+  {  // The same cut after top-k 4 (sorted candidates): 0.1 < 0.12 goes.
+    Sampler s(5, with_min_p(SamplingParams{1.0f, 4, 1.0f, 22}, 0.3f));
+    std::vector<int> counts(5);
+    for (int i = 0; i < n; ++i) ++counts[size_t(s.sample(l))];
+    expect_matches({0, 0.4 / 0.85, 0, 0.3 / 0.85, 0.15 / 0.85}, counts, n);
+  }
+  {  // min-p 0.5 after top-p 0.9 (keeps four): the bar 0.2 leaves 0.4 and 0.3.
+    Sampler s(5, with_min_p(SamplingParams{1.0f, 0, 0.9f, 23}, 0.5f));
+    std::vector<int> counts(5);
+    for (int i = 0; i < n; ++i) ++counts[size_t(s.sample(l))];
+    expect_matches({0, 0.4 / 0.7, 0, 0.3 / 0.7, 0}, counts, n);
+  }
+  {  // Temperature 2 flattens first: p ~ sqrt(q), so the bar sqrt(0.4) * 0.6 = 0.379 keeps
+     // sqrt(0.4), sqrt(0.3) and sqrt(0.15) = 0.387, and drops sqrt(0.1) = 0.316.
+    Sampler s(5, with_min_p(SamplingParams{2.0f, 0, 1.0f, 24}, 0.6f));
+    std::vector<int> counts(5);
+    for (int i = 0; i < n; ++i) ++counts[size_t(s.sample(l))];
+    const double z = std::sqrt(0.4) + std::sqrt(0.3) + std::sqrt(0.15);
+    expect_matches({0, std::sqrt(0.4) / z, 0, std::sqrt(0.3) / z, std::sqrt(0.15) / z}, counts,
+                   n);
+  }
+  {  // min-p 1 keeps only the top token, whatever the draw.
+    Sampler s(5, with_min_p(SamplingParams{1.0f, 0, 1.0f, 25}, 1.0f));
+    for (int i = 0; i < 100; ++i) EXPECT_EQ(s.sample(l), 1);
+  }
+}
+
+SamplingParams with_penalty(SamplingParams p, float penalty, int last_n) {
+  p.repeat_penalty = penalty;
+  p.repeat_last_n = last_n;
+  return p;
+}
+
+TEST(Sampler, RepeatPenaltyDividesPositiveAndMultipliesNegativeLogits) {
+  // Greedy: 2.0 / 1.25 = 1.6 falls below 1.9, so the penalised 0 loses to 1.
+  const std::vector<float> l = {2.0f, 1.9f, -1.0f, -1.2f};
+  Sampler s(4, with_penalty(SamplingParams{0.0f, 0, 1.0f, 1}, 1.25f, 64));
+  EXPECT_EQ(s.sample(l), 0);  // nothing observed yet
+  s.observe(0);
+  EXPECT_TRUE(s.penalises());
+  EXPECT_EQ(s.sample(l), 1);
+  EXPECT_EQ(s.signals().max_logit, 1.9f);
+  EXPECT_EQ(s.sampled_logits(l)[0], 1.6f);
+  s.observe(1);  // 1.9 / 1.25 = 1.52 < 1.6
+  EXPECT_EQ(s.sample(l), 0);
+  // Negative logits are multiplied: -1.0 * 1.25 = -1.25 falls below -1.2.
+  const std::vector<float> neg = {-1.0f, -1.2f};
+  Sampler t(2, with_penalty(SamplingParams{0.0f, 0, 1.0f, 1}, 1.25f, 64));
+  t.observe(0);
+  EXPECT_EQ(t.sample(neg), 1);
+  EXPECT_EQ(t.sampled_logits(neg)[0], -1.25f);
+}
+
+TEST(Sampler, RepeatPenaltyCountsEachIdOnceAndGivesExactProbabilities) {
+  // Logits {1, 0}, id 0 seen three times with penalty 2: its logit is 0.5 (not 0.125), so
+  // p(0) = e^0.5 / (e^0.5 + 1) = 0.62245933.
+  const std::vector<float> l = {1.0f, 0.0f};
+  Sampler s(2, with_penalty(SamplingParams{1.0f, 0, 1.0f, 3}, 2.0f, 8));
+  const std::vector<int32_t> seen = {0, 0, 0};
+  s.observe(seen);
+  s.sample(l);
+  EXPECT_EQ(s.signals().max_logit, 0.5f);
+  EXPECT_NEAR(s.signals().top_prob, 0.62245933f, 1e-6f);
+  const int n = 100000;
+  std::vector<int> counts(2);
+  for (int i = 0; i < n; ++i) ++counts[size_t(s.sample(l))];
+  expect_matches({0.62245933, 0.37754067}, counts, n);
+  EXPECT_EQ(l[0], 1.0f);  // the caller's logits are never changed
+}
+
+TEST(Sampler, RepeatPenaltyLooksOnlyAtTheLastNIds) {
+  const std::vector<float> l = {2.0f, 1.9f, 1.8f, 0.0f};
+  Sampler s(4, with_penalty(SamplingParams{0.0f, 0, 1.0f, 1}, 2.0f, 2));
+  s.observe(0);
+  s.observe(3);
+  s.observe(3);  // the window of two now holds 3, 3: id 0 left it
+  EXPECT_EQ(s.sample(l), 0);
+  s.observe(0);  // 3, 0
+  EXPECT_EQ(s.sample(l), 1);
+  s.forget_context();
+  EXPECT_EQ(s.sample(l), 0);
+  // A span longer than the window keeps its tail: 1 and 0 are penalised, 2 wins.
+  const std::vector<int32_t> ids = {2, 1, 0};
+  s.observe(ids);
+  EXPECT_EQ(s.sample(l), 2);
+}
+
+TEST(Sampler, RepeatPenaltyOffKeepsNoHistory) {
+  const std::vector<float> l = {2.0f, 1.9f};
+  for (const SamplingParams p : {with_penalty(SamplingParams{0.0f, 0, 1.0f, 1}, 1.0f, 64),
+                                 with_penalty(SamplingParams{0.0f, 0, 1.0f, 1}, 3.0f, 0)}) {
+    Sampler s(2, p);
+    s.observe(0);
+    EXPECT_FALSE(s.penalises());
+    EXPECT_EQ(s.sample(l), 0);
+    EXPECT_EQ(s.sampled_logits(l).data(), l.data());
   }
 }
 
@@ -278,7 +394,10 @@ TEST(Sampler, AllocatesNothingAfterConstruction) {
   const auto l = ramp_logits(V, 31);
   for (const SamplingParams p :
        {SamplingParams{0.0f, 0, 1.0f, 1}, SamplingParams{1.0f, 0, 1.0f, 1},
-        SamplingParams{0.9f, 64, 0.95f, 1}, SamplingParams{1.0f, 0, 0.5f, 1}}) {
+        SamplingParams{0.9f, 64, 0.95f, 1}, SamplingParams{1.0f, 0, 0.5f, 1},
+        SamplingParams{1.0f, 0, 1.0f, 1, 0.05f, 1.1f, 64},
+        SamplingParams{0.0f, 0, 1.0f, 1, 0.0f, 1.3f, 256},
+        SamplingParams{0.8f, 40, 0.9f, 1, 0.1f, 1.2f, 16}}) {
     struct Ctx {
       Sampler sampler;
       const std::vector<float>* logits;
@@ -287,7 +406,11 @@ TEST(Sampler, AllocatesNothingAfterConstruction) {
     const int64_t n = test::allocations_while(
         [](void* c) {
           auto& x = *static_cast<Ctx*>(c);
-          for (int i = 0; i < 8; ++i) x.sum += x.sampler.sample(*x.logits);
+          for (int i = 0; i < 20; ++i) {
+            const int32_t id = x.sampler.sample(*x.logits);
+            x.sampler.observe(id);  // the steady state: the penalty's window wraps
+            x.sum += id;
+          }
         },
         &ctx);
     EXPECT_EQ(n, 0) << "temperature " << p.temperature << " top-k " << p.top_k << " top-p "

@@ -43,15 +43,30 @@ TEST(ThreadPool, CallerRunsChunkZero) {
   EXPECT_EQ(first, std::this_thread::get_id());
 }
 
+// Chunk 0 (the caller's) waits until chunk 1 has started: only a worker can run it then, so the
+// job completing shows the work is split. (The caller may take chunks no worker has claimed, so
+// which thread runs chunk 1 is otherwise not fixed.)
 TEST(ThreadPool, SplitsWorkAcrossThreads) {
   ThreadPool pool(2);
-  std::atomic<int> calls{0};
+  std::atomic<bool> second_started{false};
   std::thread::id ids[2];
+  bool waited_out = false;
   pool.parallel_for(64, [&](int64_t b, int64_t) {
     ids[b == 0 ? 0 : 1] = std::this_thread::get_id();
-    calls.fetch_add(1);
+    if (b != 0) {
+      second_started.store(true);
+      return;
+    }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (!second_started.load()) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        waited_out = true;
+        return;
+      }
+      std::this_thread::yield();
+    }
   });
-  EXPECT_EQ(calls.load(), 2);
+  EXPECT_FALSE(waited_out) << "no worker ran chunk 1";
   EXPECT_NE(ids[0], ids[1]);
 }
 

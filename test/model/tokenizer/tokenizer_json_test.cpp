@@ -48,6 +48,33 @@ std::vector<std::string> tokens(const Tokenizer& tok, std::string_view text) {
 
 using Tokens = std::vector<std::string>;
 
+// The ids text can produce: the BPE vocabulary and non-special added tokens, not the special
+// ones (a multimodal placeholder past the text model's vocabulary, like Gemma 4's
+// <image_soft_token>, must not fail the check).
+TEST(TokenizerJson, TextVocabularyLeavesOutSpecialAddedTokens) {
+  json j = tiny();  // ids 0..12
+  EXPECT_EQ(make(j).text_vocab_size(), 13);
+  j["added_tokens"] = json::array(
+      {{{"id", 13}, {"content", "<image>"}, {"special", true}, {"single_word", false},
+        {"lstrip", false}, {"rstrip", false}, {"normalized", false}}});
+  const Tokenizer with_special = make(j);
+  EXPECT_EQ(with_special.vocab_size(), 14);
+  EXPECT_EQ(with_special.text_vocab_size(), 13);
+  EXPECT_TRUE(with_special.check_fits(13, "tokenizer.json").ok());
+  j["added_tokens"].push_back({{"id", 14}, {"content", "<extra>"}, {"special", false},
+                               {"single_word", false}, {"lstrip", false}, {"rstrip", false},
+                               {"normalized", false}});
+  const Tokenizer with_text = make(j);
+  EXPECT_EQ(with_text.text_vocab_size(), 15);
+  const Result<void> r = with_text.check_fits(13, "dir/tokenizer.json");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, ErrorCode::kShape);
+  EXPECT_EQ(r.error().message,
+            "dir/tokenizer.json: the tokenizer's text ids go up to 14, the model's vocab_size is "
+            "13 (a tokenizer.json of another model?)");
+  EXPECT_TRUE(with_text.check_fits(15, "tokenizer.json").ok());
+}
+
 TEST(TokenizerJson, ReadsMergesInStringAndPairForm) {
   json pairs = tiny();
   pairs["model"]["merges"] = json::array({json::array({"a", "b"}), json::array({"ab", "c"})});
