@@ -173,13 +173,11 @@ Result<void> run_bench(const Options& opts) {
   INFER_TRY(std::unique_ptr<gpu::VulkanContext> gpu_ctx, open_gpu(opts));
 
   auto t0 = Clock::now();
-  std::unique_ptr<ThreadPool> pool_owner;
-  ThreadChoice thread_choice;
-  INFER_TRY(std::unique_ptr<Model> model,
-            load_model_sized(choice, opts, pool_owner, &thread_choice));
+  INFER_TRY(LoadedModel loaded, load_model_sized(choice, opts));
+  const std::unique_ptr<Model> model = std::move(loaded.model);
   const double load_s = seconds_since(t0);
-  ThreadPool& pool = *pool_owner;
-  const int threads = thread_choice.threads;
+  ThreadPool& pool = *loaded.pool;
+  const int threads = loaded.threads.threads;
   const TextConfig& text = model->config().text;
   const int64_t V = text.vocab_size;
   const int64_t T =

@@ -94,12 +94,10 @@ std::vector<int32_t> default_prompt(int64_t n, int64_t vocab) {
 Result<void> run_bench_quiescence(const Options& opts) {
   INFER_TRY(std::unique_ptr<gpu::VulkanContext> ctx, open_gpu(opts));  // null without --gpu
   INFER_TRY(ModelChoice choice, choose_model(opts));
-  std::unique_ptr<ThreadPool> pool_owner;
-  ThreadChoice thread_choice;
-  INFER_TRY(std::unique_ptr<Model> model,
-            load_model_sized(choice, opts, pool_owner, &thread_choice));
-  ThreadPool& pool = *pool_owner;
-  const int threads = thread_choice.threads;
+  INFER_TRY(LoadedModel loaded, load_model_sized(choice, opts));
+  const std::unique_ptr<Model> model = std::move(loaded.model);
+  ThreadPool& pool = *loaded.pool;
+  const int threads = loaded.threads.threads;
   const TextConfig& tc = model->config().text;
   const int64_t V = tc.vocab_size, N = *opts.bench_quiescence;
   const int64_t ple_vocab =

@@ -185,12 +185,10 @@ Result<nlohmann::ordered_json> context_table(const Options& opts, const Model& m
 
 Result<void> run_bench_stream(const Options& opts) {
   INFER_TRY(ModelChoice choice, choose_model(opts));
-  std::unique_ptr<ThreadPool> pool_owner;
-  ThreadChoice thread_choice;
-  INFER_TRY(std::unique_ptr<Model> model,
-            load_model_sized(choice, opts, pool_owner, &thread_choice));
-  ThreadPool& pool = *pool_owner;
-  const int threads = thread_choice.threads;
+  INFER_TRY(LoadedModel loaded, load_model_sized(choice, opts));
+  const std::unique_ptr<Model> model = std::move(loaded.model);
+  ThreadPool& pool = *loaded.pool;
+  const int threads = loaded.threads.threads;
   INFER_TRY(const std::optional<RingConfig> ring, ring_config(opts));
   std::fprintf(stderr, "bench: %s, %d threads, %s weights\n", choice.dir.string().c_str(),
                threads, quant_name(opts.quant));

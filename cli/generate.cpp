@@ -145,12 +145,10 @@ Result<int> run_generate(const Options& opts) {
   INFER_TRY(std::unique_ptr<gpu::VulkanContext> gpu_ctx, open_gpu(opts));
 
   const auto t_load = Clock::now();
-  std::unique_ptr<ThreadPool> pool_owner;
-  ThreadChoice thread_choice;
-  INFER_TRY(std::unique_ptr<Model> model,
-            load_model_sized(choice, opts, pool_owner, &thread_choice));
-  ThreadPool& pool = *pool_owner;
-  const int threads = thread_choice.threads;
+  INFER_TRY(LoadedModel loaded, load_model_sized(choice, opts));
+  const std::unique_ptr<Model> model = std::move(loaded.model);
+  ThreadPool& pool = *loaded.pool;
+  const int threads = loaded.threads.threads;
   INFER_TRY(GenerationConfig gen, load_generation_config(choice.dir));
   const bool need_tokenizer =
       opts.prompt || (opts.output == OutputMode::kText && opts.max_tokens > 0);
@@ -207,7 +205,7 @@ Result<int> run_generate(const Options& opts) {
   // Said before the generation starts, not after it: a long load is seen when it happens.
   const ModelWeights& w = model->weights();
   const Matrix& proj = w.layers.empty() ? w.lm_head : w.layers[0].q_proj;
-  if (backend.gpu == nullptr) std::fprintf(stderr, "%s\n", thread_choice.report.c_str());
+  if (backend.gpu == nullptr) std::fprintf(stderr, "%s\n", loaded.threads.report.c_str());
   std::fprintf(stderr, "load: %.3f s (%s, %s weights, %s head, %d thread%s)\n", load_s,
                choice.dir.string().c_str(), weight_format_name(proj.format),
                weight_format_name(w.lm_head.format), threads, threads == 1 ? "" : "s");

@@ -54,14 +54,13 @@ Result<std::unique_ptr<Model>> load_model(const ModelChoice& choice, const LoadO
   return Model::random(text.str(), kRandomModelSeed, DType::kBF16, opts, pool);
 }
 
-Result<std::unique_ptr<Model>> load_model_sized(const ModelChoice& choice, const Options& opts,
-                                                std::unique_ptr<ThreadPool>& pool,
-                                                ThreadChoice* threads) {
-  pool = std::make_unique<ThreadPool>(load_threads(opts));
-  INFER_TRY(std::unique_ptr<Model> model, load_model(choice, LoadOptions{opts.quant}, *pool));
-  *threads = decode_threads(opts, model->decode_bytes_per_token());
-  resize_pool(pool, threads->threads);
-  return model;
+Result<LoadedModel> load_model_sized(const ModelChoice& choice, const Options& opts) {
+  LoadedModel m;
+  m.pool = std::make_unique<ThreadPool>(load_threads(opts));
+  INFER_TRY(m.model, load_model(choice, LoadOptions{opts.quant}, *m.pool));
+  m.threads = decode_threads(opts, m.model->decode_bytes_per_token());
+  resize_pool(m.pool, m.threads.threads);
+  return m;
 }
 
 }  // namespace infer::cli

@@ -29,9 +29,12 @@ Result<std::unique_ptr<Model>> load_model(const ModelChoice& choice, const LoadO
                                           ThreadPool& pool);
 
 // load_model() on a pool of load_threads(opts), which is then resized for decoding: --threads,
-// else default_threads() of the loaded model's bytes per token. *threads says which and why.
-Result<std::unique_ptr<Model>> load_model_sized(const ModelChoice& choice, const Options& opts,
-                                                std::unique_ptr<ThreadPool>& pool,
-                                                ThreadChoice* threads);
+// else default_threads() of the loaded model's bytes per token.
+struct LoadedModel {
+  std::unique_ptr<Model> model;
+  std::unique_ptr<ThreadPool> pool;  // sized for decoding
+  ThreadChoice threads;              // which count, and why
+};
+Result<LoadedModel> load_model_sized(const ModelChoice& choice, const Options& opts);
 
 }  // namespace infer::cli

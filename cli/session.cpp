@@ -31,7 +31,10 @@ Result<std::unique_ptr<Session>> open_session(const Options& opts, bool need_tok
     INFER_TRY(s->trace, actors::ChromeTrace::open(opts.trace_file));
   }
   INFER_TRY(std::unique_ptr<gpu::VulkanContext> gpu_ctx, open_gpu(opts));
-  INFER_TRY(s->model, load_model_sized(s->choice, opts, s->pool, &s->threads));
+  INFER_TRY(LoadedModel loaded, load_model_sized(s->choice, opts));
+  s->model = std::move(loaded.model);
+  s->pool = std::move(loaded.pool);
+  s->threads = loaded.threads;
   INFER_TRY(GenerationConfig gen, load_generation_config(s->choice.dir));
   const auto tok_path = s->choice.dir / "tokenizer.json";
   if (std::filesystem::exists(tok_path)) {
