@@ -1,0 +1,111 @@
+// EvictionBuffer (memory/eviction_buffer.h): the decode thread's hand-over of evicted rows in
+// episode-sized blocks, equal to what the ring evicted, without allocating per token, and
+// counting rather than waiting when the consumer keeps every block.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <vector>
+
+#include "memory/eviction_buffer.h"
+#include "model/cpu_forward.h"
+#include "model/model.h"
+#include "model/thread_pool.h"
+#include "test/model/ring_test_util.h"
+#include "test/test_paths.h"
+
+namespace infer::memory {
+namespace {
+
+std::unique_ptr<Model> load_mini(ThreadPool& pool) {
+  auto m = Model::load(test::repo_fixtures() / "gemma4-text" / "e2b-mini",
+                       LoadOptions{Quant::kAsStored, EmbedScale::kF32}, pool);
+  EXPECT_TRUE(m.ok()) << m.error().message;
+  return m.ok() ? std::move(m).value() : nullptr;
+}
+
+struct Everything final : EvictionSink {
+  void on_evict(std::span<const EvictedToken> tokens, const KvRows& rows) override {
+    block.append(tokens, rows);
+  }
+  KvBlock block;
+};
+
+// Both sinks see the same evictions: one forward pass feeds a tee.
+struct Tee final : EvictionSink {
+  void on_evict(std::span<const EvictedToken> tokens, const KvRows& rows) override {
+    a->on_evict(tokens, rows);
+    b->on_evict(tokens, rows);
+  }
+  EvictionSink *a, *b;
+};
+
+TEST(EvictionBuffer, HandsOnEveryEvictedTokenInBlocksOfTheBatchWithItsRows) {
+  ThreadPool pool(1);
+  auto model = load_mini(pool);
+  ASSERT_NE(model, nullptr);
+  const int64_t A = 2, W = 16, batch = 8, n = 150;
+  CpuForward fwd(*model, pool, test::ring(A, W, 8), 4);
+  std::vector<std::unique_ptr<KvBlock>> got;
+  EvictionBuffer* self = nullptr;
+  EvictionBuffer buffer(batch, 2, [&](std::unique_ptr<KvBlock> b) {
+    got.push_back(std::make_unique<KvBlock>(*b));  // the consumer copies and gives it back
+    self->recycle(std::move(b));
+  });
+  self = &buffer;
+  Everything everything;
+  const KvBlock& all = everything.block;
+  Tee tee;
+  tee.a = &buffer;
+  tee.b = &everything;
+  fwd.set_eviction_sink(&tee);
+  const auto ids = test::pseudo_ids(n, 512, 3);
+  std::vector<float> logits(size_t(fwd.vocab_size()));
+  for (int64_t p = 0; p < n; ++p) ASSERT_TRUE(fwd.decode(ids[size_t(p)], logits.data()).ok());
+  buffer.flush();
+
+  const int64_t evicted = n - A - W;
+  ASSERT_EQ(int64_t(all.size()), evicted);
+  EXPECT_EQ(buffer.handed(), evicted);
+  EXPECT_EQ(buffer.dropped(), 0);
+  ASSERT_EQ(int64_t(got.size()), (evicted + batch - 1) / batch);
+  size_t at = 0;
+  for (const auto& b : got) {
+    EXPECT_LE(int64_t(b->size()), batch);
+    ASSERT_EQ(b->layers, all.layers);
+    for (size_t t = 0; t < b->size(); ++t, ++at) {
+      EXPECT_EQ(b->pos[t], all.pos[at]);
+      EXPECT_EQ(b->ids[t], all.ids[at]);
+    }
+    for (size_t li = 0; li < b->layers.size(); ++li) {
+      const size_t row = all.k[li].size() / all.size();
+      const size_t first = at - b->size();
+      EXPECT_TRUE(std::equal(b->k[li].begin(), b->k[li].end(), all.k[li].begin() + first * row));
+      EXPECT_TRUE(std::equal(b->v[li].begin(), b->v[li].end(), all.v[li].begin() + first * row));
+    }
+  }
+  EXPECT_EQ(at, all.size());
+}
+
+TEST(EvictionBuffer, ACustomerThatKeepsTheBlocksCostsTokensNotAStall) {
+  ThreadPool pool(1);
+  auto model = load_mini(pool);
+  ASSERT_NE(model, nullptr);
+  const int64_t A = 2, W = 16, batch = 8, n = 100;
+  CpuForward fwd(*model, pool, test::ring(A, W, 0), 4);
+  std::vector<std::unique_ptr<KvBlock>> kept;
+  EvictionBuffer buffer(batch, 2, [&](std::unique_ptr<KvBlock> b) { kept.push_back(std::move(b)); });
+  fwd.set_eviction_sink(&buffer);
+  const auto ids = test::pseudo_ids(n, 512, 5);
+  std::vector<float> logits(size_t(fwd.vocab_size()));
+  for (int64_t p = 0; p < n; ++p) ASSERT_TRUE(fwd.decode(ids[size_t(p)], logits.data()).ok());
+  EXPECT_EQ(kept.size(), 2u);
+  EXPECT_EQ(buffer.handed(), 2 * batch);
+  EXPECT_EQ(buffer.dropped(), n - A - W - 2 * batch);
+  // Giving one back lets the next evictions through again.
+  buffer.recycle(std::move(kept[0]));
+  for (int64_t p = 0; p < batch; ++p) ASSERT_TRUE(fwd.decode(ids[size_t(p)], logits.data()).ok());
+  EXPECT_EQ(buffer.handed(), 3 * batch);
+}
+
+}  // namespace
+}  // namespace infer::memory
