@@ -91,10 +91,10 @@ Result<void> Engine::feed_range(std::span<const int32_t> ids) {
   return Ok{};
 }
 
-Result<bool> Engine::feed(const std::function<bool()>& stop) {
-  while (fed() < position()) {
+Result<bool> Engine::feed(const std::function<bool()>& stop, int64_t hold) {
+  while (fed() < position() - hold) {
     if (stop && stop()) return false;
-    const int64_t n = std::min(opts_.prefill_chunk, position() - fed());
+    const int64_t n = std::min(opts_.prefill_chunk, position() - hold - fed());
     INFER_TRY_VOID(feed_range(std::span(context_).subspan(size_t(fed()), size_t(n))));
   }
   return true;
@@ -174,9 +174,15 @@ TurnOutcome Engine::run_turn(const TurnRequest& req, TokenSink& sink) {
   if (!appended_input) {
     out.reason = StopReason::kError;
     out.error = appended_input.error();
-  } else if (Result<bool> all_fed = [&] {
+  } else if (Result<bool> all_fed = [&]() -> Result<bool> {
                TraceScope prefill(opts_.tracer, "stream", "prefill", position() - fed());
-               return feed([&] { return interrupted(req.control); });
+               const auto stop = [&] { return interrupted(req.control); };
+               const int64_t n = int64_t(req.input.size());
+               if (!opts_.before_generate || req.max_tokens <= 0 || n == 0) return feed(stop);
+               INFER_TRY(bool fed_but_last, feed(stop, 1));
+               if (!fed_but_last) return false;
+               opts_.before_generate(position() - n, n);
+               return feed(stop);
              }();
              !all_fed) {
     out.reason = StopReason::kError;

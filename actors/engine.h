@@ -38,6 +38,11 @@ struct EngineOptions {
   // Ids every context starts with, at construction and after each reset (--serve --system's
   // system turn); fed with the first turn's input. Empty: none.
   std::vector<int32_t> preamble;
+  // Before a turn generates, with its input's positions [pos, pos + n): called once all of the
+  // input but its last id is fed, so that what it places in the context (episodic memory's
+  // recalled rows in the ring's recall tier, DESIGN.md §5) is attended from the turn's first
+  // token on. Empty: none.
+  std::function<void(int64_t pos, int64_t n)> before_generate;
   // Prefill chunks also write every position's logits [n, V] here (--dump-logits); empty: none.
   std::function<Result<void>(std::span<const float> logits, int64_t n)> prompt_logits;
 };
@@ -122,7 +127,8 @@ class Engine {
   Result<void> append(std::span<const int32_t> ids);
   // Feeds the pending ids in chunks; between chunks, stops early when stop() says so and keeps
   // the rest pending. Returns whether everything was fed.
-  Result<bool> feed(const std::function<bool()>& stop);
+  // hold: how many of the last pending ids stay pending.
+  Result<bool> feed(const std::function<bool()>& stop, int64_t hold = 0);
   // Feeds what is pending (the previous token), then samples the next token, which joins the
   // context unless it is an end id (and stop at end). Needs a non-empty context.
   Result<Step> step();

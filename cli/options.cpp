@@ -247,6 +247,13 @@ const Switch kSwitches[] = {
      }},
     {"--mem-capacity", 0, Arg::kRequired,
      [](Options& o, auto n, Value v) { return set_int(o.mem_capacity, n, v, 1, 1 << 24); }},
+    {"--episode-tokens", 0, Arg::kRequired,
+     [](Options& o, auto n, Value v) { return set_int(o.episode_tokens, n, v, 1, 4096); }},
+    {"--mem-list", 0, Arg::kNone,
+     [](Options& o, auto, Value) -> Result<void> {
+       o.mem_list = true;
+       return Ok{};
+     }},
     {"--no-memory", 0, Arg::kNone,
      [](Options& o, auto, Value) -> Result<void> {
        o.no_memory = true;

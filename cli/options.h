@@ -79,6 +79,8 @@ struct Options {
   bool no_ring = false;  // --no-ring: the fixed cache of max_position_embeddings (at most 8192)
   std::optional<std::filesystem::path> memory;  // --memory [PATH] / --storage PATH
   std::optional<int> mem_capacity;
+  std::optional<int> episode_tokens;  // --episode-tokens: tokens an episode holds (64)
+  bool mem_list = false;  // --mem-list: print the episodes of --memory's file and exit
   bool no_memory = false;
   bool quiescence = false;
   std::optional<float> quiescence_threshold;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <memory>
 #include <vector>
 
@@ -63,6 +64,44 @@ TEST(Engine, FeedStopsBetweenChunksAndKeepsTheRestPending) {
   auto s = engine.step();  // feeds the rest first
   ASSERT_TRUE(s.ok());
   EXPECT_EQ(s->id, f.greedy[0]);
+}
+
+// The turn's hook for episodic memory runs once, with the input's positions, when all of the
+// input but its last id is fed; feeding the last one separately leaves the tokens as they were.
+TEST(Engine, BeforeGenerateSeesTheInputFedButItsLastId) {
+  ThreadPool pool(2);
+  const Fixture f = load_fixture(fixture_dir("e2b-mini"), pool);
+  ASSERT_NE(f.model, nullptr);
+  actors::EngineOptions o;
+  o.max_positions = kMaxPositions;
+  o.end_ids = {1};
+  o.prefill_chunk = 7;
+  std::vector<std::array<int64_t, 3>> calls;  // pos, n, fed
+  actors::Engine* e = nullptr;
+  o.before_generate = [&](int64_t pos, int64_t n) { calls.push_back({pos, n, e->fed()}); };
+  actors::Engine engine(std::make_shared<CpuForward>(*f.model, pool, kMaxPositions), o);
+  e = &engine;
+  struct Collect final : actors::TokenSink {
+    actors::Verdict token(const actors::Step& s) override {
+      ids.push_back(s.id);
+      return actors::Verdict::kKeep;
+    }
+    std::vector<int32_t> ids;
+  } sink;
+  actors::TurnRequest req;
+  req.input = f.prompt;
+  req.max_tokens = 16;
+  const actors::TurnOutcome out = engine.run_turn(req, sink);
+  ASSERT_FALSE(out.error) << out.error->message;
+  EXPECT_EQ(sink.ids, f.greedy);
+  const int64_t n = int64_t(f.prompt.size());
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0], (std::array<int64_t, 3>{0, n, n - 1}));
+  // A turn that only appends calls nothing.
+  actors::TurnRequest append_only;
+  append_only.input = f.prompt;
+  engine.run_turn(append_only, sink);
+  EXPECT_EQ(calls.size(), 1u);
 }
 
 TEST(Engine, RefusesIdsOutsideTheVocabularyAndPastTheContext) {
