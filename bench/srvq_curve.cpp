@@ -6,6 +6,7 @@
 //
 //   srvq_curve --model DIR | --config CONFIG.json [--tokens N] [--quant q8|q4] [--layers N]
 //              [--threads N] [--sub 16,32,64] [--bits 4,5,6,7,8] [--stages 8]
+//              [--iterations 12] [--spherical 1]   (leading stages learned on the sphere)
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -36,6 +37,7 @@ struct Args {
   std::vector<int> subs = {16, 32, 64}, bits = {4, 5, 6, 7, 8};
   int stages = 8;
   int iterations = 12;
+  int spherical_stages = 1;
 };
 
 std::vector<int> parse_list(const std::string& s) {
@@ -213,6 +215,7 @@ int run(const Args& a) {
           cfg.stages = a.stages;
           cfg.code_bits = bits;
           cfg.iterations = a.iterations;
+          cfg.spherical_stages = a.spherical_stages;
           auto tt = std::chrono::steady_clock::now();
           auto kc = memory::SrvqCodec::train(cfg, k_train);
           auto vc = memory::SrvqCodec::train(cfg, v_train);
@@ -237,6 +240,7 @@ int run(const Args& a) {
                                 {"sub_dim", sub},
                                 {"code_bits", bits},
                                 {"stages", st},
+                                {"spherical_stages", a.spherical_stages},
                                 {"bits_per_element", kt.bits_per_element()},
                                 {"k_err", rel_l2(k_held.data(), kd.rows.data(), k_held.size())},
                                 {"v_err", rel_l2(v_held.data(), vd.rows.data(), v_held.size())},
@@ -278,6 +282,7 @@ int main(int argc, char** argv) {
     else if (k == "--threads") a.threads = std::stoi(next());
     else if (k == "--stages") a.stages = std::stoi(next());
     else if (k == "--iterations") a.iterations = std::stoi(next());
+    else if (k == "--spherical") a.spherical_stages = std::stoi(next());
     else if (k == "--sub") a.subs = infer::parse_list(next());
     else if (k == "--bits") a.bits = infer::parse_list(next());
     else if (k == "--quant") {
@@ -286,7 +291,7 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr, "usage: srvq_curve --model DIR | --config CONFIG.json [--tokens N] "
                            "[--quant q8|q4] [--layers N] [--threads N] [--sub 16,32,64] "
-                           "[--bits 4,5,6,7,8] [--stages 8] [--iterations 12]\n");
+                           "[--bits 4,5,6,7,8] [--stages 8] [--iterations 12] [--spherical 1]\n");
       return 2;
     }
   }

@@ -23,6 +23,9 @@ struct SrvqConfig {
   int code_bits = 7;   // 2^code_bits centroids per codebook, 1..8
   uint64_t seed = 1;   // k-means initialisation
   int iterations = 12;
+  // Leading stages learned with spherical k-means (unit centroids and one scale per stage);
+  // the rest with plain k-means. Training only: the blob stores the centroids, not this.
+  int spherical_stages = 1;
 };
 
 class SrvqCodec {
