@@ -18,11 +18,14 @@ namespace infer::memory {
 
 struct SrvqConfig {
   int dim = 256;       // row length (a head's dimension)
-  int sub_dim = 32;    // divides dim
+  int sub_dim = 32;    // divides dim; at most 256
   int stages = 8;      // residual codebooks
-  int code_bits = 8;   // 2^code_bits centroids per codebook, 1..8
+  int code_bits = 7;   // 2^code_bits centroids per codebook, 1..8
   uint64_t seed = 1;   // k-means initialisation
   int iterations = 12;
+  // Leading stages learned with spherical k-means (unit centroids and one scale per stage);
+  // the rest with plain k-means. Training only: the blob stores the centroids, not this.
+  int spherical_stages = 1;
 };
 
 class SrvqCodec {
@@ -43,6 +46,12 @@ class SrvqCodec {
   // A self-describing blob (config, centroids) and its inverse (which checks sizes).
   std::vector<uint8_t> serialize() const;
   static Result<SrvqCodec> deserialize(std::span<const uint8_t> blob);
+
+ private:
+  SrvqCodec(const SrvqConfig& cfg, std::vector<float> centroids);
+  SrvqConfig cfg_;
+  std::vector<float> centroids_;  // [stages][2^code_bits][sub_dim]
+  std::vector<float> norms_;      // [stages][2^code_bits]: |c|^2, for nearest()
 };
 
 }  // namespace infer::memory
