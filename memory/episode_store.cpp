@@ -217,7 +217,7 @@ class FileStore final : public EpisodeStore {
   Result<void> load(const StoreGeometry* asked);
   Result<void> commit(HeaderState next);
   Result<void> check_writable() const;
-  bool flush(uint64_t offset, uint64_t bytes);
+  bool flush(uint64_t offset, uint64_t bytes, bool async = false);
   const uint8_t* record(uint32_t slot) const {
     return base_ + layout_.records_offset + uint64_t(slot) * layout_.record_bytes;
   }
@@ -413,7 +413,7 @@ Result<void> FileStore::open_writable(const StoreGeometry& asked) {
   INFER_TRY_VOID(map(bip::read_write));
   INFER_TRY_VOID(load(&asked));
   fmt::put<uint32_t>(base_, fmt::kPrefixOwnerPid, uint32_t(getpid()));
-  flush(0, fmt::kPage);
+  flush(0, fmt::kPage, true);  // informational: no need to wait for the disk
   return Ok{};
 }
 
@@ -438,10 +438,10 @@ Result<void> FileStore::check_writable() const {
 }
 
 // msync wants a page-aligned start (mapped_region::flush passes the address through).
-bool FileStore::flush(uint64_t offset, uint64_t bytes) {
+bool FileStore::flush(uint64_t offset, uint64_t bytes, bool async) {
   const uint64_t page = bip::mapped_region::get_page_size();
   const uint64_t start = offset / page * page;
-  return region_.flush(size_t(start), size_t(bytes + (offset - start)), false);
+  return region_.flush(size_t(start), size_t(bytes + (offset - start)), async);
 }
 
 // Writes `next` (seq+1) into the page not in use, flushes it, and makes it the committed state.

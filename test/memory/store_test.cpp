@@ -311,10 +311,14 @@ TEST_F(StoreTest, FlippedBytesLoseOnlyWhatTheyHit) {
 
   std::mt19937_64 rng(29);
   int trials = 0, record_hits = 0, header_hits = 0;
-  for (; trials < 1500; ++trials) {
+  for (; trials < 800; ++trials) {
     std::vector<uint8_t> bytes = pristine;
-    // Half the trials aim at the interesting parts (prefix, headers); half anywhere.
-    uint64_t off = (trials % 2 == 0) ? rng() % bytes.size() : rng() % l.records_offset;
+    // A quarter each: anywhere, before the records, a header page's checked bytes, the records.
+    const uint64_t off =
+        trials % 4 == 0   ? rng() % bytes.size()
+        : trials % 4 == 1 ? rng() % l.records_offset
+        : trials % 4 == 2 ? l.header_offset[rng() % 2] + rng() % table_end
+                          : l.records_offset + rng() % (bytes.size() - l.records_offset);
     bytes[off] ^= uint8_t(1 + rng() % 255);
     write_bytes(path(), bytes);
     std::optional<uint64_t> lost;  // the episode the flip should cost
@@ -363,6 +367,7 @@ TEST_F(StoreTest, FlippedBytesLoseOnlyWhatTheyHit) {
       }
     }
     EXPECT_EQ(s->size(), lost ? 5u : 6u);
+    if (trials % 5 != 0) continue;
     // Still writable: the next commit drops what was skipped.
     auto id = s->append(make_episode(s->next_id(), g), 0);
     ASSERT_TRUE(id.ok()) << id.error().message;
@@ -371,7 +376,7 @@ TEST_F(StoreTest, FlippedBytesLoseOnlyWhatTheyHit) {
     ASSERT_TRUE(again);
     EXPECT_EQ(again->size(), lost ? 6u : 7u) << "offset " << off;
   }
-  EXPECT_GT(record_hits, 50);
+  EXPECT_GT(record_hits, 80);
   EXPECT_GT(header_hits, 50);
 
   for (int t = 0; t < 200; ++t) {
@@ -475,7 +480,7 @@ TEST_F(StoreTest, SurvivesSigkillAtRandomMoments) {
       crash_child(path(), g, rng(), fds[1]);
     }
     close(fds[1]);
-    std::this_thread::sleep_for(std::chrono::microseconds(rng() % 20000));
+    std::this_thread::sleep_for(std::chrono::microseconds(rng() % 30000));
     kill(child, SIGKILL);
     int status = 0;
     waitpid(child, &status, 0);
@@ -520,7 +525,7 @@ TEST_F(StoreTest, SurvivesSigkillAtRandomMoments) {
   std::printf("%d kills, %llu acknowledged commits, in-flight op committed %d / not %d, %.1f s\n",
               kKills, static_cast<unsigned long long>(total_ops), in_flight_committed,
               in_flight_lost, secs);
-  EXPECT_GT(total_ops, uint64_t(kKills));
+  EXPECT_GT(total_ops, uint64_t(kKills) / 2);
 }
 
 // Open time for a 10,000-episode store (printed; run with --gtest_also_run_disabled_tests).
