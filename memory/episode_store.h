@@ -63,8 +63,13 @@ class EpisodeStore {
   // Committed episodes, by id.
   virtual std::vector<EpisodeInfo> list() const = 0;
   virtual size_t size() const = 0;
+  // The id the next append will assign (ids are never reused once committed).
+  virtual uint64_t next_id() const = 0;
+  virtual const std::string& path() const = 0;
 
-  // Commits a new episode (info.id is assigned and returned). When full, the episode `victim`
+  // Commits a new episode (info.id is assigned and returned). ids: at most episode_tokens
+  // (n_tokens is ids.size()); key: exactly key_floats; payload: at most payload_bytes (read()
+  // returns payload_bytes, zero-padded); preview cut to kPreviewBytes; written_ms 0: now. When full, the episode `victim`
   // names is replaced in the same commit (the caller picks the weakest); victim 0 when full:
   // error.
   virtual Result<uint64_t> append(const Episode& e, uint64_t victim) = 0;
