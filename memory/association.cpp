@@ -1,0 +1,243 @@
+// Association keys from pre-RoPE K rows, and the dual score (association.h).
+#include "memory/association.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <string>
+
+#include "base/check.h"
+
+namespace infer::memory {
+namespace {
+
+// splitmix64: the same stream on every platform (std::normal_distribution is not portable).
+struct Rng {
+  uint64_t s;
+  uint64_t next() {
+    uint64_t z = (s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  }
+  double uniform() { return double(next() >> 11) * (1.0 / 9007199254740992.0); }
+  float gaussian() {  // Box-Muller, one value per call
+    const double u1 = std::max(uniform(), 1e-300), u2 = uniform();
+    return float(std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2));
+  }
+};
+
+std::vector<float> gaussian_matrix(size_t rows, size_t cols, uint64_t seed) {
+  Rng r{seed};
+  std::vector<float> m(rows * cols);
+  for (auto& x : m) x = r.gaussian();
+  return m;
+}
+
+void make_unit(float* x, size_t n) {
+  double s = 0;
+  for (size_t i = 0; i < n; ++i) s += double(x[i]) * x[i];
+  const float inv = s > 0 ? float(1.0 / std::sqrt(s)) : 0.0f;
+  for (size_t i = 0; i < n; ++i) x[i] *= inv;
+}
+
+// out[r] = Σ_c m[r, c] x[c]; m [rows, cols].
+void matvec(const float* m, size_t rows, size_t cols, const float* x, float* out) {
+  for (size_t r = 0; r < rows; ++r) {
+    const float* row = m + r * cols;
+    float acc = 0;
+    for (size_t c = 0; c < cols; ++c) acc += row[c] * x[c];
+    out[r] = acc;
+  }
+}
+
+// Eight partial sums: vectorizes without -ffast-math.
+float dot(const float* a, const float* b, size_t n) {
+  float s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int j = 0; j < 8; ++j) s[j] += a[i + j] * b[i + j];
+  float t = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+  for (; i < n; ++i) t += a[i] * b[i];
+  return t;
+}
+
+}  // namespace
+
+Association::Association(const AssociationConfig& cfg, std::vector<int> row_floats,
+                         std::vector<int> head_dim)
+    : cfg_(cfg), row_floats_(std::move(row_floats)), head_dim_(std::move(head_dim)) {
+  INFER_CHECK(!row_floats_.empty() && row_floats_.size() == head_dim_.size(),
+              "association: layer shapes");
+  n_layers_ = int(row_floats_.size());
+  if (cfg_.max_layers > 0) n_layers_ = std::min(n_layers_, cfg_.max_layers);
+  for (int l = 0; l < n_layers_; ++l)
+    INFER_CHECK(head_dim_[l] > 0 && row_floats_[l] % head_dim_[l] == 0, "association: head dim");
+  INFER_CHECK(cfg_.dims > 0 && cfg_.sub_spans > 0 && cfg_.reduce_dims > 0, "association: dims");
+  INFER_CHECK(cfg_.lift_active >= 0 && cfg_.lift_active <= cfg_.lift_dims, "association: lift");
+  const size_t in = in_floats(), red = size_t(cfg_.reduce_dims);
+  p1_ = gaussian_matrix(red, in, cfg_.seed);
+  const size_t p2_cols = cfg_.lift_active > 0 ? size_t(cfg_.lift_dims) : red;
+  if (cfg_.lift_active > 0) lift_ = gaussian_matrix(size_t(cfg_.lift_dims), red, cfg_.seed + 1);
+  p2_ = gaussian_matrix(size_t(cfg_.dims), p2_cols, cfg_.seed + 2);
+}
+
+size_t Association::in_floats() const {
+  size_t in = 0;
+  for (int l = 0; l < n_layers_; ++l) in += size_t(row_floats_[l]);
+  return in;
+}
+
+// Steps 1-3: reduced [reduce_dims], unit. x is scratch [in].
+void Association::token_feature(const KvBlock& b, size_t t, float* reduced,
+                                std::vector<float>& x) const {
+  const size_t in = in_floats();
+  x.resize(in);
+  size_t o = 0;
+  for (int l = 0; l < n_layers_; ++l) {
+    const size_t rf = size_t(row_floats_[l]), d = size_t(head_dim_[l]);
+    INFER_CHECK(b.k[size_t(l)].size() >= (t + 1) * rf, "association: block rows");
+    const float* k = b.k[size_t(l)].data() + t * rf;
+    for (size_t h = 0; h < rf; h += d) {
+      std::copy(k + h, k + h + d, x.data() + o + h);
+      make_unit(x.data() + o + h, d);
+    }
+    o += rf;
+  }
+  if (!mean_.empty()) {
+    for (size_t i = 0; i < in; ++i) x[i] -= mean_[i];
+  }
+  make_unit(x.data(), in);
+  matvec(p1_.data(), size_t(cfg_.reduce_dims), in, x.data(), reduced);
+  make_unit(reduced, size_t(cfg_.reduce_dims));
+}
+
+// Step 4: the lift_active largest units of L · reduced (ascending indices not needed).
+void Association::active_units(const float* reduced, std::vector<float>& lifted,
+                               std::vector<int>& active) const {
+  const size_t m = size_t(cfg_.lift_dims);
+  lifted.resize(m);
+  matvec(lift_.data(), m, size_t(cfg_.reduce_dims), reduced, lifted.data());
+  active.resize(m);
+  std::iota(active.begin(), active.end(), 0);
+  std::nth_element(active.begin(), active.begin() + cfg_.lift_active, active.end(),
+                   [&](int a, int b) { return lifted[size_t(a)] > lifted[size_t(b)]; });
+  active.resize(size_t(cfg_.lift_active));
+}
+
+void Association::fit(const KvBlock& b) {
+  INFER_CHECK(b.size() > 0 && b.k.size() >= size_t(n_layers_), "association: fit on no rows");
+  const size_t in = in_floats(), n = b.size();
+  mean_.clear();
+  std::vector<double> sum(in, 0.0);
+  std::vector<float> x, red(size_t(cfg_.reduce_dims));
+  // The mean of the unit-head vectors, before any centring (mean_ empty here).
+  for (size_t t = 0; t < n; ++t) {
+    size_t o = 0;
+    for (int l = 0; l < n_layers_; ++l) {
+      const size_t rf = size_t(row_floats_[l]), d = size_t(head_dim_[l]);
+      std::vector<float> row(b.k[size_t(l)].begin() + ptrdiff_t(t * rf),
+                             b.k[size_t(l)].begin() + ptrdiff_t((t + 1) * rf));
+      for (size_t h = 0; h < rf; h += d) make_unit(row.data() + h, d);
+      for (size_t i = 0; i < rf; ++i) sum[o + i] += row[i];
+      o += rf;
+    }
+  }
+  mean_.resize(in);
+  for (size_t i = 0; i < in; ++i) mean_[i] = float(sum[i] / double(n));
+  // Expected per-token contribution of each unit (counts or reduced values).
+  const bool lift = cfg_.lift_active > 0;
+  const size_t units = lift ? size_t(cfg_.lift_dims) : size_t(cfg_.reduce_dims);
+  std::vector<double> f(units, 0.0);
+  std::vector<float> lifted;
+  std::vector<int> active;
+  for (size_t t = 0; t < n; ++t) {
+    token_feature(b, t, red.data(), x);
+    if (lift) {
+      active_units(red.data(), lifted, active);
+      for (int u : active) f[size_t(u)] += 1.0;
+    } else {
+      for (size_t i = 0; i < units; ++i) f[i] += red[i];
+    }
+  }
+  freq_.resize(units);
+  for (size_t i = 0; i < units; ++i) freq_[i] = float(f[i] / double(n));
+}
+
+std::vector<float> Association::state() const {
+  std::vector<float> s(mean_);
+  s.insert(s.end(), freq_.begin(), freq_.end());
+  return s;
+}
+
+Result<void> Association::set_state(std::span<const float> s) {
+  const size_t units = cfg_.lift_active > 0 ? size_t(cfg_.lift_dims) : size_t(cfg_.reduce_dims);
+  if (s.size() != in_floats() + units) {
+    return Error{ErrorCode::kInvalidArgument,
+                 "association state has " + std::to_string(s.size()) + " floats, expected " +
+                     std::to_string(in_floats() + units)};
+  }
+  mean_.assign(s.begin(), s.begin() + ptrdiff_t(in_floats()));
+  freq_.assign(s.begin() + ptrdiff_t(in_floats()), s.end());
+  return {};
+}
+
+void Association::span_key(const KvBlock& b, size_t i0, size_t n, float* out) const {
+  INFER_CHECK(fitted(), "association: keys before fit()");
+  INFER_CHECK(n > 0 && i0 + n <= b.size(), "association: span out of the block");
+  const bool lift = cfg_.lift_active > 0;
+  const size_t units = freq_.size();
+  std::vector<float> acc(units), red(size_t(cfg_.reduce_dims)), x, lifted;
+  std::vector<int> active;
+  for (size_t i = 0; i < units; ++i) acc[i] = -float(n) * freq_[i];
+  for (size_t t = i0; t < i0 + n; ++t) {
+    token_feature(b, t, red.data(), x);
+    if (lift) {
+      active_units(red.data(), lifted, active);
+      for (int u : active) acc[size_t(u)] += 1.0f;
+    } else {
+      for (size_t i = 0; i < units; ++i) acc[i] += red[i];
+    }
+  }
+  matvec(p2_.data(), size_t(cfg_.dims), units, acc.data(), out);
+  make_unit(out, size_t(cfg_.dims));
+}
+
+void Association::episode_key(const KvBlock& b, size_t i0, size_t n, float* out) const {
+  const size_t S = size_t(cfg_.sub_spans);
+  INFER_CHECK(n >= S, "association: fewer tokens than sub-spans");
+  for (size_t s = 0; s < S; ++s) {
+    // Part s: tokens [i0 + n*s/S, i0 + n*(s+1)/S), at least one token.
+    const size_t a = i0 + n * s / S, e = i0 + n * (s + 1) / S;
+    span_key(b, a, e - a, out + s * size_t(cfg_.dims));
+  }
+}
+
+void Association::query_key(const KvBlock& b, size_t i0, size_t n, float* out) const {
+  span_key(b, i0, n, out);
+}
+
+float Association::association(const float* query, const float* key) const {
+  const size_t D = size_t(cfg_.dims);
+  float best = -2.0f;
+  for (int s = 0; s < cfg_.sub_spans; ++s) best = std::max(best, dot(query, key + size_t(s) * D, D));
+  return best;
+}
+
+double ScoreRule::strength_now(float strength, int64_t last_use_ms, int64_t now_ms) const {
+  const double age = double(std::max<int64_t>(0, now_ms - last_use_ms));
+  return double(strength) * std::exp2(-age / half_life_ms);
+}
+
+double ScoreRule::score(float association, float strength, int64_t last_use_ms,
+                        int64_t now_ms) const {
+  return double(association) +
+         strength_weight * std::log(std::max(strength_now(strength, last_use_ms, now_ms),
+                                             kMinStrength));
+}
+
+float ScoreRule::after_recall(float strength, int64_t last_use_ms, int64_t now_ms) const {
+  return float(strength_now(strength, last_use_ms, now_ms) + recall_boost);
+}
+
+}  // namespace infer::memory

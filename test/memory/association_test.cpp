@@ -1,0 +1,83 @@
+// Association keys (synthetic rows) and the dual score's rule.
+#include "memory/association.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+namespace infer::memory {
+namespace {
+
+// n tokens of one layer (2 heads x 16): a shared common component plus a per-id direction.
+KvBlock synthetic(const std::vector<int32_t>& ids) {
+  KvBlock b;
+  b.layers = {0};
+  b.k.resize(1);
+  b.v.resize(1);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    b.pos.push_back(int64_t(i));
+    b.ids.push_back(ids[i]);
+    std::mt19937 g(uint32_t(ids[i]));
+    std::normal_distribution<float> nd;
+    for (int j = 0; j < 32; ++j) {
+      b.k[0].push_back(5.0f + nd(g));  // the common component random weights give
+      b.v[0].push_back(0.0f);
+    }
+  }
+  return b;
+}
+
+std::vector<int32_t> ids(int n, uint32_t seed) {
+  std::mt19937 g(seed);
+  std::vector<int32_t> v(static_cast<size_t>(n));
+  for (auto& x : v) x = int32_t(g() % 100000);
+  return v;
+}
+
+TEST(Association, AnExcerptFindsItsEpisodeAndStateRoundTrips) {
+  AssociationConfig cfg;
+  Association a(cfg, {32}, {16});
+  KvBlock fit = synthetic(ids(256, 99));
+  a.fit(fit);
+  const int E = 100;
+  std::vector<float> keys(size_t(E) * a.key_floats());
+  for (int e = 0; e < E; ++e) a.episode_key(synthetic(ids(64, uint32_t(e))), 0, 64, &keys[size_t(e) * a.key_floats()]);
+  int hits = 0;
+  std::vector<float> q(a.query_floats());
+  for (int e = 0; e < E; e += 10) {
+    KvBlock b = synthetic(ids(64, uint32_t(e)));
+    a.query_key(b, size_t(e % 48), 16, q.data());
+    int best = 0;
+    for (int j = 1; j < E; ++j)
+      if (a.association(q.data(), &keys[size_t(j) * a.key_floats()]) >
+          a.association(q.data(), &keys[size_t(best) * a.key_floats()]))
+        best = j;
+    hits += best == e;
+  }
+  EXPECT_EQ(hits, E / 10);
+
+  Association b(cfg, {32}, {16});
+  ASSERT_TRUE(b.set_state(a.state()).ok());
+  std::vector<float> k1(a.key_floats()), k2(a.key_floats());
+  KvBlock x = synthetic(ids(64, 5));
+  a.episode_key(x, 0, 64, k1.data());
+  b.episode_key(x, 0, 64, k2.data());
+  EXPECT_EQ(k1, k2);
+  EXPECT_FALSE(b.set_state(std::vector<float>(3)).ok());
+}
+
+TEST(ScoreRule, StrengthOrdersTiesAndDecaysWithItsHalfLife) {
+  ScoreRule r;
+  const int64_t now = 10 * 86400000LL;
+  // Same association: the stronger, then the more recent, wins.
+  EXPECT_GT(r.score(0.5f, 3.0f, now, now), r.score(0.5f, 1.0f, now, now));
+  EXPECT_GT(r.score(0.5f, 1.0f, now - 1000, now), r.score(0.5f, 1.0f, now - 86400000LL, now));
+  EXPECT_NEAR(r.strength_now(4.0f, now - int64_t(r.half_life_ms), now), 2.0, 1e-9);
+  // A clear association difference beats a much stronger episode.
+  EXPECT_GT(r.score(0.6f, 1.0f, now, now), r.score(0.3f, 8.0f, now, now));
+  EXPECT_FLOAT_EQ(r.after_recall(2.0f, now, now), 3.0f);
+}
+
+}  // namespace
+}  // namespace infer::memory

@@ -1,0 +1,118 @@
+// The retrieval-accuracy measurement (recall_harness.h).
+#include "test/memory/recall_harness.h"
+
+#include <algorithm>
+#include <chrono>
+#include <vector>
+
+#include "base/check.h"
+#include "model/cpu_forward.h"
+#include "model/kv_ring.h"
+
+namespace infer::test {
+namespace {
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+std::vector<int32_t> random_ids(int64_t n, int64_t V, uint32_t seed) {
+  std::vector<int32_t> ids(static_cast<size_t>(n));
+  uint64_t s = 0x9e3779b97f4a7c15ULL * (seed + 1);
+  for (auto& id : ids) {
+    s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+    id = int32_t(1 + (s >> 33) % uint64_t(V - 1));
+  }
+  return ids;
+}
+
+}  // namespace
+
+RecallResult measure_recall(const Model& model, ThreadPool& pool, const RecallSetup& su) {
+  RingConfig rc;
+  rc.anchors = 4;
+  rc.window = std::max(su.episode_tokens, su.prefix_tokens + su.excerpt_tokens) + 16;
+  rc.recall = 16;
+  rc.evict = EvictPolicy::kFifo;
+  CpuForward fwd(model, pool, rc, 64);
+  const int64_t V = fwd.vocab_size();
+  std::vector<float> logits(static_cast<size_t>(V));
+  RecallResult r;
+  auto episode_ids = [&](int e) { return random_ids(su.episode_tokens, V, su.seed * 1000003u + uint32_t(e)); };
+  auto run = [&](const std::vector<int32_t>& ids, int64_t from, int64_t n, KvBlock* out) {
+    const auto t0 = std::chrono::steady_clock::now();
+    fwd.reset();
+    INFER_CHECK(fwd.prefill(ids, logits.data()).ok(), "prefill");
+    INFER_CHECK(fwd.read_kv(from, n, out).ok(), "read_kv");
+    r.forward_ms += ms_since(t0);
+  };
+
+  // Fit on the first episodes' rows.
+  KvBlock fit_rows, b;
+  for (int e = 0; e < su.fit_episodes && e < su.episodes; ++e) {
+    run(episode_ids(e), 0, su.episode_tokens, &b);
+    if (fit_rows.layers.empty()) fit_rows = b;
+    else {
+      fit_rows.pos.insert(fit_rows.pos.end(), b.pos.begin(), b.pos.end());
+      fit_rows.ids.insert(fit_rows.ids.end(), b.ids.begin(), b.ids.end());
+      for (size_t l = 0; l < b.layers.size(); ++l) {
+        fit_rows.k[l].insert(fit_rows.k[l].end(), b.k[l].begin(), b.k[l].end());
+        fit_rows.v[l].insert(fit_rows.v[l].end(), b.v[l].begin(), b.v[l].end());
+      }
+    }
+  }
+  std::vector<int> row_floats, head_dim;
+  const ModelConfig& cfg = model.config();
+  for (size_t l = 0; l < fit_rows.layers.size(); ++l) {
+    const LayerPlan& lp = cfg.layers[size_t(fit_rows.layers[l])];
+    row_floats.push_back(lp.num_key_value_heads * lp.head_dim);
+    head_dim.push_back(lp.head_dim);
+  }
+  memory::Association assoc(su.assoc, row_floats, head_dim);
+  assoc.fit(fit_rows);
+
+  const size_t KF = assoc.key_floats(), QF = assoc.query_floats();
+  std::vector<float> keys(size_t(su.episodes) * KF);
+  for (int e = 0; e < su.episodes; ++e) {
+    run(episode_ids(e), 0, su.episode_tokens, &b);
+    const auto t0 = std::chrono::steady_clock::now();
+    assoc.episode_key(b, 0, b.size(), keys.data() + size_t(e) * KF);
+    r.key_ms += ms_since(t0);
+  }
+
+  int hit1 = 0, hit3 = 0;
+  std::vector<float> q(QF);
+  uint64_t s = su.seed * 7919u + 17u;
+  for (int i = 0; i < su.queries; ++i) {
+    const int k = int(int64_t(i) * su.episodes / su.queries);
+    s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+    const int off = int((s >> 33) % uint64_t(su.episode_tokens - su.excerpt_tokens + 1));
+    std::vector<int32_t> ids = random_ids(su.prefix_tokens, V, 0xabcdu + uint32_t(i));
+    const std::vector<int32_t> ep = episode_ids(k);
+    ids.insert(ids.end(), ep.begin() + off, ep.begin() + off + su.excerpt_tokens);
+    run(ids, su.prefix_tokens, su.excerpt_tokens, &b);
+    const auto t0 = std::chrono::steady_clock::now();
+    assoc.query_key(b, 0, b.size(), q.data());
+    r.key_ms += ms_since(t0);
+    const float own = assoc.association(q.data(), keys.data() + size_t(k) * KF);
+    int better = 0;
+    float best_other = -2;
+    for (int e = 0; e < su.episodes; ++e) {
+      if (e == k) continue;
+      const float c = assoc.association(q.data(), keys.data() + size_t(e) * KF);
+      best_other = std::max(best_other, c);
+      if (c >= own) ++better;
+    }
+    hit1 += better == 0;
+    hit3 += better < 3;
+    r.mean_true_cos += own;
+    r.mean_best_other_cos += best_other;
+  }
+  r.recall_at1 = double(hit1) / su.queries;
+  r.recall_at3 = double(hit3) / su.queries;
+  r.mean_true_cos /= su.queries;
+  r.mean_best_other_cos /= su.queries;
+  return r;
+}
+
+}  // namespace infer::test

@@ -1,0 +1,35 @@
+// The retrieval-accuracy measurement (issue 29, "what must be shown"): episodes of distinct
+// random token text streamed through the CPU ring forward pass, each in a fresh context, their
+// keys stored; then a 16-token excerpt of episode k, at a random offset, re-presented in a fresh
+// context (optionally after other random text) and ranked against every stored key.
+#pragma once
+
+#include <cstdint>
+
+#include "memory/association.h"
+#include "model/model.h"
+#include "model/thread_pool.h"
+
+namespace infer::test {
+
+struct RecallSetup {
+  int episodes = 64;
+  int episode_tokens = 64;
+  int excerpt_tokens = 16;
+  int queries = 64;           // excerpts of episodes 0, e/q, 2e/q, ...
+  int prefix_tokens = 0;      // random text before the excerpt (0: the excerpt opens a context)
+  int fit_episodes = 4;       // episodes whose rows fit the association (4 x 64 = 256 tokens)
+  uint32_t seed = 1;
+  memory::AssociationConfig assoc;
+};
+
+struct RecallResult {
+  double recall_at1 = 0, recall_at3 = 0;
+  double mean_true_cos = 0, mean_best_other_cos = 0;
+  double forward_ms = 0;  // all forward passes (episodes and queries)
+  double key_ms = 0;      // making keys and queries
+};
+
+RecallResult measure_recall(const Model& model, ThreadPool& pool, const RecallSetup& setup);
+
+}  // namespace infer::test
