@@ -1,6 +1,8 @@
-// consolidation: for now only the debounce (DESIGN.md §3): once every input's turn has ended
-// and no input comes for the debounce time, io gets the quiet span of positions since the last
-// one. The memory issue fills the span into episodic memory here.
+// consolidation (DESIGN.md §3, §5): the debounce (once every input's turn has ended and no input
+// comes for the debounce time, io gets the quiet span of positions since the last one) and,
+// with episodic memory, the writing of episodes: rows the stream evicted, and the quiet span,
+// which it asks the stream to read from the ring.
+#include <cstdio>
 #include <utility>
 
 #include "actors/quiet_tracker.h"
@@ -14,12 +16,15 @@ struct ConsolidationState {
   std::chrono::milliseconds debounce{0};
   WiringPtr wiring;
   Tracer* tracer = nullptr;
+  std::shared_ptr<MemoryLink> link;
 };
 
 using Self = consolidation_actor::stateful_pointer<ConsolidationState>;
 
 consolidation_actor::behavior_type consolidation_fn(Self self, std::chrono::milliseconds debounce,
-                                                    WiringPtr wiring, Tracer* tracer) {
+                                                    WiringPtr wiring, Tracer* tracer,
+                                                    std::shared_ptr<MemoryLink> link) {
+  self->state.link = std::move(link);
   self->state.debounce = debounce;
   self->state.wiring = std::move(wiring);
   self->state.tracer = tracer;
@@ -38,9 +43,25 @@ consolidation_actor::behavior_type consolidation_fn(Self self, std::chrono::mill
       [=](const QuietTick& tick) {
         ConsolidationState& s = self->state;
         TraceScope scope(s.tracer, "consolidation", "tick");
-        if (const auto span = s.tracker.fire(tick.generation)) self->send(s.wiring->io, *span);
+        if (const auto span = s.tracker.fire(tick.generation)) {
+          self->send(s.wiring->io, *span);
+          if (s.link) self->send(s.wiring->stream, StoreSpan{span->from, span->to});
+        }
       },
       [=](ResetDone) { self->state.tracker.reset(); },
+      [=](DrainMemory) {
+        ConsolidationState& s = self->state;
+        TraceScope scope(s.tracer, "consolidation", "memory store");
+        if (s.link) s.link->drain();
+      },
+      [=](StreamRestart) {
+        ConsolidationState& s = self->state;
+        if (!s.link) return;
+        s.link->drain();  // the old stream's rows first
+        std::lock_guard lock(s.link->mu);
+        const Result<size_t> stored = s.link->memory->end_stream();
+        if (!stored.ok()) std::fprintf(stderr, "infer: memory: %s\n", stored.error().message.c_str());
+      },
   };
 }
 
@@ -48,8 +69,11 @@ consolidation_actor::behavior_type consolidation_fn(Self self, std::chrono::mill
 
 consolidation_actor spawn_consolidation(caf::actor_system& sys,
                                         std::chrono::milliseconds debounce, WiringPtr wiring,
-                                        Tracer* tracer) {
-  return sys.spawn(consolidation_fn, debounce, std::move(wiring), tracer);
+                                        Tracer* tracer, std::shared_ptr<MemoryLink> link) {
+  // Detached: encoding an episode takes milliseconds to seconds; the scheduler's workers carry
+  // the per-token messages and must not wait behind it.
+  return sys.spawn<caf::detached>(consolidation_fn, debounce, std::move(wiring), tracer,
+                                  std::move(link));
 }
 
 }  // namespace infer::actors

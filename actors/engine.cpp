@@ -177,11 +177,13 @@ TurnOutcome Engine::run_turn(const TurnRequest& req, TokenSink& sink) {
   } else if (Result<bool> all_fed = [&]() -> Result<bool> {
                TraceScope prefill(opts_.tracer, "stream", "prefill", position() - fed());
                const auto stop = [&] { return interrupted(req.control); };
-               const int64_t n = int64_t(req.input.size());
-               if (!opts_.before_generate || req.max_tokens <= 0 || n == 0) return feed(stop);
+               if (!opts_.before_generate || req.max_tokens <= 0 || position() == fed()) {
+                 return feed(stop);
+               }
                INFER_TRY(bool fed_but_last, feed(stop, 1));
                if (!fed_but_last) return false;
-               opts_.before_generate(position() - n, n);
+               opts_.before_generate(hooked_until_, position() - hooked_until_);
+               hooked_until_ = position();
                return feed(stop);
              }();
              !all_fed) {
@@ -283,6 +285,7 @@ void Engine::reset() {
   have_logits_ = false;
   argmax_id_ = -1;
   decode_at_ = -1;
+  hooked_until_ = 0;
   sampler_.reseed(opts_.sampling.seed);
   sampler_.forget_context();
   request_sampler_.reset();

@@ -38,8 +38,8 @@ struct EngineOptions {
   // Ids every context starts with, at construction and after each reset (--serve --system's
   // system turn); fed with the first turn's input. Empty: none.
   std::vector<int32_t> preamble;
-  // Before a turn generates, with its input's positions [pos, pos + n): called once all of the
-  // input but its last id is fed, so that what it places in the context (episodic memory's
+  // Before a turn generates, with the positions [pos, pos + n) appended since the last call (or
+  // the start): called once all of them but the last id are fed, so that what it places in the context (episodic memory's
   // recalled rows in the ring's recall tier, DESIGN.md §5) is attended from the turn's first
   // token on. Empty: none.
   std::function<void(int64_t pos, int64_t n)> before_generate;
@@ -141,6 +141,7 @@ class Engine {
   int64_t fed() const { return forward_->position(); }
   const std::vector<int32_t>& context() const { return context_; }
   const EngineOptions& options() const { return opts_; }
+  Forward& forward() const { return *forward_; }
   bool is_end(int32_t id) const;
 
   // Time spent in the forward pass (prefill and decode), over the session.
@@ -191,6 +192,7 @@ class Engine {
   double last_decode_ms_ = 0.0;
   int64_t emitted_ = 0;
   int64_t decode_at_ = -1;         // the position of the last committed generated token
+  int64_t hooked_until_ = 0;       // before_generate has seen the positions below this
   std::vector<float> all_logits_;  // [chunk, V] for opts_.prompt_logits
 };
 

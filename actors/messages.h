@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "actors/events.h"
+#include "actors/memory_link.h"
 
 namespace infer::actors {
 
@@ -121,6 +122,18 @@ typename Inspector::result_type inspect(Inspector& f, PipelineStats& x) {
            x.context);
 }
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, StoreSpan& x) {
+  return f(caf::meta::type_name("StoreSpan"), x.from, x.to);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, DrainMemory&) {
+  return f(caf::meta::type_name("DrainMemory"));
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, StreamRestart&) {
+  return f(caf::meta::type_name("StreamRestart"));
+}
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, Failure& x) {
   return f(caf::meta::type_name("Failure"), x.error);
 }
@@ -139,6 +152,10 @@ CAF_BEGIN_TYPE_ID_BLOCK(infer_actors, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(infer_actors, (infer::actors::PipelineStats))
   CAF_ADD_TYPE_ID(infer_actors, (infer::actors::Failure))
   CAF_ADD_TYPE_ID(infer_actors, (infer::actors::InputAppended))
+  CAF_ADD_TYPE_ID(infer_actors, (infer::actors::DrainMemory))
+  CAF_ADD_TYPE_ID(infer_actors, (infer::actors::StoreSpan))
+  CAF_ADD_TYPE_ID(infer_actors, (infer::actors::RecallRequest))
+  CAF_ADD_TYPE_ID(infer_actors, (infer::actors::StreamRestart))
   CAF_ADD_ATOM(infer_actors, infer::actors, stats_atom, "stats")
   CAF_ADD_ATOM(infer_actors, infer::actors, reset_atom, "reset")
 CAF_END_TYPE_ID_BLOCK(infer_actors)
@@ -151,7 +168,7 @@ namespace infer::actors {
 // Stats and reset are requests with typed replies, each passed on by delegation along the
 // path the input takes (so they follow the turns already sent), answered by the last stage.
 using stream_actor =
-    caf::typed_actor<caf::reacts_to<StreamInput>,
+    caf::typed_actor<caf::reacts_to<StreamInput>, caf::reacts_to<StoreSpan>,
                      caf::replies_to<stats_atom, bool>::with<PipelineStats>,
                      caf::replies_to<reset_atom>::with<ResetDone>>;
 using gate_actor =
@@ -175,7 +192,9 @@ using io_actor =
                      caf::reacts_to<reset_atom>>;
 using consolidation_actor =
     caf::typed_actor<caf::reacts_to<InputQueued>, caf::reacts_to<TurnEnd>,
-                     caf::reacts_to<ResetDone>, caf::reacts_to<QuietTick>>;
+                     caf::reacts_to<ResetDone>, caf::reacts_to<QuietTick>,
+                     caf::reacts_to<DrainMemory>, caf::reacts_to<StreamRestart>>;
+using recall_actor = caf::typed_actor<caf::reacts_to<RecallRequest>>;
 
 // Errors cross actors as caf::error (STYLE.md, Errors); front ends get them back as ErrorEvent.
 inline Failure failure(const Error& e) { return Failure{caf::error(e.code, e.message)}; }
@@ -189,6 +208,7 @@ struct Wiring {
   stream_actor stream;
   gate_actor gate;
   consolidation_actor consolidation;
+  recall_actor recall;  // null without episodic memory
 };
 
 }  // namespace infer::actors

@@ -33,6 +33,7 @@ struct Pipeline::Impl {
   caf::actor_system sys;
   std::shared_ptr<Control> control = std::make_shared<Control>();
   std::shared_ptr<Wiring> wiring = std::make_shared<Wiring>();
+  std::shared_ptr<MemoryLink> memory;
   std::atomic<uint64_t> turns{0};
 };
 
@@ -40,14 +41,23 @@ Pipeline::Pipeline(std::shared_ptr<Forward> forward, PipelineOptions opts, Front
     : impl_(std::make_unique<Impl>(opts.scheduler_threads)) {
   Impl& m = *impl_;
   opts.engine.tracer = opts.tracer;
+  m.memory = opts.memory;
+  if (m.memory) {
+    opts.engine.before_generate = [link = m.memory.get(), wiring = m.wiring.get(),
+                                   fwd = forward.get(), tracer = opts.tracer](int64_t pos,
+                                                                              int64_t n) {
+      recall_for_turn(*link, *wiring, *fwd, tracer, pos, n);
+    };
+  }
   auto engine = std::make_shared<Engine>(std::move(forward), std::move(opts.engine));
   const auto debounce = std::chrono::milliseconds(int64_t(opts.consolidate_after_s * 1000.0));
   Wiring& w = *m.wiring;
   w.io = spawn_io(m.sys, &front_end, m.wiring, opts.tracer);
   w.tokenizer = spawn_tokenizer(m.sys, opts.tokenizer, m.wiring, opts.tracer);
-  w.stream = spawn_stream(m.sys, std::move(engine), m.control, m.wiring, opts.tracer);
+  w.stream = spawn_stream(m.sys, std::move(engine), m.control, m.wiring, opts.tracer, m.memory);
   w.gate = spawn_gate(m.sys, Gate(std::move(opts.gate)), m.control, m.wiring, opts.tracer);
-  w.consolidation = spawn_consolidation(m.sys, debounce, m.wiring, opts.tracer);
+  w.consolidation = spawn_consolidation(m.sys, debounce, m.wiring, opts.tracer, m.memory);
+  if (m.memory) w.recall = spawn_recall(m.sys, m.memory, opts.tracer);
 }
 
 Pipeline::~Pipeline() {
@@ -59,10 +69,16 @@ Pipeline::~Pipeline() {
   c.gate_seen.notify_all();
   const Wiring& w = *m.wiring;
   for (const caf::actor_addr& a : {w.io.address(), w.tokenizer.address(), w.stream.address(),
-                                   w.gate.address(), w.consolidation.address()}) {
-    caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+                                   w.gate.address(), w.consolidation.address(),
+                                   w.recall.address()}) {
+    if (a) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
   }
   m.sys.await_all_actors_done();
+  // Nothing handed over is lost: the last evicted rows and what consolidation had not taken.
+  if (m.memory) {
+    if (m.memory->buffer) m.memory->buffer->flush();
+    m.memory->drain();
+  }
   // The actors' states held the wiring; the handles in it go last.
   *m.wiring = Wiring{};
 }

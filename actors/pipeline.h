@@ -12,6 +12,7 @@
 #include "actors/engine.h"
 #include "actors/front_end.h"
 #include "actors/gate.h"
+#include "actors/memory_link.h"
 #include "actors/tracer.h"
 #include "model/forward.h"
 #include "model/tokenizer/tokenizer.h"
@@ -25,6 +26,9 @@ struct PipelineOptions {
   const Tokenizer* tokenizer = nullptr;  // null: ids only; else must outlive the pipeline
   Tracer* tracer = nullptr;              // null: no tracing; else must outlive the pipeline
   int scheduler_threads = 0;             // CAF workers for the scheduled stages; 0: 2
+  // Episodic memory (DESIGN.md §5): evicted and quiet rows become episodes, each generating
+  // turn recalls into the ring's recall tier. Null: none.
+  std::shared_ptr<MemoryLink> memory;
 };
 
 // A generating turn's settings besides its limit.

@@ -11,6 +11,7 @@
 #include "actors/front_end.h"
 #include "actors/gate.h"
 #include "actors/messages.h"
+#include "model/kv_ring_api.h"
 #include "actors/tracer.h"
 #include "model/tokenizer/tokenizer.h"
 
@@ -24,12 +25,23 @@ io_actor spawn_io(caf::actor_system& sys, FrontEnd* front_end, WiringPtr wiring,
 tokenizer_actor spawn_tokenizer(caf::actor_system& sys, const Tokenizer* tokenizer,
                                 WiringPtr wiring, Tracer* tracer);
 // Detached: runs prefill and the decode loop on its own thread.
+// link: episodic memory (null: none); the stream sets the ring's eviction sink and reads a
+// turn's input rows for recall.
 stream_actor spawn_stream(caf::actor_system& sys, std::shared_ptr<Engine> engine,
-                          std::shared_ptr<Control> control, WiringPtr wiring, Tracer* tracer);
+                          std::shared_ptr<Control> control, WiringPtr wiring, Tracer* tracer,
+                          std::shared_ptr<MemoryLink> link);
 gate_actor spawn_gate(caf::actor_system& sys, Gate gate, std::shared_ptr<Control> control,
                       WiringPtr wiring, Tracer* tracer);
+// link: episodic memory (null: none); consolidation writes the rows the stream hands over.
 consolidation_actor spawn_consolidation(caf::actor_system& sys,
                                         std::chrono::milliseconds debounce, WiringPtr wiring,
-                                        Tracer* tracer);
+                                        Tracer* tracer, std::shared_ptr<MemoryLink> link);
+recall_actor spawn_recall(caf::actor_system& sys, std::shared_ptr<MemoryLink> link,
+                          Tracer* tracer);
+// Engine::before_generate with memory (on the decode thread): reads the rows of the input
+// [pos, pos + n) still in the ring, asks recall, waits for it at most link.recall_wait and places
+// what it recalled in the ring's recall tier.
+void recall_for_turn(MemoryLink& link, const Wiring& wiring, Forward& forward, Tracer* tracer,
+                     int64_t pos, int64_t n);
 
 }  // namespace infer::actors

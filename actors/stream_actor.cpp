@@ -1,6 +1,7 @@
 // stream: owns the Engine (Forward, sampler, context) on a detached thread. One input message
 // runs a whole turn through Engine::run_turn (which checks the interrupt epoch, the gate's stop
 // and the gate's lead between tokens); one message out per token, none per layer (DESIGN.md §3).
+#include <algorithm>
 #include <utility>
 
 #include "actors/stages.h"
@@ -13,6 +14,7 @@ struct StreamState {
   std::shared_ptr<Control> control;
   WiringPtr wiring;
   Tracer* tracer = nullptr;
+  std::shared_ptr<MemoryLink> link;  // null: no episodic memory
   uint64_t turns = 0;
   int64_t generated = 0;  // since the last reset
 };
@@ -81,6 +83,41 @@ void run_turn(Self self, const StreamInput& in) {
   self->send(s.wiring->gate, std::move(end));
 }
 
+// With episodic memory: the ring's evicted rows go to consolidation through the link's buffer,
+// an episode's worth at a time; the decode thread only copies rows and queues a block.
+void attach_memory(Self self) {
+  StreamState& s = self->state;
+  KvRingAccess* ring = s.engine->forward().kv_ring();
+  if (!s.link || ring == nullptr) return;
+  MemoryLink* link = s.link.get();
+  const WiringPtr wiring = s.wiring;
+  // Four blocks: consolidation may fall four episodes behind before evicted tokens are dropped.
+  link->buffer = std::make_shared<memory::EvictionBuffer>(
+      link->episode_tokens, 4, [link, wiring](std::unique_ptr<KvBlock> b) {
+        link->push(EpisodeRows{std::move(b), false, true});
+        caf::anon_send(wiring->consolidation, DrainMemory{});
+      });
+  ring->set_eviction_sink(link->buffer.get());
+}
+
+// The quiet conversation becomes episodes: the positions of the span still in the ring, after
+// the evicted rows still waiting in the buffer (so positions reach consolidation in order).
+void store_span(Self self, const StoreSpan& span) {
+  StreamState& s = self->state;
+  KvRingAccess* ring = s.engine->forward().kv_ring();
+  if (!s.link || ring == nullptr) return;
+  TraceScope scope(s.tracer, "stream", "memory quiet span", span.to - span.from);
+  s.link->buffer->flush();
+  const int64_t end = std::min(span.to, s.engine->fed());
+  int64_t begin = span.from;
+  while (begin < end && ring->ring().find(begin) < 0) ++begin;
+  if (begin >= end) return;
+  auto rows = std::make_unique<KvBlock>();
+  if (!ring->read_kv(begin, end - begin, rows.get()).ok()) return;
+  s.link->push(EpisodeRows{std::move(rows), true, false});
+  self->send(s.wiring->consolidation, DrainMemory{});
+}
+
 PipelineStats stats(const StreamState& s, bool with_context) {
   const Engine& e = *s.engine;
   PipelineStats st;
@@ -99,20 +136,25 @@ PipelineStats stats(const StreamState& s, bool with_context) {
 
 stream_actor::behavior_type stream_fn(Self self, std::shared_ptr<Engine> engine,
                                       std::shared_ptr<Control> control, WiringPtr wiring,
-                                      Tracer* tracer) {
+                                      Tracer* tracer, std::shared_ptr<MemoryLink> link) {
+  self->state.link = std::move(link);
   self->state.engine = std::move(engine);
   self->state.control = std::move(control);
   self->state.wiring = std::move(wiring);
   self->state.tracer = tracer;
+  attach_memory(self);
   return {
       [=](const StreamInput& in) { run_turn(self, in); },
+      [=](const StoreSpan& span) { store_span(self, span); },
       [=](stats_atom, bool with_context) {  // the gate adds its counts and answers
         return self->delegate(self->state.wiring->gate, stats(self->state, with_context));
       },
       [=](reset_atom a) {
         StreamState& s = self->state;
         TraceScope scope(s.tracer, "stream", "reset");
+        if (s.link && s.link->buffer) s.link->buffer->flush();  // the old stream's last rows
         s.engine->reset();
+        if (s.link) self->send(s.wiring->consolidation, StreamRestart{});
         s.turns = 0;
         s.generated = 0;
         self->send(s.wiring->consolidation, ResetDone{});
@@ -124,9 +166,10 @@ stream_actor::behavior_type stream_fn(Self self, std::shared_ptr<Engine> engine,
 }  // namespace
 
 stream_actor spawn_stream(caf::actor_system& sys, std::shared_ptr<Engine> engine,
-                          std::shared_ptr<Control> control, WiringPtr wiring, Tracer* tracer) {
+                          std::shared_ptr<Control> control, WiringPtr wiring, Tracer* tracer,
+                          std::shared_ptr<MemoryLink> link) {
   return sys.spawn<caf::detached>(stream_fn, std::move(engine), std::move(control),
-                                  std::move(wiring), tracer);
+                                  std::move(wiring), tracer, std::move(link));
 }
 
 }  // namespace infer::actors

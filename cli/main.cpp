@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "memory/mem_list.h"
 #include "cli/bench.h"
 #include "cli/bench_actors.h"
 #include "cli/generate.h"
@@ -48,6 +49,14 @@ int run(const std::vector<std::string_view>& args) {
   }
   if (const infer::Result<void> f = read_prompt_file(*opts); !f) {
     return fail(1, f.error().message);
+  }
+  if (opts->mem_list) {  // the store's episodes, without loading a model
+    if (!opts->memory) return fail(2, "--mem-list needs --memory PATH");
+    if (const infer::Result<void> r = infer::memory::print_mem_list(opts->memory->string(), stdout);
+        !r) {
+      return fail(1, r.error().message);
+    }
+    return 0;
   }
   if (const std::string missing = unavailable_feature(*opts); !missing.empty()) {
     return fail(2, missing);

@@ -455,7 +455,6 @@ std::string_view closest_switch(std::string_view arg) {
 }
 
 std::string unavailable_feature(const Options& o) {
-  if (o.memory || o.mem_capacity) return "--memory/--storage: episodic memory is not built yet";
   if (!o.tools_root.empty()) return "--tools: tools are not built yet";
   return "";
 }

@@ -9,6 +9,7 @@
 #include "cli/backend.h"
 #include "cli/gpu_trace.h"
 #include "cli/memory_check.h"
+#include "memory/episodic_memory.h"
 
 namespace infer::cli {
 
@@ -22,6 +23,35 @@ std::vector<int32_t> end_of_turn_ids(const TextConfig& text, const GenerationCon
   std::sort(ids.begin(), ids.end());
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
   return ids;
+}
+
+// --memory [PATH]: the episodic store, when the ring runs (the fixed cache evicts nothing and
+// has no recall tier). Null without --memory or with --no-memory.
+Result<std::shared_ptr<actors::MemoryLink>> open_memory(const Options& opts, const Session& s,
+                                                        const std::optional<RingConfig>& ring) {
+  if (!opts.memory || opts.no_memory) return std::shared_ptr<actors::MemoryLink>();
+  if (!ring) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "--memory needs the KV ring (it stores what leaves the window and recalls "
+                      "into the ring's recall tier): drop --no-ring");
+  }
+  memory::MemoryOptions mo;
+  mo.path = opts.memory->string();
+  if (opts.mem_capacity) mo.capacity = uint32_t(*opts.mem_capacity);
+  if (opts.episode_tokens) mo.episode_tokens = uint32_t(*opts.episode_tokens);
+  mo.recall_tokens = uint32_t(ring->recall);
+  const Tokenizer* tok = s.tokenizer ? &*s.tokenizer : nullptr;
+  memory::Detokenize detok = [tok](std::span<const int32_t> ids) {
+    return tok != nullptr ? tok->decode(ids) : std::string();
+  };
+  auto link = std::make_shared<actors::MemoryLink>();
+  INFER_TRY(link->memory, memory::EpisodicMemory::open(s.model->config(), mo, std::move(detok)));
+  link->recall_tokens = ring->recall;
+  link->episode_tokens = mo.episode_tokens;
+  for (const std::string& problem : link->memory->store().problems()) {
+    std::fprintf(stderr, "infer: memory: %s\n", problem.c_str());
+  }
+  return link;
 }
 
 Result<std::unique_ptr<Session>> open_session(const Options& opts, bool need_tokenizer) {
@@ -72,6 +102,7 @@ Result<std::unique_ptr<Session>> open_session(const Options& opts, bool need_tok
   if (opts.consolidate_after_s) p.consolidate_after_s = *opts.consolidate_after_s;
   p.tokenizer = s->tokenizer ? &*s->tokenizer : nullptr;
   p.tracer = s->trace.get();
+  INFER_TRY(p.memory, open_memory(opts, *s, ring));
   // Once everything is open: an error before it stays stderr's only line.
   if (held->gpu == nullptr) std::fprintf(stderr, "%s\n", s->threads.report.c_str());
   return s;

@@ -290,6 +290,12 @@ Result<size_t> EpisodicMemory::flush() {
   return stored;
 }
 
+Result<size_t> EpisodicMemory::end_stream() {
+  Result<size_t> stored = flush();
+  builder_ = EpisodeBuilder(opts_.episode_tokens);
+  return stored;
+}
+
 void EpisodicMemory::decode_episode(const Episode& e, KvBlock* out) const {
   const size_t n = e.ids.size();
   std::vector<float> row;

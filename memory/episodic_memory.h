@@ -73,6 +73,9 @@ class EpisodicMemory {
   Result<size_t> ingest(const KvBlock& b);
   // Stores the partial tail and anything waiting for training (trains on what there is).
   Result<size_t> flush();
+  // The conversation starts again at position 0 (a reset): flushes what waits, then takes
+  // positions afresh.
+  Result<size_t> end_stream();
 
   // Scores every stored episode against query's tokens, decodes the best (whole episodes, best
   // first, at most min(max_tokens, recall_tokens) tokens) into out, ready for set_recall, and

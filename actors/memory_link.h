@@ -1,0 +1,83 @@
+// Episodic memory in the pipeline (DESIGN.md §3, §5): what the stream, consolidation and recall
+// stages share, and the messages between them. The stream hands evicted rows over (an
+// EvictionBuffer's blocks) and goes on; consolidation writes them as episodes; recall scores the
+// store against a turn's input and hands back rows the stream places in the ring's recall tier.
+// One EpisodicMemory behind a mutex: consolidation and recall never run at once on it, and the
+// decode thread never takes the mutex.
+#pragma once
+
+#include <caf/all.hpp>
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "base/result.h"
+#include "memory/episodic_memory.h"
+#include "memory/eviction_buffer.h"
+#include "model/kv_ring_api.h"
+
+namespace infer::actors {
+
+struct EpisodeRows;
+
+struct MemoryLink {
+  std::mutex mu;  // guards memory and last_hits
+  std::unique_ptr<memory::EpisodicMemory> memory;
+  std::vector<memory::RecallHit> last_hits;  // the latest recall, best first (REPL /memory)
+  int64_t recall_tokens = 96;                // R: the ring's recall tier
+  // How long a turn waits for its recall before generating without it.
+  std::chrono::milliseconds recall_wait{200};
+  int64_t episode_tokens = 64;
+  std::shared_ptr<memory::EvictionBuffer> buffer;  // set by the stream stage
+
+  // Rows waiting to be stored, in the order the stream handed them over: a queue rather than
+  // messages so that whatever is still waiting when the pipeline stops is stored (drain()).
+  std::mutex queue_mu;
+  std::vector<EpisodeRows> queue;
+  // Hands rows over (any thread; the consolidation stage is told to drain).
+  void push(EpisodeRows rows);
+  // Stores everything queued (consolidation's thread, or the pipeline's after its actors).
+  void drain();
+};
+
+// Rows to store: evicted (a block of buffer's, which gets it back), or a quiet span read from
+// the ring (flush: the partial tail is stored too).
+struct EpisodeRows {
+  std::unique_ptr<KvBlock> rows;
+  bool flush = false;
+  bool from_buffer = false;
+};
+
+// stream -> consolidation: rows are queued in the MemoryLink.
+struct DrainMemory {};
+
+// consolidation -> stream: read positions [from, to) still in the ring and send them as
+// EpisodeRows with flush (the quiet conversation becomes episodes now).
+struct StoreSpan {
+  int64_t from = 0;
+  int64_t to = 0;
+};
+
+// stream -> recall and back through the slot: a turn's query rows and what to place.
+struct RecallSlot {
+  KvBlock query;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  KvBlock rows;
+  std::vector<memory::RecallHit> hits;
+  std::optional<Error> error;
+};
+struct RecallRequest {
+  std::shared_ptr<RecallSlot> slot;
+};
+
+// stream -> consolidation: the conversation restarts at position 0 (after a reset).
+struct StreamRestart {};
+
+}  // namespace infer::actors
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(infer::actors::RecallRequest)
