@@ -71,6 +71,10 @@ int run(const std::vector<std::string_view>& args) {
     return 0;
   }
   const bool session = no_prompt;
+  if (opts->memory && !opts->no_memory && !session && !opts->serve) {
+    return fail(2, "--memory applies to the interactive/pipe session and --serve (one turn a "
+                   "line: printf 'PROMPT\\n' | infer --memory ...)");
+  }
   if (!opts->trace_file.empty() && !session && !opts->serve && !opts->bench_actors) {
     // The trace follows the actor pipeline, which only the session, --serve and --bench-actors
     // run.

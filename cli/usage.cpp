@@ -92,10 +92,18 @@ model while it fits in anchors + window
       --bench-quiescence N with --bench: N greedy tokens, exact vs --quiescence at several
                            thresholds (layers skipped, speedup, greedy agreement, KL)
 
-streaming engine (not built yet: giving these is an error for now)
-      --memory [PATH], --storage PATH, --mem-capacity N
+episodic memory (docs/MEMORY.md; with the KV ring)
+      --memory [PATH]      keep what leaves the window, and quiet spans, as episodes in PATH
+                           (default .episodic.mem) and recall them into the ring's recall tier
+                           before each turn generates; a later session recalls them too
+      --storage PATH       the same as --memory PATH
+      --mem-capacity N     episodes the file holds (default 64; the weakest makes room)
+      --episode-tokens N   tokens an episode holds (default 64)
+      --no-memory          turn ingestion and recall off (overrides --memory)
+      --mem-list           print the episodes of --memory's file and exit (no model loaded)
+
+not built yet (giving it is an error for now)
       --tools ROOT
-      --no-memory          accepted; nothing is remembered across sessions yet
 
 interactive session (no prompt: a tty on stdin opens the REPL, a pipe is read one turn a line)
       --gate-entropy F     the gate stops and listens when a step's entropy is above F nats
