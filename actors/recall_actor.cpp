@@ -61,8 +61,8 @@ void recall_for_turn(MemoryLink& link, const Wiring& wiring, Forward& forward, T
   caf::anon_send(wiring.recall, RecallRequest{slot});
   std::unique_lock lock(slot->mu);
   if (!slot->cv.wait_for(lock, link.recall_wait, [&] { return slot->done; })) {
-    std::fprintf(stderr, "infer: memory: recall took over %lld ms; this turn goes without it\n",
-                 (long long)link.recall_wait.count());
+    // Consolidation held the store (learning codebooks, encoding): this turn goes without.
+    TraceScope late(tracer, "stream", "memory recall late", link.recall_wait.count());
     return;
   }
   if (slot->error) {

@@ -99,7 +99,7 @@ episodic memory (docs/MEMORY.md; with the KV ring)
       --storage PATH       the same as --memory PATH
       --mem-capacity N     episodes the file holds (default 64; the weakest makes room)
       --episode-tokens N   tokens an episode holds (default 64)
-      --no-memory          turn ingestion and recall off (overrides --memory)
+      --no-memory          no episodic memory (the default; conflicts with --memory)
       --mem-list           print the episodes of --memory's file and exit (no model loaded)
 
 not built yet (giving it is an error for now)

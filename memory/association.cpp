@@ -170,12 +170,16 @@ std::vector<float> Association::state() const {
   return s;
 }
 
+size_t Association::state_floats() const {
+  return in_floats() +
+         (cfg_.lift_active > 0 ? size_t(cfg_.lift_dims) : size_t(cfg_.reduce_dims));
+}
+
 Result<void> Association::set_state(std::span<const float> s) {
-  const size_t units = cfg_.lift_active > 0 ? size_t(cfg_.lift_dims) : size_t(cfg_.reduce_dims);
-  if (s.size() != in_floats() + units) {
+  if (s.size() != state_floats()) {
     return Error{ErrorCode::kInvalidArgument,
                  "association state has " + std::to_string(s.size()) + " floats, expected " +
-                     std::to_string(in_floats() + units)};
+                     std::to_string(state_floats())};
   }
   mean_.assign(s.begin(), s.begin() + ptrdiff_t(in_floats()));
   freq_.assign(s.begin() + ptrdiff_t(in_floats()), s.end());

@@ -52,6 +52,8 @@ class Association {
   bool fitted() const { return !mean_.empty(); }
   // The learned state (mean and frequencies) as floats, and its inverse (checks the length).
   std::vector<float> state() const;
+  // state()'s length once fitted.
+  size_t state_floats() const;
   Result<void> set_state(std::span<const float> s);
 
   // Tokens [i0, i0 + n) of b. out: [key_floats()] (episode) or [query_floats()] (query).

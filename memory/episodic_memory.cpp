@@ -119,7 +119,7 @@ Result<std::unique_ptr<EpisodicMemory>> EpisodicMemory::open(const ModelConfig& 
     row_bytes_per_token += 2 * size_t(s.num_key_value_heads) * codec->row_bytes();
     codebook_bytes += 2 * (codec->serialize().size() + 4);
   }
-  codebook_bytes += 4 + 4 * m->assoc_.state().size() + 64;  // the association's state
+  codebook_bytes += 4 + 4 * m->assoc_.state_floats() + 64;  // the association's state
   g.payload_bytes = uint32_t(row_bytes_per_token * opts.episode_tokens);
   g.codebook_bytes = uint32_t(codebook_bytes);
   auto st = EpisodeStore::open(opts.path, g);
