@@ -168,11 +168,18 @@ Result<void> GpuForward::Impl::run(Recorder& rec, const int32_t* ids, int64_t T,
   step[INFER_STEP_POS0] = uint32_t(pos);
   step[INFER_STEP_T] = uint32_t(T);
   for (int64_t t = 0; t < T; ++t) step[INFER_STEP_IDS + t] = uint32_t(ids[t]);
+  const RingPlan* planned = nullptr;
   if (ring) {
-    // Slots, victims and cache positions once per chunk (as CpuForward); the victims' rows are
-    // still in their slots while the sink reads them (kv_commit overwrites them at the end).
+    // Slots, victims and cache positions once per chunk (as CpuForward). The victims' rows are
+    // copied to the host staging in the chunk's own command buffer before kv_commit overwrites
+    // them, and handed to the sink after the wait (none copied without a sink).
     const RingPlan& plan = ring->plan(pos, ids, T);
-    if (sink != nullptr && !plan.evicted.empty()) sink->on_evict(plan.evicted, *rows);
+    planned = &plan;
+    const bool stage = sink != nullptr && !plan.evicted.empty();
+    INFER_CHECK(!stage || evict_staging.handle() != VK_NULL_HANDLE,
+                "an eviction sink without its staging");
+    INFER_CHECK(int64_t(plan.evicted.size()) <= T, "%zu evicted by %lld tokens",
+                plan.evicted.size(), (long long)T);
     step[INFER_STEP_N_KEYS] = uint32_t(plan.n_keys);
     step[INFER_STEP_N_SLIDE] =
         uint32_t(std::min<int64_t>(pos, int64_t(tc.sliding_window) - 1));
@@ -180,6 +187,11 @@ Result<void> GpuForward::Impl::run(Recorder& rec, const int32_t* ids, int64_t T,
     for (int64_t t = 0; t < T; ++t) writes[t] = uint32_t(plan.write_slots[size_t(t)]);
     uint32_t* keys = step + INFER_STEP_KEYS(T);
     for (int64_t i = 0; i < plan.n_keys; ++i) keys[i] = uint32_t(plan.key_slots[size_t(i)]);
+    uint32_t* evict = step + INFER_STEP_EVICT(T, plan.n_keys);
+    evict[0] = stage ? uint32_t(plan.evicted.size()) : 0;
+    for (size_t e = 0; stage && e < plan.evicted.size(); ++e) {
+      evict[1 + e] = uint32_t(plan.evicted[e].slot);
+    }
   }
   const int64_t LP = int64_t(tc.num_hidden_layers) * tc.hidden_size_per_layer_input;
   if (LP > 0) {
@@ -207,6 +219,12 @@ Result<void> GpuForward::Impl::run(Recorder& rec, const int32_t* ids, int64_t T,
     timing.wait_s = rec.last_timing().wait_s;
   }
   if (ring) {
+    const RingPlan& plan = *planned;
+    if (sink != nullptr && !plan.evicted.empty()) {
+      const StagedKvRows staged(*rows, static_cast<const float*>(evict_staging.mapped()),
+                                evict_k_off, evict_v_off, plan.evicted);
+      sink->on_evict(plan.evicted, staged);
+    }
     if (mass) ring->add_mass(mass->host());  // [n_keys] of this chunk, read back at its end
     ring->commit();
   }
@@ -220,6 +238,7 @@ Result<void> GpuForward::prefill(std::span<const int32_t> ids, float* logits, bo
   if (n == 0) return make_error(ErrorCode::kInvalidArgument, "prefill: no tokens");
   INFER_TRY_VOID(m.check_ids(ids.data(), n));
   if (all_logits) INFER_TRY_VOID(m.ensure_all_logits());
+  if (m.ring) INFER_TRY_VOID(m.ensure_evict_staging());
   const int64_t V = m.model->config().text.vocab_size;
   for (int64_t done = 0; done < n; done += m.max_chunk) {
     const auto t0 = Clock::now();
@@ -244,6 +263,7 @@ Result<void> GpuForward::decode(int32_t id, float* logits) {
   Impl& m = *impl_;
   const auto t0 = Clock::now();
   INFER_TRY_VOID(m.check_ids(&id, 1));
+  if (m.ring) INFER_TRY_VOID(m.ensure_evict_staging());
   Recorder& rec = logits != nullptr ? *m.decode_logits : *m.decode_greedy;
   INFER_TRY_VOID(m.run(rec, &id, 1, t0));
   if (logits != nullptr) {
@@ -257,6 +277,7 @@ Result<int32_t> GpuForward::decode_greedy(int32_t id) {
   Impl& m = *impl_;
   const auto t0 = Clock::now();
   INFER_TRY_VOID(m.check_ids(&id, 1));
+  if (m.ring) INFER_TRY_VOID(m.ensure_evict_staging());
   INFER_TRY_VOID(m.run(*m.decode_greedy, &id, 1, t0));
   return int32_t(*static_cast<const uint32_t*>(m.a.id_host.mapped()));
 }
@@ -282,6 +303,7 @@ Result<std::vector<CommandTime>> GpuForward::profile(std::span<const int32_t> id
   INFER_CHECK(T >= 1 && T <= m.max_chunk, "profile: %lld tokens (max_chunk %lld)", (long long)T,
               (long long)m.max_chunk);
   INFER_TRY_VOID(m.check_ids(ids.data(), T));
+  if (m.ring) INFER_TRY_VOID(m.ensure_evict_staging());
   INFER_TRY(std::unique_ptr<Recorder> rec, Recorder::create(*m.ctx));
   INFER_TRY_VOID(rec->set_profiling(true));
   INFER_TRY_VOID(m.record(*rec, uint32_t(T), T == 1 ? Head::kArgmax : Head::kLast));

@@ -107,11 +107,16 @@ class GpuForward final : public Forward, public KvRingAccess {
   const QuiescenceStats* quiescence_stats() const;  // nullptr when off
 
   KvRingAccess* kv_ring() override;  // this in ring mode, else nullptr
-  // KvRingAccess (ring mode only). Rows are read from / written to the device (waits).
+  // KvRingAccess (ring mode only). The sink is called after the chunk's own wait, its rows read
+  // from a host-visible staging buffer that the chunk's command buffer filled before overwriting
+  // the victims' slots (no wait of their own; made and recorded on the first chunk with a sink).
+  // read_kv and set_recall read from / write to the device (each row waits).
   const infer::KvRing& ring() const override;
   void set_eviction_sink(EvictionSink* sink) override;
   Result<void> set_recall(const KvBlock& block) override;
   Result<void> read_kv(int64_t pos, int64_t n, KvBlock* out) const override;
+  // Rows downloaded from the device with a wait of their own (read_kv), since create: for tests.
+  int64_t kv_row_downloads() const;
 
  private:
   GpuForward();

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "gpu/buffer.h"
@@ -96,12 +97,35 @@ class GpuKvRows final : public KvRows {
   std::span<const int> tiered_layers() const override { return tiered_; }
   int64_t row_floats(int layer) const override;
   void read_row(int layer, int32_t slot, float* k, float* v) const override;
-  Result<void> write_row(int layer, int32_t slot, const float* k, const float* v) const;
+  // n rows at slots first .. first + n - 1: one K and one V transfer (each waits).
+  Result<void> write_rows(int layer, int32_t first, int32_t n, const float* k,
+                          const float* v) const;
+  int64_t downloads() const { return downloads_; }  // read_row calls so far
 
  private:
   const VulkanContext& ctx_;
   const GpuKv& kv_;
   std::vector<int> tiered_;
+  mutable int64_t downloads_ = 0;
+};
+
+// KvRows over the evicted rows a chunk's command buffer copied to host-visible staging
+// (kv_evict_copy): what the sink reads after the chunk's wait, with no wait of its own. Valid
+// for the slots of `evicted` only (token e's rows at staging row e).
+class StagedKvRows final : public KvRows {
+ public:
+  StagedKvRows(const GpuKvRows& rows, const float* staging, std::span<const uint64_t> k_offsets,
+               std::span<const uint64_t> v_offsets, std::span<const EvictedToken> evicted)
+      : rows_(rows), staging_(staging), k_off_(k_offsets), v_off_(v_offsets), evicted_(evicted) {}
+  std::span<const int> tiered_layers() const override { return rows_.tiered_layers(); }
+  int64_t row_floats(int layer) const override { return rows_.row_floats(layer); }
+  void read_row(int layer, int32_t slot, float* k, float* v) const override;
+
+ private:
+  const GpuKvRows& rows_;
+  const float* staging_;
+  std::span<const uint64_t> k_off_, v_off_;  // per tiered layer: its K / V rows' first float
+  std::span<const EvictedToken> evicted_;
 };
 
 struct GpuForward::Impl {
@@ -133,6 +157,12 @@ struct GpuForward::Impl {
   std::unique_ptr<infer::KvRing> ring;
   std::unique_ptr<GpuKvRows> rows;
   EvictionSink* sink = nullptr;
+  // Made on the first chunk run with a sink (ensure_evict_staging): host-visible staging of the
+  // evicted rows, per tiered layer K [max_chunk, row] then V [max_chunk, row], that every
+  // recording made since fills (kv_evict_copy before kv_commit) for the step's E victims.
+  Buffer evict_staging;
+  std::vector<uint64_t> evict_k_off, evict_v_off;  // floats, per tiered layer
+  Result<void> ensure_evict_staging();
   // --evict mass: per-key attention mass of each chunk, read back for ring->add_mass (else
   // null, and the recordings hold no mass dispatch).
   std::unique_ptr<AttentionMassOps> mass;

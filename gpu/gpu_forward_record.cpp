@@ -356,12 +356,22 @@ Result<void> GpuForward::Impl::record(Recorder& rec, uint32_t T, Head head, Part
   if (part == Part::kLower) return rec.end();
   // KV ring: the chunk's rows of the tiered layers leave their staging slots for the plan's
   // write slots only now, after every layer (donors' shared layers included) attended the
-  // victims they replace.
-  for (int i = 0; i < L; ++i) {
+  // victims they replace. With an eviction sink the victims' rows go to the host staging first
+  // (the step's E of them; none without a sink), read after this chunk's wait.
+  const bool stage = evict_staging.handle() != VK_NULL_HANDLE;
+  for (int i = 0, j = 0; i < L; ++i) {
     const KvRing* own = kv->own(i);
     if (own == nullptr || own->mode != INFER_KV_TIERED) continue;
-    INFER_TRY_VOID(ops.attention->kv_commit(rec, whole(*c.step_buf), T, own->n_kv * own->d,
-                                            own->slots, whole(own->k), whole(own->v)));
+    const uint32_t row = own->n_kv * own->d;
+    if (stage) {
+      INFER_TRY_VOID(ops.attention->kv_evict_copy(
+          rec, whole(*c.step_buf), T, row, own->slots, whole(own->k), whole(own->v),
+          whole(evict_staging), uint32_t(evict_k_off[size_t(j)]),
+          uint32_t(evict_v_off[size_t(j)])));
+    }
+    ++j;
+    INFER_TRY_VOID(ops.attention->kv_commit(rec, whole(*c.step_buf), T, row, own->slots,
+                                            whole(own->k), whole(own->v)));
   }
   if (c.mass != nullptr) c.mass->record_readback(rec);
   INFER_TRY_VOID(c.output(head));

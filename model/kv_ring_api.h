@@ -25,9 +25,12 @@ class KvRows {
   virtual void read_row(int layer, int32_t slot, float* k, float* v) const = 0;
 };
 
-// Receives the tokens a chunk evicts from the window, in position order, before their slots are
-// overwritten: rows.read_row(layer, token.slot, ...) is valid during the call only. Called on
-// the decode thread, between planning a chunk and running it; keep it short.
+// Receives the tokens a chunk evicts from the window, in position order, with their rows as
+// stored before the chunk overwrote their slots: rows.read_row(layer, token.slot, ...) is valid
+// during the call, for those tokens' slots only. Called on the decode thread once per chunk,
+// either between planning it and running it (CpuForward: the rows still in their slots) or after
+// it ran, before the ring's commit (GpuForward: rows the chunk's command buffer preserved in
+// host memory, read without a wait); both give the same rows. Keep it short.
 class EvictionSink {
  public:
   virtual ~EvictionSink() = default;

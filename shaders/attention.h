@@ -122,6 +122,18 @@ uint slots;
 INFER_PUSH_END(KvCommitPush)
 #endif
 
+// KV ring, tiered layers, with an eviction sink: before kv_commit, the K and V rows of each slot
+// the chunk evicts (step.h's INFER_STEP_EVICT) are copied into a host-visible staging buffer at
+// k_dst + e · row and v_dst + e · row (kv_evict_copy.comp; workgroup e).
+#if defined(__cplusplus) || defined(INFER_ATTN_KV_EVICT_COPY)
+INFER_PUSH_BEGIN(KvEvictCopyPush)
+uint T;
+uint row;
+uint k_dst;  // floats into the staging buffer
+uint v_dst;
+INFER_PUSH_END(KvEvictCopyPush)
+#endif
+
 // `--evict mass`, tiered layers (attend_mass.comp): phase 0 writes each query row's
 // log-sum-exp of scores, phase 1 the probability mass of each cached key summed over the rows
 // (accumulate = 0: the chunk's first full layer, which overwrites the previous chunk's mass).

@@ -17,7 +17,12 @@
 // step[INFER_STEP_T], so the layout needs no other constant.
 #define INFER_STEP_WRITES(T) (INFER_STEP_IDS + (T))
 #define INFER_STEP_KEYS(T) (INFER_STEP_IDS + 2 * (T))
+// KV ring only, after the key slots: the number E <= T of window tokens the chunk evicts whose
+// rows go to the host (0 without an eviction sink), then their E slots; evicted token e's rows
+// go to staging row e (kv_evict_copy.comp). n_keys is step[INFER_STEP_N_KEYS].
+#define INFER_STEP_EVICT(T, n_keys) (INFER_STEP_KEYS(T) + (n_keys))
 #define INFER_STEP_WORDS(max_chunk) (INFER_STEP_IDS + (max_chunk))
-#define INFER_STEP_RING_WORDS(max_chunk, max_keys) (INFER_STEP_IDS + 2 * (max_chunk) + (max_keys))
+#define INFER_STEP_RING_WORDS(max_chunk, max_keys) \
+  (INFER_STEP_IDS + 3 * (max_chunk) + (max_keys) + 1)
 
 #endif  // INFER_SHADERS_STEP_H_

@@ -193,6 +193,10 @@ Result<std::unique_ptr<AttentionOps>> AttentionOps::create(const VulkanContext& 
                                                                  A::kReadWrite},
                                                    sizeof(shader::KvCommitPush), {},
                                                    INFER_KV_EXACT)));
+  INFER_TRY(p.evict_copy,
+            Pipeline::create(ctx, p.desc("kv_evict_copy", {A::kRead, A::kRead, A::kRead,
+                                                           A::kWrite},
+                                         sizeof(shader::KvEvictCopyPush), {}, INFER_KV_EXACT)));
   INFER_TRY(p.scores, Buffer::create(ctx,
                                      uint64_t(limits.max_n_q) * limits.max_positions *
                                          sizeof(float),
@@ -377,6 +381,24 @@ Result<void> AttentionOps::kv_commit(Recorder& rec, Binding step, uint32_t T, ui
   push.row = row;
   push.slots = slots;
   return rec.dispatch(*p.commit, {step, k_cache, v_cache}, push, Groups{T, 1, 1});
+}
+
+Result<void> AttentionOps::kv_evict_copy(Recorder& rec, Binding step, uint32_t T, uint32_t row,
+                                         uint32_t slots, Binding k_cache, Binding v_cache,
+                                         Binding staging, uint32_t k_dst, uint32_t v_dst) const {
+  const Pipelines& p = *p_;
+  INFER_CHECK(T >= 1 && T <= p.limits.max_T && row >= 1, "kv_evict_copy: T %u (max %u), row %u",
+              T, p.limits.max_T, row);
+  check_floats("kv_evict_copy", "k_cache", k_cache, uint64_t(slots) * row);
+  check_floats("kv_evict_copy", "v_cache", v_cache, uint64_t(slots) * row);
+  check_floats("kv_evict_copy", "staging", staging,
+               std::max(uint64_t(k_dst), uint64_t(v_dst)) + uint64_t(T) * row);
+  shader::KvEvictCopyPush push{};
+  push.T = T;
+  push.row = row;
+  push.k_dst = k_dst;
+  push.v_dst = v_dst;
+  return rec.dispatch(*p.evict_copy, {step, k_cache, v_cache, staging}, push, Groups{T, 1, 1});
 }
 
 }  // namespace infer::gpu

@@ -127,6 +127,12 @@ class AttentionOps {
   // slots slots + t to the step buffer's write slots, once nothing reads the old rows.
   Result<void> kv_commit(Recorder& rec, Binding step, uint32_t T, uint32_t row, uint32_t slots,
                          Binding k_cache, Binding v_cache) const;
+  // KV ring with an eviction sink: before kv_commit, copies the K and V rows (row floats each)
+  // of the E <= T slots the step buffer lists at INFER_STEP_EVICT (shaders/step.h) to staging
+  // floats k_dst + e · row and v_dst + e · row. E = 0: every workgroup returns at once.
+  Result<void> kv_evict_copy(Recorder& rec, Binding step, uint32_t T, uint32_t row,
+                             uint32_t slots, Binding k_cache, Binding v_cache, Binding staging,
+                             uint32_t k_dst, uint32_t v_dst) const;
 
   // Prefill (T > 1). The most key ranges attend() splits `dims` into (its grid's x,
   // fixed at record time); at run time only ranges of >= min_keys_per_split() keys are used: one

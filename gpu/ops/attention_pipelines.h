@@ -78,6 +78,7 @@ struct AttentionOps::Pipelines {
   bool fuse_prep = true;      // prep_attend: qkv_prep folded into attend_split (INFER_ATTN_PREP)
   uint32_t max_shared_bytes = 0;  // the device's limit a workgroup
   std::unique_ptr<Pipeline> commit;
+  std::unique_ptr<Pipeline> evict_copy;
   Buffer scratch;
   Buffer scores;    // decode: f32 [max_n_q, max_positions]
   Buffer stats;     // decode: f32 [max_n_q, knobs.score_groups, 2]

@@ -192,6 +192,54 @@ TEST_F(RingGpu, FifoHandsOnTheCpuRingsTokensAndRows) {
   EXPECT_EQ(b.size(), 5u);
 }
 
+// The sink's rows come from the host staging the chunk's own command buffer fills, with no
+// download of their own (kv_row_downloads stays 0: no wait per evicted token), and they are the
+// CPU ring's rows: decode steps (one eviction each), then prefill chunks evicting max_chunk
+// tokens each, then decode again, under FIFO and mass eviction. read_kv still downloads.
+TEST_F(RingGpu, SinkRowsComeFromStagingWithoutDownloads) {
+  auto model = load("e2b-mini");
+  ASSERT_NE(model, nullptr);
+  for (const EvictPolicy policy : {EvictPolicy::kFifo, EvictPolicy::kMass}) {
+    SCOPED_TRACE(policy == EvictPolicy::kMass ? "mass" : "fifo");
+    const int64_t V = golden_.vocab, A = 3, W = 24, n = 150;
+    const std::vector<int32_t> ids = pseudo_ids(n, V, 21);
+    const RingConfig c = ring(A, W, 4, policy);
+    CpuForward cpu(*model, pool_, c, 16);
+    auto f = gpu(*model, c, 16);
+    ASSERT_NE(f, nullptr);
+    Collector cpu_sink, gpu_sink;
+    cpu.set_eviction_sink(&cpu_sink);
+    f->set_eviction_sink(&gpu_sink);
+    std::vector<float> logits(static_cast<size_t>(V));
+    for (Forward* fwd : {static_cast<Forward*>(&cpu), static_cast<Forward*>(f.get())}) {
+      for (int64_t p = 0; p < 40; ++p) {
+        ASSERT_TRUE(fwd->decode(ids[size_t(p)], logits.data()).ok());
+      }
+      ASSERT_TRUE(fwd->prefill(std::span(ids).subspan(40, 80), logits.data()).ok());
+      for (int64_t p = 120; p < n; ++p) {
+        ASSERT_TRUE(fwd->decode(ids[size_t(p)], logits.data()).ok());
+      }
+    }
+    EXPECT_EQ(f->kv_row_downloads(), 0);
+    ASSERT_EQ(gpu_sink.block.size(), size_t(n - A - W));
+    EXPECT_EQ(gpu_sink.block.pos, cpu_sink.block.pos);
+    EXPECT_EQ(gpu_sink.block.ids, cpu_sink.block.ids);
+    ASSERT_EQ(gpu_sink.block.layers, cpu_sink.block.layers);
+    ASSERT_FALSE(gpu_sink.block.layers.empty());
+    for (size_t i = 0; i < gpu_sink.block.layers.size(); ++i) {
+      EXPECT_LE(max_diff(gpu_sink.block.k[i], cpu_sink.block.k[i]), 1e-4f) << "layer " << i;
+      EXPECT_LE(max_diff(gpu_sink.block.v[i], cpu_sink.block.v[i]), 1e-4f) << "layer " << i;
+    }
+    // The sink taken away: no rows handed on, the staging copies idle (E = 0).
+    f->set_eviction_sink(nullptr);
+    ASSERT_TRUE(f->decode(ids[0], logits.data()).ok());
+    EXPECT_EQ(gpu_sink.block.size(), size_t(n - A - W));
+    KvBlock b;
+    ASSERT_TRUE(f->read_kv(n - 2, 2, &b).ok());
+    EXPECT_GT(f->kv_row_downloads(), 0);
+  }
+}
+
 // Rows placed in the recall tier (read from the CPU ring after a real text X) give the GPU the
 // logits they give the CPU ring on a text Y, and differ from no recall.
 TEST_F(RingGpu, RecalledRowsGiveTheCpuRingsLogits) {
