@@ -19,6 +19,7 @@
 #include "cli/serve.h"
 #include "cli/threads.h"
 #include "cli/version.h"
+#include "memory/mem_list.h"
 
 namespace {
 
@@ -42,6 +43,10 @@ int run(const std::vector<std::string_view>& args) {
   if (opts->version) {
     std::printf("infer %s\n", version_string().c_str());
     return 0;
+  }
+  if (opts->mem_list) {  // the episodes of a --memory file, without a model
+    const infer::Result<void> l = infer::memory::print_mem_list(opts->memory->string(), stdout);
+    return l ? 0 : fail(1, l.error().message);
   }
   if (const infer::Result<void> t = check_threads(*opts, cpu_info()); !t) {
     return fail(2, t.error().message);

@@ -247,6 +247,11 @@ const Switch kSwitches[] = {
      }},
     {"--mem-capacity", 0, Arg::kRequired,
      [](Options& o, auto n, Value v) { return set_int(o.mem_capacity, n, v, 1, 1 << 24); }},
+    {"--mem-list", 0, Arg::kNone,
+     [](Options& o, auto, Value) -> Result<void> {
+       o.mem_list = true;
+       return Ok{};
+     }},
     {"--no-memory", 0, Arg::kNone,
      [](Options& o, auto, Value) -> Result<void> {
        o.no_memory = true;
@@ -365,6 +370,7 @@ Result<void> validate(const Options& o) {
     return bad("--bench-quiescence needs --bench, without --bench-stream/--bench-context");
   }
   if (o.no_memory && o.memory) return bad("--no-memory conflicts with --memory/--storage");
+  if (o.mem_list && !o.memory) return bad("--mem-list needs --memory PATH");
   if (o.no_ring && (o.anchors || o.window || o.recall || o.evict)) {
     return bad("--no-ring conflicts with --anchors/--window (-c/--ctx-size)/--recall/--evict");
   }
@@ -448,7 +454,7 @@ std::string_view closest_switch(std::string_view arg) {
 }
 
 std::string unavailable_feature(const Options& o) {
-  if (o.memory || o.mem_capacity) return "--memory/--storage: episodic memory is not built yet";
+  if ((o.memory && !o.mem_list) || o.mem_capacity) return "--memory/--storage: episodic memory is not built yet";
   if (!o.tools_root.empty()) return "--tools: tools are not built yet";
   return "";
 }

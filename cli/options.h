@@ -80,6 +80,7 @@ struct Options {
   std::optional<std::filesystem::path> memory;  // --memory [PATH] / --storage PATH
   std::optional<int> mem_capacity;
   bool no_memory = false;
+  bool mem_list = false;  // --mem-list: print the --memory file's episodes and exit
   bool quiescence = false;
   std::optional<float> quiescence_threshold;
   std::optional<float> gate_entropy;   // --gate-entropy: listen above this entropy (nats)

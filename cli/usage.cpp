@@ -96,6 +96,7 @@ streaming engine (not built yet: giving these is an error for now)
       --memory [PATH], --storage PATH, --mem-capacity N
       --tools ROOT
       --no-memory          accepted; nothing is remembered across sessions yet
+      --memory PATH --mem-list  print the episodes stored in PATH (and any damage), then exit
 
 interactive session (no prompt: a tty on stdin opens the REPL, a pipe is read one turn a line)
       --gate-entropy F     the gate stops and listens when a step's entropy is above F nats
