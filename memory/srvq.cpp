@@ -76,6 +76,22 @@ inline int nearest(const float* x, const float* cents, const float* norms, int k
   return best;
 }
 
+// nearest() over centroids stored transposed, cents_t [d, k]: the loop over centroids is
+// contiguous, so it vectorizes without reassociating any sum (same bits at any vector width).
+inline int nearest_t(const float* x, const float* cents_t, const float* norms, int k, int d) {
+  float score[256];
+  for (int j = 0; j < k; ++j) score[j] = norms[j];
+  for (int t = 0; t < d; ++t) {
+    const float xt = -2.0f * x[t];
+    const float* c = cents_t + static_cast<size_t>(t) * k;
+    for (int j = 0; j < k; ++j) score[j] += xt * c[j];
+  }
+  int best = 0;
+  for (int j = 1; j < k; ++j)
+    if (score[j] < score[best]) best = j;
+  return best;
+}
+
 // Lloyd's k-means on samples [n, d] into cents [k, d]. spherical: centroids kept on the unit
 // sphere and assigned by cosine (stage 1, whose inputs are directions); the caller scales them.
 void kmeans(const float* x, size_t n, int d, int k, int iterations, bool spherical,
@@ -178,6 +194,13 @@ SrvqCodec::SrvqCodec(const SrvqConfig& cfg, std::vector<float> centroids)
     const float* c = centroids_.data() + j * cfg_.sub_dim;
     norms_[j] = dot(c, c, cfg_.sub_dim);
   }
+  centroids_t_.resize(centroids_.size());
+  const size_t sd = cfg_.sub_dim;
+  for (int s = 0; s < cfg_.stages; ++s)
+    for (int j = 0; j < k; ++j)
+      for (size_t t = 0; t < sd; ++t)
+        centroids_t_[(static_cast<size_t>(s) * sd + t) * k + j] =
+            centroids_[(static_cast<size_t>(s) * k + j) * sd + t];
 }
 
 // The first cfg.spherical_stages stages learn with spherical k-means and then get one scale
@@ -260,9 +283,10 @@ void SrvqCodec::encode(const float* row, uint8_t* out) const {
   for (int off = 0; off < d; off += sd) {
     for (int t = 0; t < sd; ++t) x[t] = row[off + t] * inv;
     for (int s = 0; s < cfg_.stages; ++s) {
-      const float* cs = centroids_.data() + static_cast<size_t>(s) * k * sd;
-      const int j = nearest(x, cs, norms_.data() + static_cast<size_t>(s) * k, k, sd);
-      const float* c = cs + static_cast<size_t>(j) * sd;
+      const size_t stage = static_cast<size_t>(s) * k * sd;
+      const int j = nearest_t(x, centroids_t_.data() + stage, norms_.data() + static_cast<size_t>(s) * k,
+                              k, sd);
+      const float* c = centroids_.data() + stage + static_cast<size_t>(j) * sd;
       for (int t = 0; t < sd; ++t) x[t] -= c[t];
       put_bits(codes, bit, static_cast<uint32_t>(j), cfg_.code_bits);
       bit += cfg_.code_bits;

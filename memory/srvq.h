@@ -51,7 +51,8 @@ class SrvqCodec {
   SrvqCodec(const SrvqConfig& cfg, std::vector<float> centroids);
   SrvqConfig cfg_;
   std::vector<float> centroids_;  // [stages][2^code_bits][sub_dim]
-  std::vector<float> norms_;      // [stages][2^code_bits]: |c|^2, for nearest()
+  std::vector<float> centroids_t_;  // [stages][sub_dim][2^code_bits]: encode's layout
+  std::vector<float> norms_;      // [stages][2^code_bits]: |c|^2
 };
 
 }  // namespace infer::memory
