@@ -72,7 +72,9 @@ TEST(EpisodeBuilder, NeverTakesAPositionTwiceFromOverlappingSources) {
     expect_consistent(e);
     for (size_t i = 0; i < e.size(); ++i) {
       EXPECT_TRUE(seen.insert(e.pos[i]).second) << "position " << e.pos[i] << " twice";
-      if (i > 0) EXPECT_GT(e.pos[i], e.pos[i - 1]);
+      if (i > 0) {
+        EXPECT_GT(e.pos[i], e.pos[i - 1]);
+      }
     }
     total += e.size();
   }

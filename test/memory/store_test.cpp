@@ -501,7 +501,11 @@ TEST_F(StoreTest, SurvivesSigkillAtRandomMoments) {
 
     auto s = must_open(path(), g);
     ASSERT_TRUE(s);
-    EXPECT_TRUE(s->problems().empty()) << s->problems().front();
+    // A kill inside a header write leaves that page torn: reported, and the other page (the
+    // state before the commit in flight) is used. Records are never damaged by a kill.
+    for (const std::string& p : s->problems()) {
+      EXPECT_NE(p.find("header page"), std::string::npos) << p;
+    }
     Model actual;
     for (const EpisodeInfo& info : s->list()) {
       actual[info.id] = Live{info.strength, info.recalled_ms, info.recalls};
