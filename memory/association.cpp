@@ -1,6 +1,8 @@
 // Association keys from pre-RoPE K rows, and the dual score (association.h).
 #include "memory/association.h"
 
+#include "memory/splitmix.h"
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -11,24 +13,9 @@
 namespace infer::memory {
 namespace {
 
-// splitmix64: the same stream on every platform (std::normal_distribution is not portable).
-struct Rng {
-  uint64_t s;
-  uint64_t next() {
-    uint64_t z = (s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
-  double uniform() { return double(next() >> 11) * (1.0 / 9007199254740992.0); }
-  float gaussian() {  // Box-Muller, one value per call
-    const double u1 = std::max(uniform(), 1e-300), u2 = uniform();
-    return float(std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2));
-  }
-};
 
 std::vector<float> gaussian_matrix(size_t rows, size_t cols, uint64_t seed) {
-  Rng r{seed};
+  SplitMix64 r{seed};
   std::vector<float> m(rows * cols);
   for (auto& x : m) x = r.gaussian();
   return m;

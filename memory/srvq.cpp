@@ -2,6 +2,8 @@
 // codes and the serialized form (srvq.h).
 #include "memory/srvq.h"
 
+#include "memory/splitmix.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -25,17 +27,6 @@ uint64_t fnv1a(const uint8_t* p, size_t n) {
   return h;
 }
 
-// splitmix64: a fixed generator, so training is the same on every standard library.
-struct SplitMix64 {
-  uint64_t s;
-  uint64_t next() {
-    uint64_t z = (s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-  size_t below(size_t n) { return static_cast<size_t>(next() % n); }
-};
 
 // Eight partial sums in a fixed order: vectorizes without -ffast-math and gives the same bits
 // every run (decode does not use it; encode's choices depend on it, deterministically).
