@@ -34,6 +34,7 @@ struct Pipeline::Impl {
   std::shared_ptr<Control> control = std::make_shared<Control>();
   std::shared_ptr<Wiring> wiring = std::make_shared<Wiring>();
   std::shared_ptr<MemoryLink> memory;
+  std::shared_ptr<Forward> forward;
   std::atomic<uint64_t> turns{0};
 };
 
@@ -42,6 +43,7 @@ Pipeline::Pipeline(std::shared_ptr<Forward> forward, PipelineOptions opts, Front
   Impl& m = *impl_;
   opts.engine.tracer = opts.tracer;
   m.memory = opts.memory;
+  m.forward = forward;
   if (m.memory) {
     opts.engine.before_generate = [link = m.memory.get(), wiring = m.wiring.get(),
                                    fwd = forward.get(), tracer = opts.tracer](int64_t pos,
@@ -78,6 +80,9 @@ Pipeline::~Pipeline() {
   if (m.memory) {
     if (m.memory->buffer) m.memory->buffer->flush();
     m.memory->drain();
+    // The buffer hands blocks to this pipeline's consolidation, which is gone: a later pipeline
+    // on the same forward attaches its own (or none).
+    if (KvRingAccess* ring = m.forward->kv_ring()) ring->set_eviction_sink(nullptr);
   }
   // The actors' states held the wiring; the handles in it go last.
   *m.wiring = Wiring{};

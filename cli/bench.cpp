@@ -21,6 +21,7 @@
 #include "base/clock.h"
 #include "cli/backend.h"
 #include "cli/bench_output.h"
+#include "cli/bench_memory.h"
 #include "cli/bench_quiescence.h"
 #include "cli/bench_stream.h"
 #include "cli/gpu_profile.h"
@@ -169,6 +170,7 @@ Result<void> bench_decode(Backend& backend, const std::vector<int32_t>& ids, Dec
 Result<void> run_bench(const Options& opts) {
   if (opts.bench_stream || opts.bench_context) return run_bench_stream(opts);
   if (opts.bench_quiescence) return run_bench_quiescence(opts);
+  if (opts.bench_memory) return run_bench_memory(opts);
   INFER_TRY(ModelChoice choice, choose_model(opts));
   INFER_TRY(std::unique_ptr<gpu::VulkanContext> gpu_ctx, open_gpu(opts));
 

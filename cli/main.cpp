@@ -71,7 +71,7 @@ int run(const std::vector<std::string_view>& args) {
     return 0;
   }
   const bool session = no_prompt;
-  if (opts->memory && !opts->no_memory && !session && !opts->serve) {
+  if (opts->memory && !opts->no_memory && !session && !opts->serve && !opts->bench_memory) {
     return fail(2, "--memory applies to the interactive/pipe session and --serve (one turn a "
                    "line: printf 'PROMPT\\n' | infer --memory ...)");
   }

@@ -201,6 +201,10 @@ const Switch kSwitches[] = {
      [](Options& o, auto n, Value v) {
        return set_int<int64_t>(o.bench_every, n, v, 1, int64_t(1) << 40);
      }},
+    {"--bench-memory", 0, Arg::kRequired,
+     [](Options& o, auto n, Value v) {
+       return set_int<int64_t>(o.bench_memory, n, v, 1, int64_t(1) << 20);
+     }},
     {"--bench-quiescence", 0, Arg::kRequired,
      [](Options& o, auto n, Value v) {
        return set_int<int64_t>(o.bench_quiescence, n, v, 1, int64_t(1) << 20);
@@ -371,6 +375,10 @@ Result<void> validate(const Options& o) {
   if (o.bench_quiescence && (!o.bench || o.bench_stream || o.bench_context)) {
     return bad("--bench-quiescence needs --bench, without --bench-stream/--bench-context");
   }
+  if (o.bench_memory && (!o.bench || o.bench_stream || o.bench_context || o.bench_quiescence)) {
+    return bad("--bench-memory needs --bench, without the other --bench-* modes");
+  }
+  if (o.bench_memory && !o.memory) return bad("--bench-memory needs --memory PATH (a scratch store)");
   if (o.no_memory && o.memory) return bad("--no-memory conflicts with --memory/--storage");
   if (o.no_ring && (o.anchors || o.window || o.recall || o.evict)) {
     return bad("--no-ring conflicts with --anchors/--window (-c/--ctx-size)/--recall/--evict");

@@ -71,6 +71,7 @@ struct Options {
   std::optional<int64_t> bench_stream, bench_every;
   // --bench --bench-context N,...: decode speed after N tokens, ring vs exact (synthetic rows).
   std::optional<std::vector<int64_t>> bench_context;
+  std::optional<int64_t> bench_memory;  // --bench-memory N: decode tokens per run, memory off/on
   std::optional<int64_t> bench_quiescence;  // --bench-quiescence N: decode tokens compared
 
   // KV ring (DESIGN.md §4), episodic memory (§5), quiescence (§6), gate (§3), trace, tools (§8).

@@ -91,6 +91,9 @@ model while it fits in anchors + window
       --quiescence-threshold T  skip below this smoothed velocity, 1 - cos (default 0.001)
       --bench-quiescence N with --bench: N greedy tokens, exact vs --quiescence at several
                            thresholds (layers skipped, speedup, greedy agreement, KL)
+      --bench-memory N     with --bench --memory NEW_PATH: decode N tokens a run, memory off
+                           and on side by side; recall latency at 64/1,000/10,000 episodes;
+                           stored bytes per token (NEW_PATH and NEW_PATH.* are scratch, removed)
 
 episodic memory (docs/MEMORY.md; with the KV ring)
       --memory [PATH]      keep what leaves the window, and quiet spans, as episodes in PATH
