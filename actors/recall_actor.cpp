@@ -34,10 +34,22 @@ recall_actor::behavior_type recall_fn(Self self, std::shared_ptr<MemoryLink> lin
                                      &slot.hits);
           if (r.ok()) s.link->last_hits = slot.hits;
         }
-        std::lock_guard lock(slot.mu);
-        if (!r.ok()) slot.error = r.error();
-        slot.done = true;
-        slot.cv.notify_all();
+        std::vector<memory::RecallHit> hits;
+        {
+          std::lock_guard lock(slot.mu);
+          if (!r.ok()) slot.error = r.error();
+          if (r.ok()) hits = slot.hits;
+          slot.done = true;
+          slot.cv.notify_all();
+        }
+        // The turn has its rows: the strengths it earned are committed after, off its path.
+        if (!hits.empty()) {
+          TraceScope commit(s.tracer, "recall", "memory strengthen", int64_t(hits.size()));
+          std::lock_guard lock(s.link->mu);
+          if (Result<void> w = s.link->memory->strengthen(hits); !w.ok()) {
+            std::fprintf(stderr, "infer: memory: %s\n", w.error().message.c_str());
+          }
+        }
       },
   };
 }

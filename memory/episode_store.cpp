@@ -224,7 +224,8 @@ class FileStore final : public EpisodeStore {
   uint8_t* record(uint32_t slot) {
     return base_ + layout_.records_offset + uint64_t(slot) * layout_.record_bytes;
   }
-  EpisodeInfo info_of(uint32_t slot) const;
+  // with_preview false: scoring visits every episode each turn and needs no text.
+  EpisodeInfo info_of(uint32_t slot, bool with_preview = true) const;
 
   std::string path_;
   bool writable_;
@@ -461,7 +462,7 @@ Result<void> FileStore::commit(HeaderState next) {
   return Ok{};
 }
 
-EpisodeInfo FileStore::info_of(uint32_t slot) const {
+EpisodeInfo FileStore::info_of(uint32_t slot, bool with_preview) const {
   const uint8_t* r = record(slot);
   const Slot& s = head_.slots[slot];
   EpisodeInfo info;
@@ -472,8 +473,10 @@ EpisodeInfo FileStore::info_of(uint32_t slot) const {
   info.recalled_ms = s.recalled_ms;
   info.strength = s.strength;
   info.recalls = s.recalls;
-  info.preview.assign(reinterpret_cast<const char*>(r + fmt::kRecPreview),
-                      fmt::get<uint32_t>(r, fmt::kRecPreviewLen));
+  if (with_preview) {
+    info.preview.assign(reinterpret_cast<const char*>(r + fmt::kRecPreview),
+                        fmt::get<uint32_t>(r, fmt::kRecPreviewLen));
+  }
   return info;
 }
 
@@ -572,7 +575,7 @@ void FileStore::for_each_key(
   for (const auto& [id, slot] : slot_of_) {
     // Records start 8-aligned inside a page-aligned area, so the key is 4-aligned.
     const auto* key = reinterpret_cast<const float*>(record(slot) + key_at);
-    fn(info_of(slot), std::span<const float>(key, geo_.key_floats));
+    fn(info_of(slot, false), std::span<const float>(key, geo_.key_floats));
   }
 }
 

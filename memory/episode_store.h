@@ -74,7 +74,8 @@ class EpisodeStore {
   // error.
   virtual Result<uint64_t> append(const Episode& e, uint64_t victim) = 0;
   virtual Result<Episode> read(uint64_t id) const = 0;
-  // Key of every committed episode without copying payloads: fn(info, key).
+  // Key of every committed episode without copying payloads: fn(info, key); info.preview is
+  // left empty (scoring needs no text).
   virtual void for_each_key(
       const std::function<void(const EpisodeInfo&, std::span<const float>)>& fn) const = 0;
   // Updates strength / recall time / count (one commit).

@@ -354,9 +354,20 @@ Result<void> EpisodicMemory::recall(const KvBlock& query, size_t max_tokens, KvB
     decode_episode(e.value(), out);
     const float strength = opts_.rule.after_recall(
         s.info.strength, std::max(s.info.written_ms, s.info.recalled_ms), now);
-    if (auto r = store_->touch(s.info.id, strength, now, s.info.recalls + 1); !r.ok()) return r;
     if (hits) {
-      hits->push_back({s.info.id, s.info.pos0, s.info.n_tokens, s.association, s.score, strength});
+      hits->push_back({s.info.id, s.info.pos0, s.info.n_tokens, s.association, s.score, strength,
+                       now, s.info.recalls + 1});
+    }
+  }
+  return {};
+}
+
+Result<void> EpisodicMemory::strengthen(std::span<const RecallHit> hits) {
+  for (const RecallHit& h : hits) {
+    // Forgotten or replaced since the recall: nothing to strengthen.
+    if (auto r = store_->touch(h.id, h.strength, h.recalled_ms, h.recalls);
+        !r.ok() && r.error().code != ErrorCode::kNotFound) {
+      return r;
     }
   }
   return {};

@@ -58,6 +58,8 @@ struct RecallHit {
   float association = 0;
   double score = 0;
   float strength = 0;  // after this recall
+  int64_t recalled_ms = 0;
+  uint32_t recalls = 0;  // after this recall
 };
 
 class EpisodicMemory {
@@ -77,11 +79,14 @@ class EpisodicMemory {
   // positions afresh.
   Result<size_t> end_stream();
 
-  // Scores every stored episode against query's tokens, decodes the best (whole episodes, best
-  // first, at most min(max_tokens, recall_tokens) tokens) into out, ready for set_recall, and
-  // strengthens them. hits: what was recalled, best first (may be null).
+  // Scores every stored episode against query's tokens and decodes the best (whole episodes,
+  // best first, at most min(max_tokens, recall_tokens) tokens) into out, ready for set_recall.
+  // hits: what was recalled, best first, with the strength it earned. Nothing is written: the
+  // turn waits for this, not for the commit, which strengthen() makes afterwards.
   Result<void> recall(const KvBlock& query, size_t max_tokens, KvBlock* out,
                       std::vector<RecallHit>* hits);
+  // Commits what a recall earned: each hit's strength, recall time and count.
+  Result<void> strengthen(std::span<const RecallHit> hits);
 
   const EpisodeStore& store() const { return *store_; }
   size_t key_floats() const { return assoc_.key_floats(); }
