@@ -134,6 +134,8 @@ class Engine {
   Result<Step> step();
   // Forgets the conversation; the sampler restarts from its seed.
   void reset();
+  // before_generate will not be shown the positions so far (an explicit recall used them).
+  void skip_before_generate() { hooked_until_ = position(); }
 
   // Whether the context can take another token.
   bool full() const { return int64_t(context_.size()) >= opts_.max_positions; }

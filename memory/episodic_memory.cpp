@@ -241,8 +241,19 @@ Result<void> EpisodicMemory::store_episode(const KvBlock& b) {
     }
   }
   const uint64_t victim = store_->size() >= store_->geometry().capacity ? weakest(now) : 0;
+  EpisodeInfo replaced;
+  if (victim != 0 && hook_) {
+    for (const EpisodeInfo& i : store_->list()) {
+      if (i.id == victim) replaced = i;
+    }
+  }
   auto r = store_->append(e, victim);
   if (!r.ok()) return r.error();
+  if (victim != 0) {
+    report({MemoryEvent::kReplaced, victim, replaced.pos0, replaced.n_tokens, 0, 0,
+            strength_now(replaced)});
+  }
+  report({MemoryEvent::kStored, r.value(), e.info.pos0, e.info.n_tokens, 0, 0, e.info.strength});
   return {};
 }
 
@@ -356,10 +367,30 @@ Result<void> EpisodicMemory::recall(const KvBlock& query, size_t max_tokens, KvB
         s.info.strength, std::max(s.info.written_ms, s.info.recalled_ms), now);
     if (auto r = store_->touch(s.info.id, strength, now, s.info.recalls + 1); !r.ok()) return r;
     if (hits) {
-      hits->push_back({s.info.id, s.info.pos0, s.info.n_tokens, s.association, s.score, strength});
+      hits->push_back({s.info.id, s.info.pos0, s.info.n_tokens, s.association, s.score, strength,
+                       s.info.written_ms});
     }
+    report({MemoryEvent::kRecalled, s.info.id, s.info.pos0, s.info.n_tokens, s.score,
+            s.association, strength});
   }
   return {};
+}
+
+Result<void> EpisodicMemory::forget(uint64_t id) {
+  EpisodeInfo gone;
+  for (const EpisodeInfo& i : store_->list()) {
+    if (i.id == id) gone = i;
+  }
+  if (gone.id == 0) {
+    return make_error(ErrorCode::kNotFound, store_->path() + ": no episode " + std::to_string(id));
+  }
+  if (auto r = store_->forget(id); !r.ok()) return r;
+  report({MemoryEvent::kForgotten, id, gone.pos0, gone.n_tokens, 0, 0, strength_now(gone)});
+  return {};
+}
+
+float EpisodicMemory::strength_now(const EpisodeInfo& i) const {
+  return float(opts_.rule.strength_now(i.strength, std::max(i.written_ms, i.recalled_ms), now_()));
 }
 
 }  // namespace infer::memory
