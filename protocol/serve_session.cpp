@@ -149,7 +149,14 @@ void ServeSession::interrupt(SessionOutput& out) {
 void ServeSession::flush_queue(SessionOutput& out) {
   std::vector<QueuedAppend> q;
   q.swap(queued_);
-  for (const QueuedAppend& a : q) take_input(a.rid, a.message, out);
+  for (const QueuedAppend& a : q) {  // now, even before the interrupted generation's DONE
+    if (std::holds_alternative<AppendText>(a.message) ||
+        std::holds_alternative<AppendIds>(a.message)) {
+      send_append(a.rid, a.message, out);
+    } else {
+      send_memory(a.rid, a.message, out);
+    }
+  }
 }
 
 void ServeSession::release_answers(SessionOutput& out) {
