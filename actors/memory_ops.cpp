@@ -69,6 +69,7 @@ void recall(MemoryLink& link, Engine& engine, const MemoryOp& op, MemoryReply& r
   const TurnOutcome o = engine.run_turn(req, sink);
   r.position = engine.position();
   if (o.error) return fail(r, *o.error);
+  if (Result<bool> fed = engine.feed(nullptr); !fed.ok()) return fail(r, fed.error());  // all
   engine.skip_before_generate();  // the next GENERATE recalls from what comes after
   KvBlock query, rows;
   const int64_t end = engine.fed();
@@ -100,6 +101,9 @@ void recall(MemoryLink& link, Engine& engine, const MemoryOp& op, MemoryReply& r
 // evicted rows still waiting: the quiet span's path (StoreSpan), waited for.
 void store(MemoryLink& link, Engine& engine, const MemoryOp& op, MemoryReply& r) {
   KvRingAccess* ring = engine.forward().kv_ring();
+  // What is appended but not yet read (an input's last id waits for the next generation) is
+  // read now, so that every appended token can be stored.
+  if (Result<bool> fed = engine.feed(nullptr); !fed.ok()) return fail(r, fed.error());
   if (link.buffer) link.buffer->flush();
   uint64_t first_id = 0;
   {

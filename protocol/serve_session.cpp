@@ -181,7 +181,12 @@ void ServeSession::begin_close(int status, bool ack, SessionOutput& out) {
   closing_ = true;
   exit_status_ = status;
   ack_on_close_ = ack;
-  queued_.clear();
+  // Queued appends are dropped; queued memory requests are still answered after the DONE (a
+  // MEMORY_STORE sent before SHUTDOWN stores).
+  std::erase_if(queued_, [](const QueuedAppend& q) {
+    return std::holds_alternative<AppendText>(q.message) ||
+           std::holds_alternative<AppendIds>(q.message);
+  });
   if (gen_turn_ != 0) interrupt(out);
   if (ack && memory_) {  // SHUTDOWN_ACK after the episodes being written are committed (§4.19)
     MemoryCommand drain;
@@ -326,7 +331,7 @@ void ServeSession::turn_end(const EngineTurnEnd& e, SessionOutput& out) {
 void ServeSession::end_generation(SessionOutput& out) {
   gen_turn_ = 0;
   reader_.generation_done();
-  flush_queue(out);  // empty when closing
+  flush_queue(out);  // when closing, only memory requests
 }
 
 void ServeSession::flush_engine_error(SessionOutput& out) {
