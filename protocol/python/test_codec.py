@@ -132,6 +132,12 @@ class FakeServer(threading.Thread):
                     self.interrupted.set()
                 elif name == "STATS_REQUEST":
                     self.put("STATS", rid, dict((f, 0) for f, _ in ic.LAYOUTS[0x8005][1]))
+                elif name == "MEMORY_STORE":  # the event before the answer, both with its rid
+                    self.put("MEMORY_EVENT", rid, {"kind": 1, "episode_id": 4, "pos0": 0,
+                                                   "n_tokens": 3, "score": 0.0,
+                                                   "association": 0.0, "strength": 1.0})
+                    self.put("MEMORY_STORED", rid, {"episodes": [
+                        {"episode_id": 4, "pos0": 0, "n_tokens": 3}]})
                 elif name == "SHUTDOWN":
                     self.put("SHUTDOWN_ACK", rid)
                     self.w.close()
@@ -140,7 +146,9 @@ class FakeServer(threading.Thread):
 
 def client_checks():
     """Client against FakeServer: handshake, text split to the server's 8-byte limit, a
-    generation interrupted mid-stream while STATS is asked in between, then shutdown."""
+    generation interrupted mid-stream while STATS is asked in between, a MEMORY_EVENT arriving
+    ahead of its request's answer (delivered to memory_events, not taken for the answer), then
+    shutdown."""
     c2s_r, c2s_w = os.pipe()
     s2c_r, s2c_w = os.pipe()
     server = FakeServer(c2s_r, s2c_w)
@@ -159,6 +167,13 @@ def client_checks():
     assert done["op"] == "DONE" and ic.DONE_REASONS[done["reason"]] == "interrupted", done
     assert 3 <= done["n_tokens"] < 400, done
     assert [e["index"] for e in got[:-1]] == list(range(len(got) - 1))
+    seen = []
+    client.on_memory_event = seen.append
+    stored = client.memory_store()  # its MEMORY_EVENT is not taken for the answer
+    assert stored == [{"episode_id": 4, "pos0": 0, "n_tokens": 3}], stored
+    event = client.memory_events.get(timeout=10)
+    assert event["op"] == "MEMORY_EVENT" and event["episode_id"] == 4, event
+    assert seen == [event], seen
     client.shutdown(timeout=10)
     server.join(10)
     assert not server.is_alive()
