@@ -140,7 +140,9 @@ void query(MemoryLink& link, const MemoryOp& op, MemoryReply& r) {
   r.path = m.store().path();
   const size_t first = std::min<size_t>(op.first, all.size());
   const size_t n = std::min<size_t>(op.max_count, all.size() - first);
-  for (size_t i = first; i < first + n; ++i) r.entries.push_back(entry_of(all[i], m.strength_now(all[i])));
+  for (size_t i = first; i < first + n; ++i) {
+    r.entries.push_back(entry_of(all[i], m.strength_now(all[i])));
+  }
   for (const memory::RecallHit& h : link.last_hits) r.last_hits.push_back(entry_of(h));
 }
 

@@ -44,7 +44,8 @@ protocol::EngineMemoryReply memory_answer(const actors::MemoryReply& r) {
   out.ticket = r.ticket;
   out.pos = r.position;
   if (!r.ok) {
-    const WireError code = r.code == ErrorCode::kNotFound ? WireError::kBadValue : WireError::kEngine;
+    const WireError code =
+        r.code == ErrorCode::kNotFound ? WireError::kBadValue : WireError::kEngine;
     out.answer = ErrorFrame{code, uint16_t(opcode_of(r.kind)), r.error};
     return out;
   }

@@ -229,10 +229,11 @@ Stats ServeSession::current_stats() const {
   s.decode_tok_s = decode_ms_ > 0 ? double(decode_tokens_) / decode_ms_ * 1e3 : 0.0;
   s.uptime_ms = uint64_t((now_ns_() - start_ns_) / 1000000);
   s.flags = gen_turn_ != 0 ? kStatsGenerating : 0;
-  s.queued_appends = uint32_t(std::count_if(queued_.begin(), queued_.end(), [](const QueuedAppend& q) {
-    return std::holds_alternative<AppendText>(q.message) ||
-           std::holds_alternative<AppendIds>(q.message);
-  }));
+  s.queued_appends = uint32_t(
+      std::count_if(queued_.begin(), queued_.end(), [](const QueuedAppend& q) {
+        return std::holds_alternative<AppendText>(q.message) ||
+               std::holds_alternative<AppendIds>(q.message);
+      }));
   return s;
 }
 

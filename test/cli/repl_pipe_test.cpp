@@ -124,12 +124,15 @@ namespace {
 // request, a turn quoting it recalls it before it generates (the last recall /memory shows), and
 // forgetting an unknown episode is refused (exit status 1 after the rest of the input).
 TEST(ReplPipe, MemoryCommandsStoreRecallListAndForget) {
-  const fs::path mem = fs::temp_directory_path() / ("infer-repl-mem-" + std::to_string(::getpid()));
+  const fs::path mem =
+      fs::temp_directory_path() / ("infer-repl-mem-" + std::to_string(::getpid()));
   fs::remove(mem);
   std::string first, excerpt;
   const char* words[] = {"apple", "river", "stone", "cloud", "window", "garden", "music", "paper"};
-  for (int i = 0; i < 60; ++i) first += std::string(i ? " " : "") + words[(i * 7 + i / 8) % 8];
-  for (int i = 20; i < 40; ++i) excerpt += std::string(i > 20 ? " " : "") + words[(i * 7 + i / 8) % 8];
+  const auto word = [&](int i) { return std::string(words[(i * 7 + i / 8) % 8]); };
+  // append() rather than "literal" + string: GCC 12 at -O3 warns falsely (-Wrestrict) on that.
+  for (int i = 0; i < 60; ++i) first.append(i > 0 ? " " : "").append(word(i));
+  for (int i = 20; i < 40; ++i) excerpt.append(i > 20 ? " " : "").append(word(i));
   const RunResult r = pipe_infer(first + "\n/remember\n" + excerpt +
                                      "\n/memory\n/forget 1\n/forget 999\n/memory\n",
                                  {"-n", "1", "--memory", mem.string(), "--anchors", "4",

@@ -73,7 +73,7 @@ class ServeMemory(ss.ServeCase):
         store_rid = events[0]["rid"]
         self.assertNotEqual(store_rid, 0)
         self.assertEqual({e["rid"] for e in events}, {store_rid})
-        self.assertEqual(c.memory_store(), [])  # nothing new: the same tokens are never stored twice
+        self.assertEqual(c.memory_store(), [])  # the same tokens are never stored twice
 
         # QUERY: every episode with a preview of its text, pages included.
         listed = c.memory_list()
