@@ -144,6 +144,8 @@ struct MemoryReply {
   std::string path;                  // query: the store's file
   std::vector<MemoryEntry> last_hits;  // query: the latest recall, best first
   int64_t position = -1;  // recall: the context length after its query joined
+  int64_t prefilled = 0;  // recall, store: the tokens it read (STATS counts them)
+  double prefill_ms = 0.0;
   int64_t now_ms = 0;     // when it was answered (ages)
 };
 

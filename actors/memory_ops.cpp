@@ -66,10 +66,14 @@ void recall(MemoryLink& link, Engine& engine, const MemoryOp& op, MemoryReply& r
   } sink;
   TurnRequest req;
   req.input = op.ids;
+  const int64_t prefilled0 = engine.prefilled();
+  const double prefill_ms0 = engine.prefill_ms();
   const TurnOutcome o = engine.run_turn(req, sink);
   r.position = engine.position();
   if (o.error) return fail(r, *o.error);
   if (Result<bool> fed = engine.feed(nullptr); !fed.ok()) return fail(r, fed.error());  // all
+  r.prefilled = engine.prefilled() - prefilled0;
+  r.prefill_ms = engine.prefill_ms() - prefill_ms0;
   engine.skip_before_generate();  // the next GENERATE recalls from what comes after
   KvBlock query, rows;
   const int64_t end = engine.fed();
@@ -103,7 +107,11 @@ void store(MemoryLink& link, Engine& engine, const MemoryOp& op, MemoryReply& r)
   KvRingAccess* ring = engine.forward().kv_ring();
   // What is appended but not yet read (an input's last id waits for the next generation) is
   // read now, so that every appended token can be stored.
+  const int64_t prefilled0 = engine.prefilled();
+  const double prefill_ms0 = engine.prefill_ms();
   if (Result<bool> fed = engine.feed(nullptr); !fed.ok()) return fail(r, fed.error());
+  r.prefilled = engine.prefilled() - prefilled0;
+  r.prefill_ms = engine.prefill_ms() - prefill_ms0;
   if (link.buffer) link.buffer->flush();
   uint64_t first_id = 0;
   {

@@ -146,7 +146,8 @@ typename Inspector::result_type inspect(Inspector& f, MemoryEntry& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, MemoryReply& x) {
   return f(caf::meta::type_name("MemoryReply"), x.ticket, x.kind, x.ok, x.code, x.error,
-           x.entries, x.total, x.capacity, x.path, x.last_hits, x.position, x.now_ms);
+           x.entries, x.total, x.capacity, x.path, x.last_hits, x.position, x.prefilled,
+           x.prefill_ms, x.now_ms);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, MemoryNotice& x) {

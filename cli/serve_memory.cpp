@@ -43,6 +43,8 @@ protocol::EngineMemoryReply memory_answer(const actors::MemoryReply& r) {
   EngineMemoryReply out;
   out.ticket = r.ticket;
   out.pos = r.position;
+  out.prefilled = uint64_t(std::max<int64_t>(0, r.prefilled));
+  out.prefill_ms = r.prefill_ms;
   if (!r.ok) {
     const WireError code =
         r.code == ErrorCode::kNotFound ? WireError::kBadValue : WireError::kEngine;

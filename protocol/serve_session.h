@@ -115,6 +115,8 @@ struct EngineMemoryReply {
   uint64_t ticket = 0;
   ServerMessage answer = MemoryWatchAck{};
   int64_t pos = -1;
+  uint64_t prefilled = 0;  // tokens read (a recall's query), for STATS
+  double prefill_ms = 0.0;
 };
 // Something happened to an episode. Its cause: a MemoryCommand's ticket, or a generating turn
 // (its automatic recall); both 0: background consolidation.

@@ -49,6 +49,8 @@ void ServeSession::memory_reply(EngineMemoryReply r, SessionOutput& out) {
     if ((p.kind == Pending::kMemory || p.kind == Pending::kSilent) && p.turn == r.ticket &&
         !p.done) {
       if (r.pos >= 0) pos_ = r.pos;
+      prefill_tokens_ += r.prefilled;
+      prefill_ms_ += r.prefill_ms;
       p.frame = std::move(r.answer);
       p.done = true;
       break;

@@ -11,8 +11,10 @@ namespace {
 
 using Ops = std::vector<std::pair<Opcode, uint32_t>>;
 
-void reply(Driver& d, uint64_t ticket, ServerMessage answer, int64_t pos = -1) {
-  d.session().memory_reply(EngineMemoryReply{ticket, std::move(answer), pos}, d.out());
+void reply(Driver& d, uint64_t ticket, ServerMessage answer, int64_t pos = -1,
+           uint64_t prefilled = 0) {
+  d.session().memory_reply(EngineMemoryReply{ticket, std::move(answer), pos, prefilled, 1.0},
+                           d.out());
 }
 
 void event(Driver& d, MemoryEventKind kind, uint64_t ticket, uint64_t turn) {
@@ -103,7 +105,7 @@ TEST(ServeSessionMemory, DuringAGenerationMemoryFramesWaitForItsDoneInOrder) {
   EXPECT_EQ(recall.text, "the river");
   EXPECT_TRUE(d.session().watching());
   // The recall's query joined the context: STATS pos follows its answer.
-  reply(d, recall.ticket, MemoryRecalled{{{8, 64, 0.9f, 0.85f, 2.0f, 1}}}, 5);
+  reply(d, recall.ticket, MemoryRecalled{{{8, 64, 0.9f, 0.85f, 2.0f, 1}}}, 5, 3);
   d.turn_end(std::get<AppendCommand>(cmds[1]).turn, 6);
   d.send(8, StatsRequest{});
   const auto frames = d.take_frames();
@@ -114,6 +116,7 @@ TEST(ServeSessionMemory, DuringAGenerationMemoryFramesWaitForItsDoneInOrder) {
   EXPECT_EQ(opcode_of(frames[2].message), Opcode::kMemoryWatchAck);
   EXPECT_EQ(frames[2].request_id, 6u);
   EXPECT_EQ(std::get<Stats>(frames[3].message).pos, 6u);
+  EXPECT_EQ(std::get<Stats>(frames[3].message).prefill_tokens, 3u);  // the query's (turn ends: 0)
 }
 
 TEST(ServeSessionMemory, EventsGoOutWhileWatchingNamedByTheFrameThatCausedThem) {

@@ -74,6 +74,7 @@ class ServeMemory(ss.ServeCase):
         self.assertNotEqual(store_rid, 0)
         self.assertEqual({e["rid"] for e in events}, {store_rid})
         self.assertEqual(c.memory_store(), [])  # the same tokens are never stored twice
+        self.assertEqual(c.stats()["prefill_tokens"], pos)  # the store read the last one
 
         # QUERY: every episode with a preview of its text, pages included.
         listed = c.memory_list()
@@ -91,7 +92,7 @@ class ServeMemory(ss.ServeCase):
 
         # RECALL: an excerpt of the third episode's text brings that episode back first. The
         # query joins the conversation (STATS pos grows by its tokens).
-        before = c.stats()["pos"]
+        before = c.stats()
         excerpt = " ".join(text[70:90])
         recalled = c.memory_recall(excerpt)
         self.assertGreaterEqual(len(recalled), 1, recalled)
@@ -103,7 +104,10 @@ class ServeMemory(ss.ServeCase):
         self.assertEqual(best["n_tokens"], EPISODE)
         scores = [e["score"] for e in recalled]
         self.assertEqual(scores, sorted(scores, reverse=True))
-        self.assertGreater(c.stats()["pos"], before)
+        after = c.stats()
+        self.assertGreater(after["pos"], before["pos"])
+        self.assertEqual(after["prefill_tokens"] - before["prefill_tokens"],
+                         after["pos"] - before["pos"])
         events = drain(c.memory_events)
         self.assertEqual([k[0] for k in kinds(events)], ["recalled"] * len(recalled))
         self.assertEqual(events[0]["episode_id"], best["episode_id"])
