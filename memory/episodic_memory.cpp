@@ -133,6 +133,7 @@ Result<std::unique_ptr<EpisodicMemory>> EpisodicMemory::open(const ModelConfig& 
 
 std::vector<uint8_t> EpisodicMemory::codebooks_blob() const {
   std::vector<uint8_t> blob;
+  blob.reserve(64);  // also spares GCC 12's -O3 a bogus -Wstringop-overflow on the first insert
   const uint32_t count = uint32_t(codecs_.size() + 1);
   blob.insert(blob.end(), reinterpret_cast<const uint8_t*>(&count),
               reinterpret_cast<const uint8_t*>(&count) + 4);
@@ -222,7 +223,14 @@ Result<void> EpisodicMemory::store_episode(const KvBlock& b) {
   }
   e.ids = b.ids;
   e.key.resize(assoc_.key_floats());
-  assoc_.episode_key(b, 0, b.size(), e.key.data());
+  const size_t parts = size_t(std::max(1, opts_.association.sub_spans));
+  if (b.size() >= parts) {
+    assoc_.episode_key(b, 0, b.size(), e.key.data());
+  } else {  // a short tail (MEMORY_STORE, a quiet span): its last token repeats to fill the parts
+    KvBlock filled;
+    for (size_t i = 0; i < parts; ++i) append_token(b, std::min(i, b.size() - 1), &filled);
+    assoc_.episode_key(filled, 0, parts, e.key.data());
+  }
   e.payload.assign(store_->geometry().payload_bytes, 0);
   // Payload: token-major; per token, per tiered layer, K heads then V heads, each a coded row.
   size_t o = 0;

@@ -319,12 +319,38 @@ class ChatTurns:
         return head + "<|turn>user\n" + line + "<turn|>\n<|turn>model\n"
 
 
+def _memory_command(client, line):
+    """/memory, /remember, /forget N, /recall TEXT (a server started with --memory); True if
+    the line was one of them."""
+    word, _, rest = line.partition(" ")
+    if word not in ("/memory", "/remember", "/forget", "/recall"):
+        return False
+    try:
+        if word == "/memory":
+            for e in client.memory_list():
+                print("# #%d pos %d, %d tokens, strength %.2f: %s"
+                      % (e["episode_id"], e["pos0"], e["n_tokens"], e["strength"], e["preview"]),
+                      file=sys.stderr)
+        elif word == "/remember":
+            print("# stored %s" % [e["episode_id"] for e in client.memory_store()], file=sys.stderr)
+        elif word == "/forget":
+            print("# forgot #%d" % client.memory_forget(int(rest)), file=sys.stderr)
+        else:
+            for e in client.memory_recall(rest):
+                print("# recalled #%d: score %.3f, association %.3f"
+                      % (e["episode_id"], e["score"], e["association"]), file=sys.stderr)
+    except (ServerError, ValueError) as e:
+        print("# error: %s" % e, file=sys.stderr)
+    return True
+
+
 def _chat(args, infer_args):
     client = Client([args.infer, "--serve"] + infer_args)
     h = client.hello
     turns = ChatTurns(client) if args.chat else None
     print("# %s, vocab %d, context %d tokens; each line is %s and answered; Ctrl-C "
-          "interrupts; /stats /reset /quit" % (h["model_name"], h["vocab_size"], h["context_tokens"],
+          "interrupts; /stats /reset /quit, and with --memory /memory /remember /forget N "
+          "/recall TEXT" % (h["model_name"], h["vocab_size"], h["context_tokens"],
                                                "a user turn" if turns else "appended as raw text"),
           file=sys.stderr)
     try:
@@ -339,6 +365,8 @@ def _chat(args, infer_args):
                 client.reset()
                 if turns:
                     turns.reset()
+                continue
+            if _memory_command(client, line):
                 continue
             client.append_text(turns.text(line) if turns else line + "\n")
             # Ctrl-C while tokens stream interrupts the generation (sent from another thread:
