@@ -152,8 +152,10 @@ class ServeMemory(ss.ServeCase):
         p = subprocess.run([ss.INFER, "--memory", self.mem, "--mem-list"], capture_output=True,
                            text=True, timeout=TIMEOUT)
         self.assertEqual(p.returncode, 0, p.stderr)
-        self.assertIn("episodes", p.stdout)
-        self.assertNotIn("\n%d " % ids[0], "\n" + p.stdout)
+        # All but the forgotten one, and the two stored after the reset.
+        self.assertIn(": %d of 64 episodes" % (len(ids) - 1 + 2), p.stdout)
+        self.assertNotIn("\n%d  pos " % ids[0], "\n" + p.stdout)
+        self.assertIn("\n%d  pos " % ids[1], "\n" + p.stdout)
 
     def test_without_memory_every_frame_of_the_range_is_not_available(self):
         c = self.start(vocab_dir(), *RING)
