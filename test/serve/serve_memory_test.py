@@ -4,7 +4,7 @@ MEMORY_STORE makes episodes of the window, MEMORY_QUERY lists them with previews
 MEMORY_RECALL of an excerpt recalls its episode first (its query joining the conversation),
 MEMORY_FORGET removes one (an unknown id is BAD_VALUE), and with MEMORY_WATCH on each of these
 arrives as a MEMORY_EVENT carrying the request id of its frame (a GENERATE's for its automatic
-recall). Without --memory every frame of the range is NOT_AVAILABLE; malformed memory frames get
+recall); a full store reports the episode it replaced. Without --memory every frame of the range is NOT_AVAILABLE; malformed memory frames get
 an ERROR and the session goes on; frames sent during a generation are answered after its DONE;
 RESET keeps the store; the episodes are in the file after SHUTDOWN.
 
@@ -156,6 +156,22 @@ class ServeMemory(ss.ServeCase):
         self.assertIn(": %d of 64 episodes" % (len(ids) - 1 + 2), p.stdout)
         self.assertNotIn("\n%d  pos " % ids[0], "\n" + p.stdout)
         self.assertIn("\n%d  pos " % ids[1], "\n" + p.stdout)
+
+    def test_a_full_store_reports_the_episode_it_replaced(self):
+        c = self.start_memory("--mem-capacity", "2")
+        c.memory_watch(True)
+        c.append_ids(list(range(1000, 1000 + 3 * EPISODE)))
+        stored = c.memory_store()
+        self.assertEqual([e["n_tokens"] for e in stored[-1:]], [EPISODE])
+        events = kinds(drain(c.memory_events))
+        self.assertEqual([k[0] for k in events], ["stored", "stored", "replaced", "stored"])
+        replaced = events[2][1]
+        self.assertIn(replaced, (events[0][1], events[1][1]))
+        listed = [e["episode_id"] for e in c.memory_list()]
+        self.assertEqual(len(listed), 2)
+        self.assertNotIn(replaced, listed)
+        self.assertIn(events[3][1], listed)
+        self.assertEqual(c.shutdown(), 0)
 
     def test_without_memory_every_frame_of_the_range_is_not_available(self):
         c = self.start(vocab_dir(), *RING)
