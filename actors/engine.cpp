@@ -177,13 +177,21 @@ TurnOutcome Engine::run_turn(const TurnRequest& req, TokenSink& sink) {
   } else if (Result<bool> all_fed = [&]() -> Result<bool> {
                TraceScope prefill(opts_.tracer, "stream", "prefill", position() - fed());
                const auto stop = [&] { return interrupted(req.control); };
-               if (!opts_.before_generate || req.max_tokens <= 0 || position() == fed()) {
-                 return feed(stop);
+               if (!opts_.before_generate) return feed(stop);
+               // The last id waits for the turn that generates (--serve's APPENDs are turns of
+               // their own), so that the hook sees it pending and what it places is attended
+               // from that turn's first token on.
+               if (req.max_tokens <= 0) return feed(stop, 1);
+               if (position() > fed()) {
+                 INFER_TRY(bool fed_but_last, feed(stop, 1));
+                 if (!fed_but_last) return false;
                }
-               INFER_TRY(bool fed_but_last, feed(stop, 1));
-               if (!fed_but_last) return false;
-               opts_.before_generate(hooked_until_, position() - hooked_until_);
-               hooked_until_ = position();
+               // Everything may be fed already (a memory store read the window): the hook still
+               // sees the new positions; the first token was computed without what it places.
+               if (hooked_until_ < position()) {
+                 opts_.before_generate(hooked_until_, position() - hooked_until_);
+                 hooked_until_ = position();
+               }
                return feed(stop);
              }();
              !all_fed) {

@@ -39,9 +39,10 @@ struct EngineOptions {
   // system turn); fed with the first turn's input. Empty: none.
   std::vector<int32_t> preamble;
   // Before a turn generates, with the positions [pos, pos + n) appended since the last call (or
-  // the start): called once all of them but the last id are fed, so that what it places in the context (episodic memory's
-  // recalled rows in the ring's recall tier, DESIGN.md §5) is attended from the turn's first
-  // token on. Empty: none.
+  // the start): called once all of them but the last id are fed, so that what it places in the
+  // context (episodic memory's recalled rows in the ring's recall tier, DESIGN.md §5) is
+  // attended from the turn's first token on. With it, an input-only turn leaves its last id
+  // pending for the next generating turn. Empty: none.
   std::function<void(int64_t pos, int64_t n)> before_generate;
   // Prefill chunks also write every position's logits [n, V] here (--dump-logits); empty: none.
   std::function<Result<void>(std::span<const float> logits, int64_t n)> prompt_logits;
@@ -134,6 +135,8 @@ class Engine {
   Result<Step> step();
   // Forgets the conversation; the sampler restarts from its seed.
   void reset();
+  // before_generate will not be shown the positions so far (an explicit recall used them).
+  void skip_before_generate() { hooked_until_ = position(); }
 
   // Whether the context can take another token.
   bool full() const { return int64_t(context_.size()) >= opts_.max_positions; }

@@ -101,6 +101,64 @@ struct PipelineStats {
   std::vector<int32_t> context;  // the context's ids, only when asked for (tests, debugging)
 };
 
+// Episodic memory on request (--serve's memory frames, the REPL's /remember, /forget, /memory),
+// run by the stream between turns, in order with the input; answered by a MemoryReply with the
+// same ticket (the caller's numbering).
+enum class MemoryOpKind : uint8_t {
+  kRecall,  // text/ids join the conversation; recall from their rows into the recall tier now
+  kStore,   // episodes now of the window's tokens not yet stored
+  kForget,  // episode_id
+  kQuery,   // the store's episodes [first, first + max_count) by id, and the last recall's hits
+  kDrain,   // commit what is being written (shutdown)
+};
+struct MemoryOp {
+  uint64_t ticket = 0;
+  MemoryOpKind kind = MemoryOpKind::kQuery;
+  std::string text;          // kRecall (the tokenizer turns it into ids)
+  std::vector<int32_t> ids;  // kRecall
+  uint64_t episode_id = 0;   // kForget
+  uint32_t first = 0, max_count = 0;  // kQuery
+  std::string refused;       // set on the way: the stream answers this error instead
+};
+
+// One episode as a memory answer or event describes it.
+struct MemoryEntry {
+  uint64_t id = 0;
+  int64_t pos0 = 0;
+  uint32_t n_tokens = 0;
+  float strength = 0.0f;  // decayed to now (query), after the operation (recall, events)
+  double score = 0.0;     // recall: the dual score
+  float association = 0.0f;
+  int64_t written_ms = 0, recalled_ms = 0;
+  std::string preview;    // query only
+};
+
+struct MemoryReply {
+  uint64_t ticket = 0;
+  MemoryOpKind kind = MemoryOpKind::kQuery;
+  bool ok = true;
+  ErrorCode code = ErrorCode::kInternal;  // when !ok
+  std::string error;                      // when !ok
+  std::vector<MemoryEntry> entries;  // recalled (best first), stored, forgotten, or listed
+  uint64_t total = 0, capacity = 0;  // query: episodes in the store, and room
+  std::string path;                  // query: the store's file
+  std::vector<MemoryEntry> last_hits;  // query: the latest recall, best first
+  int64_t position = -1;  // recall: the context length after its query joined
+  int64_t prefilled = 0;  // recall, store: the tokens it read (STATS counts them)
+  double prefill_ms = 0.0;
+  int64_t now_ms = 0;     // when it was answered (ages)
+};
+
+enum class MemoryEventKind : uint8_t { kStored = 1, kRecalled, kForgotten, kReplaced };
+// Something happened to an episode; caused by the MemoryOp cause_ticket, by the generating turn
+// cause_turn (its automatic recall), or by background consolidation (both 0).
+struct MemoryNotice {
+  MemoryEventKind kind = MemoryEventKind::kStored;
+  MemoryEntry entry;
+  uint64_t cause_ticket = 0;
+  uint64_t cause_turn = 0;
+};
+
 struct ErrorEvent {
   ErrorCode code = ErrorCode::kInternal;
   std::string message;

@@ -19,6 +19,9 @@ class FrontEnd {
   virtual void quiet(const QuietSpan&) {}
   virtual void reset_done() {}
   virtual void error(const ErrorEvent& e) = 0;
+  // Episodic memory: the answer to Pipeline::memory(), and what happened to episodes.
+  virtual void memory_reply(const MemoryReply&) {}
+  virtual void memory_event(const MemoryNotice&) {}
 };
 
 }  // namespace infer::actors

@@ -46,6 +46,23 @@ io_actor::behavior_type io_fn(Self self, FrontEnd* front_end, WiringPtr wiring, 
       [=](stats_atom a, bool with_context) {
         return self->delegate(self->state.wiring->tokenizer, a, with_context);
       },
+      [=](MemoryOp& op) {  // down the input's path, so it follows the turns sent before it
+        const uint64_t ticket = op.ticket;
+        const MemoryOpKind kind = op.kind;
+        self->request(self->state.wiring->tokenizer, caf::infinite, std::move(op))
+            .then([=](MemoryReply& r) { self->state.front_end->memory_reply(r); },
+                  [=](caf::error& e) {
+                    MemoryReply r;
+                    r.ticket = ticket;
+                    r.kind = kind;
+                    r.ok = false;
+                    const ErrorEvent ev = error_event(e);
+                    r.code = ev.code;
+                    r.error = ev.message;
+                    self->state.front_end->memory_reply(r);
+                  });
+      },
+      [=](const MemoryNotice& n) { self->state.front_end->memory_event(n); },
       [=](reset_atom a) {
         self->request(self->state.wiring->tokenizer, caf::infinite, a)
             .then([=](ResetDone) { self->state.front_end->reset_done(); });

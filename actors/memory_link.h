@@ -7,6 +7,7 @@
 #pragma once
 
 #include <caf/all.hpp>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <memory>
@@ -32,6 +33,14 @@ struct MemoryLink {
   std::chrono::milliseconds recall_wait{200};
   int64_t episode_tokens = 64;
   std::shared_ptr<memory::EvictionBuffer> buffer;  // set by the stream stage
+  // Who the operation holding mu works for (MemoryNotice's cause): a MemoryOp's ticket, a
+  // generating turn (its automatic recall), or neither (background consolidation).
+  uint64_t cause_ticket = 0, cause_turn = 0;
+  // The turn the stream is running (0: none), for the automatic recall's cause.
+  std::atomic<uint64_t> running_turn{0};
+  // One drain at a time, so that rows are stored in the order they were queued even when the
+  // stream drains for a MemoryOp while consolidation drains too.
+  std::mutex drain_mu;
 
   // Rows waiting to be stored, in the order the stream handed them over: a queue rather than
   // messages so that whatever is still waiting when the pipeline stops is stored (drain()).
@@ -49,6 +58,7 @@ struct EpisodeRows {
   std::unique_ptr<KvBlock> rows;
   bool flush = false;
   bool from_buffer = false;
+  uint64_t cause_ticket = 0;  // the MemoryOp that asked for them (0: background)
 };
 
 // stream -> consolidation: rows are queued in the MemoryLink.
@@ -63,6 +73,7 @@ struct StoreSpan {
 
 // stream -> recall and back through the slot: a turn's query rows and what to place.
 struct RecallSlot {
+  uint64_t turn = 0;  // the generating turn it is for (the events' cause)
   KvBlock query;
   std::mutex mu;
   std::condition_variable cv;

@@ -134,6 +134,26 @@ typename Inspector::result_type inspect(Inspector& f, StreamRestart&) {
   return f(caf::meta::type_name("StreamRestart"));
 }
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, MemoryOp& x) {
+  return f(caf::meta::type_name("MemoryOp"), x.ticket, x.kind, x.text, x.ids, x.episode_id,
+           x.first, x.max_count, x.refused);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, MemoryEntry& x) {
+  return f(caf::meta::type_name("MemoryEntry"), x.id, x.pos0, x.n_tokens, x.strength, x.score,
+           x.association, x.written_ms, x.recalled_ms, x.preview);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, MemoryReply& x) {
+  return f(caf::meta::type_name("MemoryReply"), x.ticket, x.kind, x.ok, x.code, x.error,
+           x.entries, x.total, x.capacity, x.path, x.last_hits, x.position, x.prefilled,
+           x.prefill_ms, x.now_ms);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, MemoryNotice& x) {
+  return f(caf::meta::type_name("MemoryNotice"), x.kind, x.entry, x.cause_ticket, x.cause_turn);
+}
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, Failure& x) {
   return f(caf::meta::type_name("Failure"), x.error);
 }
@@ -156,6 +176,9 @@ CAF_BEGIN_TYPE_ID_BLOCK(infer_actors, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(infer_actors, (infer::actors::StoreSpan))
   CAF_ADD_TYPE_ID(infer_actors, (infer::actors::RecallRequest))
   CAF_ADD_TYPE_ID(infer_actors, (infer::actors::StreamRestart))
+  CAF_ADD_TYPE_ID(infer_actors, (infer::actors::MemoryOp))
+  CAF_ADD_TYPE_ID(infer_actors, (infer::actors::MemoryReply))
+  CAF_ADD_TYPE_ID(infer_actors, (infer::actors::MemoryNotice))
   CAF_ADD_ATOM(infer_actors, infer::actors, stats_atom, "stats")
   CAF_ADD_ATOM(infer_actors, infer::actors, reset_atom, "reset")
 CAF_END_TYPE_ID_BLOCK(infer_actors)
@@ -169,6 +192,7 @@ namespace infer::actors {
 // path the input takes (so they follow the turns already sent), answered by the last stage.
 using stream_actor =
     caf::typed_actor<caf::reacts_to<StreamInput>, caf::reacts_to<StoreSpan>,
+                     caf::replies_to<MemoryOp>::with<MemoryReply>,
                      caf::replies_to<stats_atom, bool>::with<PipelineStats>,
                      caf::replies_to<reset_atom>::with<ResetDone>>;
 using gate_actor =
@@ -181,6 +205,7 @@ using tokenizer_actor =
     caf::typed_actor<caf::reacts_to<InputMsg>, caf::reacts_to<TokenEvent>,
                      caf::reacts_to<TurnEnd>, caf::reacts_to<InputAppended>,
                      caf::reacts_to<Failure>,
+                     caf::replies_to<MemoryOp>::with<MemoryReply>,
                      caf::replies_to<stats_atom, bool>::with<PipelineStats>,
                      caf::replies_to<reset_atom>::with<ResetDone>,
                      caf::replies_to<ResetDone>::with<ResetDone>>;
@@ -188,6 +213,7 @@ using io_actor =
     caf::typed_actor<caf::reacts_to<InputMsg>, caf::reacts_to<TokenEvent>,
                      caf::reacts_to<TurnEnd>, caf::reacts_to<InputAppended>,
                      caf::reacts_to<QuietSpan>, caf::reacts_to<Failure>,
+                     caf::reacts_to<MemoryOp>, caf::reacts_to<MemoryNotice>,
                      caf::replies_to<stats_atom, bool>::with<PipelineStats>,
                      caf::reacts_to<reset_atom>>;
 using consolidation_actor =

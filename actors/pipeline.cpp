@@ -59,7 +59,24 @@ Pipeline::Pipeline(std::shared_ptr<Forward> forward, PipelineOptions opts, Front
   w.stream = spawn_stream(m.sys, std::move(engine), m.control, m.wiring, opts.tracer, m.memory);
   w.gate = spawn_gate(m.sys, Gate(std::move(opts.gate)), m.control, m.wiring, opts.tracer);
   w.consolidation = spawn_consolidation(m.sys, debounce, m.wiring, opts.tracer, m.memory);
-  if (m.memory) w.recall = spawn_recall(m.sys, m.memory, opts.tracer);
+  if (m.memory) {
+    w.recall = spawn_recall(m.sys, m.memory, opts.tracer);
+    // Under the link's mutex, on whichever thread changed the store: one message to io.
+    m.memory->memory->set_event_hook([link = m.memory.get(), io = w.io](
+                                         const memory::MemoryEvent& e) {
+      MemoryNotice n;
+      n.kind = MemoryEventKind(e.kind);
+      n.entry.id = e.id;
+      n.entry.pos0 = e.pos0;
+      n.entry.n_tokens = e.n_tokens;
+      n.entry.score = e.score;
+      n.entry.association = e.association;
+      n.entry.strength = e.strength;
+      n.cause_ticket = link->cause_ticket;
+      n.cause_turn = link->cause_turn;
+      caf::anon_send(io, std::move(n));
+    });
+  }
 }
 
 Pipeline::~Pipeline() {
@@ -83,6 +100,8 @@ Pipeline::~Pipeline() {
     // The buffer hands blocks to this pipeline's consolidation, which is gone: a later pipeline
     // on the same forward attaches its own (or none).
     if (KvRingAccess* ring = m.forward->kv_ring()) ring->set_eviction_sink(nullptr);
+    std::lock_guard lock(m.memory->mu);
+    m.memory->memory->set_event_hook({});  // the link outlives this pipeline
   }
   // The actors' states held the wiring; the handles in it go last.
   *m.wiring = Wiring{};
@@ -107,6 +126,8 @@ uint64_t Pipeline::send(std::string text, std::vector<int32_t> ids, bool generat
   caf::anon_send(m.wiring->io, std::move(in));
   return n;
 }
+
+void Pipeline::memory(MemoryOp op) { caf::anon_send(impl_->wiring->io, std::move(op)); }
 
 void Pipeline::interrupt() { impl_->control->interrupt_epoch.fetch_add(1); }
 

@@ -59,6 +59,10 @@ class Pipeline {
   void interrupt();
   // Empties the context (after the turns already sent). FrontEnd::reset_done follows.
   void reset();
+  // Episodic memory on request, after the turns already sent; FrontEnd::memory_reply answers it
+  // with op.ticket (the caller's numbering). Without memory the reply is an error. While
+  // memory is on, FrontEnd::memory_event reports every change to the store.
+  void memory(MemoryOp op);
   // The session's figures after the turns already sent (waits for them).
   Result<PipelineStats> stats(bool with_context = false);
 

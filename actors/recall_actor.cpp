@@ -30,9 +30,12 @@ recall_actor::behavior_type recall_fn(Self self, std::shared_ptr<MemoryLink> lin
         Result<void> r = Ok{};
         {
           std::lock_guard lock(s.link->mu);
+          s.link->cause_ticket = 0;
+          s.link->cause_turn = slot.turn;
           r = s.link->memory->recall(slot.query, size_t(s.link->recall_tokens), &slot.rows,
                                      &slot.hits);
           if (r.ok()) s.link->last_hits = slot.hits;
+          s.link->cause_turn = 0;
         }
         std::vector<memory::RecallHit> hits;
         {
@@ -68,6 +71,7 @@ void recall_for_turn(MemoryLink& link, const Wiring& wiring, Forward& forward, T
   while (begin < end && ring->ring().find(begin) < 0) ++begin;
   if (begin >= end) return;
   auto slot = std::make_shared<RecallSlot>();
+  slot->turn = link.running_turn.load();
   if (!ring->read_kv(begin, end - begin, &slot->query).ok()) return;
   TraceScope scope(tracer, "stream", "memory recall wait", end - begin);
   caf::anon_send(wiring.recall, RecallRequest{slot});

@@ -43,5 +43,7 @@ recall_actor spawn_recall(caf::actor_system& sys, std::shared_ptr<MemoryLink> li
 // what it recalled in the ring's recall tier.
 void recall_for_turn(MemoryLink& link, const Wiring& wiring, Forward& forward, Tracer* tracer,
                      int64_t pos, int64_t n);
+// A MemoryOp, on the stream's thread between turns (actors/memory_ops.cpp). link null: refused.
+MemoryReply run_memory_op(MemoryLink* link, Engine& engine, const MemoryOp& op, Tracer* tracer);
 
 }  // namespace infer::actors

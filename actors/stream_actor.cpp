@@ -66,7 +66,9 @@ void run_turn(Self self, const StreamInput& in) {
   req.sampling = in.sampling.own ? &own : nullptr;
   req.control = TurnControl{s.control.get(), in.epoch, in.turn, in.sampling.gate_may_stop};
   GateSink sink(self, in);
+  if (s.link) s.link->running_turn.store(in.turn);  // the automatic recall's cause
   const TurnOutcome o = s.engine->run_turn(req, sink);
+  if (s.link) s.link->running_turn.store(0);
   if (o.error) self->send(s.wiring->gate, failure(*o.error));
   s.generated += o.generated;
   TurnEnd end;
@@ -146,6 +148,10 @@ stream_actor::behavior_type stream_fn(Self self, std::shared_ptr<Engine> engine,
   return {
       [=](const StreamInput& in) { run_turn(self, in); },
       [=](const StoreSpan& span) { store_span(self, span); },
+      [=](const MemoryOp& op) {
+        StreamState& s = self->state;
+        return run_memory_op(s.link.get(), *s.engine, op, s.tracer);
+      },
       [=](stats_atom, bool with_context) {  // the gate adds its counts and answers
         return self->delegate(self->state.wiring->gate, stats(self->state, with_context));
       },

@@ -44,6 +44,17 @@ tokenizer_actor::behavior_type tokenizer_fn(Self self, const Tokenizer* tokenize
         out.ids.insert(out.ids.end(), in.ids.begin(), in.ids.end());
         self->send(s.wiring->stream, std::move(out));
       },
+      [=](MemoryOp& op) {  // a recall's query is text like APPEND_TEXT's (no template)
+        TokenizerState& s = self->state;
+        if (!op.text.empty()) {
+          if (s.tokenizer == nullptr) {
+            op.refused = "a text query needs the model's tokenizer.json";
+          } else {
+            op.ids = s.tokenizer->encode(op.text, false);
+          }
+        }
+        return self->delegate(s.wiring->stream, std::move(op));
+      },
       [=](stats_atom a, bool with_context) {
         return self->delegate(self->state.wiring->stream, a, with_context);
       },

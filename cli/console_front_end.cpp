@@ -59,6 +59,24 @@ actors::TurnEnd ConsoleFrontEnd::wait_turn(uint64_t turn) {
   }
 }
 
+void ConsoleFrontEnd::memory_reply(const actors::MemoryReply& r) {
+  notify([&] { memory_.push_back(r); });
+}
+
+actors::MemoryReply ConsoleFrontEnd::wait_memory(uint64_t ticket) {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    for (auto it = memory_.begin(); it != memory_.end(); ++it) {
+      if (it->ticket == ticket) {
+        actors::MemoryReply r = std::move(*it);
+        memory_.erase(it);
+        return r;
+      }
+    }
+    cv_.wait(lock);
+  }
+}
+
 void ConsoleFrontEnd::wait_reset() {
   std::unique_lock lock(mu_);
   cv_.wait(lock, [&] { return resets_ > 0; });

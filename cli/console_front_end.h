@@ -22,9 +22,11 @@ class ConsoleFrontEnd : public actors::FrontEnd {
   void turn_end(const actors::TurnEnd& e) override;
   void reset_done() override;
   void error(const actors::ErrorEvent& e) override;
+  void memory_reply(const actors::MemoryReply& r) override;
 
   actors::TurnEnd wait_turn(uint64_t turn);
   void wait_reset();
+  actors::MemoryReply wait_memory(uint64_t ticket);
   // Whether the turn's input went into the context (a refused input leaves it as it was).
   bool was_appended(uint64_t turn);
   // ErrorEvents so far (each printed on stderr as it came).
@@ -44,6 +46,7 @@ class ConsoleFrontEnd : public actors::FrontEnd {
   std::mutex mu_;
   std::condition_variable cv_;
   std::vector<actors::TurnEnd> ends_;
+  std::vector<actors::MemoryReply> memory_;
   std::set<uint64_t> appended_;
   int resets_ = 0;
   int errors_ = 0;

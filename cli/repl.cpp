@@ -26,6 +26,7 @@
 #include "cli/console_front_end.h"
 #include "cli/line_editor.h"
 #include "cli/repl_input.h"
+#include "cli/repl_memory.h"
 #include "cli/session.h"
 
 namespace infer::cli {
@@ -224,6 +225,13 @@ Result<void> run_repl(const Options& opts, bool interactive) {
         print_stats(*st, gate_on(opts));
         continue;
       }
+      case Command::kMemory:
+      case Command::kRemember:
+      case Command::kForget:
+        if (!run_memory_command(in, session->pipeline.memory != nullptr, pipeline, front)) {
+          ++bad_commands;
+        }
+        continue;
       case Command::kQuit:
         break;
       case Command::kText: {

@@ -34,9 +34,19 @@ ReplInput parse_input(std::string text) {
   if (name == "/reset") c = Command::kReset;
   if (name == "/stats") c = Command::kStats;
   if (name == "/quit" || name == "/exit") c = Command::kQuit;
+  if (name == "/memory") c = Command::kMemory;
+  if (name == "/remember") c = Command::kRemember;
+  if (name == "/forget") c = Command::kForget;
   if (c == Command::kBad) {
     return {c, "unknown command " + std::string(name) +
                    " (try /help; // sends a line that begins with /)"};
+  }
+  if (c == Command::kForget) {
+    const std::string_view arg = trim(t.substr(end));
+    const bool digits = !arg.empty() && arg.size() <= 19 &&
+                        arg.find_first_not_of("0123456789") == std::string_view::npos;
+    if (!digits) return {Command::kBad, "/forget takes an episode id (a number, see /memory)"};
+    return {c, std::string(arg)};
   }
   if (end < t.size()) return {Command::kBad, std::string(name) + " takes no arguments"};
   return {c, {}};
@@ -90,6 +100,10 @@ std::string_view repl_help() {
   /help     this text (also /?)
   /reset    empty the context (the next turn starts afresh, with the --system turn if any)
   /stats    the context's size, turns and speeds
+  /memory   episodic memory (--memory): the last recall's episodes with their
+            scores, and the store (episodes, capacity, file)
+  /remember store the conversation's tokens not yet stored as episodes now
+  /forget N remove episode N from the store
   /quit     leave (also /exit, Ctrl-D, or Ctrl-C at an empty prompt)
   //text    sends "/text": a line starting with one / is a command
 Input:

@@ -8,17 +8,21 @@
 
 namespace infer::cli {
 
-enum class Command { kText, kEmpty, kHelp, kReset, kStats, kQuit, kBad };
+enum class Command {
+  kText, kEmpty, kHelp, kReset, kStats, kQuit, kMemory, kRemember, kForget, kBad
+};
 
 // One complete input. kText: `text` is the turn's text (a leading "//" loses one slash);
-// kBad: `text` is the message ("unknown command /foo (try /help)").
+// kBad: `text` is the message ("unknown command /foo (try /help)"); kForget: `text` is the
+// episode id (digits).
 struct ReplInput {
   Command command = Command::kEmpty;
   std::string text;
 };
 
 // A line starting with one "/" is a command: its first word names it and commands take no
-// arguments. Anything else is text (several lines always are); only whitespace is kEmpty.
+// arguments, except /forget N (an episode id). Anything else is text (several lines always
+// are); only whitespace is kEmpty.
 ReplInput parse_input(std::string text);
 
 // Collects the lines of one turn. A line ending in "\" goes on with the next line; a line """

@@ -42,7 +42,8 @@ Result<int> run_serve(const Options& opts) {
   if (hello.model_name.size() > protocol::kMaxLabelBytes) hello.model_name.resize(0);
 
   ServeFrontEnd front(STDOUT_FILENO, hello, opts.max_tokens, session->stream_capacity,
-                      int64_t(session->pipeline.engine.preamble.size()));
+                      int64_t(session->pipeline.engine.preamble.size()),
+                    session->pipeline.memory != nullptr);
   int status = 0;
   {
     actors::Pipeline pipeline(session->forward, session->pipeline, front);

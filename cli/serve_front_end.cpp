@@ -11,6 +11,7 @@
 #include <variant>
 
 #include "base/check.h"
+#include "cli/serve_memory.h"
 #include "protocol/encode.h"
 
 namespace infer::cli {
@@ -45,8 +46,9 @@ Overload(F...) -> Overload<F...>;
 }  // namespace
 
 ServeFrontEnd::ServeFrontEnd(int out_fd, protocol::ServerHello hello, int64_t default_max_tokens,
-                             int64_t stream_capacity, int64_t preamble_tokens)
+                             int64_t stream_capacity, int64_t preamble_tokens, bool memory)
     : out_fd_(out_fd), session_(std::move(hello), default_max_tokens, actors::steady_ns) {
+  session_.set_memory(memory);
   session_.set_stream_capacity(stream_capacity);
   session_.set_preamble(preamble_tokens);
 }
@@ -102,6 +104,7 @@ void ServeFrontEnd::carry_out(protocol::SessionOutput& out) {
                    [&](const protocol::TraceMarkCommand& m) {
                      if (trace_ != nullptr) trace_->mark("io", m.label, actors::steady_ns());
                    },
+                   [&](const protocol::MemoryCommand& m) { p.memory(memory_op(m)); },
                },
                c);
   }
@@ -208,6 +211,22 @@ void ServeFrontEnd::error(const actors::ErrorEvent& e) {
   std::lock_guard lock(mu_);
   protocol::SessionOutput out;
   session_.engine_error(std::move(err), out);
+  carry_out(out);
+}
+
+void ServeFrontEnd::memory_reply(const actors::MemoryReply& r) {
+  protocol::EngineMemoryReply reply = memory_answer(r);
+  std::lock_guard lock(mu_);
+  protocol::SessionOutput out;
+  session_.memory_reply(std::move(reply), out);
+  carry_out(out);
+}
+
+void ServeFrontEnd::memory_event(const actors::MemoryNotice& n) {
+  const protocol::EngineMemoryEvent e = cli::memory_event(n);
+  std::lock_guard lock(mu_);
+  protocol::SessionOutput out;
+  session_.memory_event(e, out);
   carry_out(out);
 }
 

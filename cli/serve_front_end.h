@@ -21,8 +21,9 @@ class ServeFrontEnd : public actors::FrontEnd {
  public:
   // Frames go to `out_fd`; -n (the default GENERATE max_tokens) is `default_max_tokens`.
   // stream_capacity: ServeSession::set_stream_capacity.
+  // memory: episodic memory is served (--memory); else its frames are NOT_AVAILABLE.
   ServeFrontEnd(int out_fd, protocol::ServerHello hello, int64_t default_max_tokens,
-                int64_t stream_capacity, int64_t preamble_tokens);
+                int64_t stream_capacity, int64_t preamble_tokens, bool memory);
 
   // Must be called once, before run(); the pipeline must outlive run().
   void attach(actors::Pipeline* p) { pipeline_ = p; }
@@ -40,6 +41,8 @@ class ServeFrontEnd : public actors::FrontEnd {
   void turn_end(const actors::TurnEnd& e) override;
   void reset_done() override;
   void error(const actors::ErrorEvent& e) override;
+  void memory_reply(const actors::MemoryReply& r) override;
+  void memory_event(const actors::MemoryNotice& n) override;
 
  private:
   // Under mu_: writes out's frames in one write(2), then runs its commands.

@@ -98,7 +98,8 @@ model while it fits in anchors + window
 episodic memory (docs/MEMORY.md; with the KV ring)
       --memory [PATH]      keep what leaves the window, and quiet spans, as episodes in PATH
                            (default .episodic.mem) and recall them into the ring's recall tier
-                           before each turn generates; a later session recalls them too
+                           before each turn generates; a later session recalls them too.
+                           REPL: /memory, /remember, /forget N; --serve: the memory frames
       --storage PATH       the same as --memory PATH
       --mem-capacity N     episodes the file holds (default 64; the weakest makes room)
       --episode-tokens N   tokens an episode holds (default 64)

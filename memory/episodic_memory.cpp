@@ -133,6 +133,7 @@ Result<std::unique_ptr<EpisodicMemory>> EpisodicMemory::open(const ModelConfig& 
 
 std::vector<uint8_t> EpisodicMemory::codebooks_blob() const {
   std::vector<uint8_t> blob;
+  blob.reserve(64);  // also spares GCC 12's -O3 a bogus -Wstringop-overflow on the first insert
   const uint32_t count = uint32_t(codecs_.size() + 1);
   blob.insert(blob.end(), reinterpret_cast<const uint8_t*>(&count),
               reinterpret_cast<const uint8_t*>(&count) + 4);
@@ -222,7 +223,14 @@ Result<void> EpisodicMemory::store_episode(const KvBlock& b) {
   }
   e.ids = b.ids;
   e.key.resize(assoc_.key_floats());
-  assoc_.episode_key(b, 0, b.size(), e.key.data());
+  const size_t parts = size_t(std::max(1, opts_.association.sub_spans));
+  if (b.size() >= parts) {
+    assoc_.episode_key(b, 0, b.size(), e.key.data());
+  } else {  // a short tail (MEMORY_STORE, a quiet span): its last token repeats to fill the parts
+    KvBlock filled;
+    for (size_t i = 0; i < parts; ++i) append_token(b, std::min(i, b.size() - 1), &filled);
+    assoc_.episode_key(filled, 0, parts, e.key.data());
+  }
   e.payload.assign(store_->geometry().payload_bytes, 0);
   // Payload: token-major; per token, per tiered layer, K heads then V heads, each a coded row.
   size_t o = 0;
@@ -241,8 +249,19 @@ Result<void> EpisodicMemory::store_episode(const KvBlock& b) {
     }
   }
   const uint64_t victim = store_->size() >= store_->geometry().capacity ? weakest(now) : 0;
+  EpisodeInfo replaced;
+  if (victim != 0 && hook_) {
+    for (const EpisodeInfo& i : store_->list()) {
+      if (i.id == victim) replaced = i;
+    }
+  }
   auto r = store_->append(e, victim);
   if (!r.ok()) return r.error();
+  if (victim != 0) {
+    report({MemoryEvent::kReplaced, victim, replaced.pos0, replaced.n_tokens, 0, 0,
+            strength_now(replaced)});
+  }
+  report({MemoryEvent::kStored, r.value(), e.info.pos0, e.info.n_tokens, 0, 0, e.info.strength});
   return {};
 }
 
@@ -356,8 +375,10 @@ Result<void> EpisodicMemory::recall(const KvBlock& query, size_t max_tokens, KvB
         s.info.strength, std::max(s.info.written_ms, s.info.recalled_ms), now);
     if (hits) {
       hits->push_back({s.info.id, s.info.pos0, s.info.n_tokens, s.association, s.score, strength,
-                       now, s.info.recalls + 1});
+                       s.info.written_ms, now, s.info.recalls + 1});
     }
+    report({MemoryEvent::kRecalled, s.info.id, s.info.pos0, s.info.n_tokens, s.score,
+            s.association, strength});
   }
   return {};
 }
@@ -371,6 +392,23 @@ Result<void> EpisodicMemory::strengthen(std::span<const RecallHit> hits) {
     }
   }
   return {};
+}
+
+Result<void> EpisodicMemory::forget(uint64_t id) {
+  EpisodeInfo gone;
+  for (const EpisodeInfo& i : store_->list()) {
+    if (i.id == id) gone = i;
+  }
+  if (gone.id == 0) {
+    return make_error(ErrorCode::kNotFound, store_->path() + ": no episode " + std::to_string(id));
+  }
+  if (auto r = store_->forget(id); !r.ok()) return r;
+  report({MemoryEvent::kForgotten, id, gone.pos0, gone.n_tokens, 0, 0, strength_now(gone)});
+  return {};
+}
+
+float EpisodicMemory::strength_now(const EpisodeInfo& i) const {
+  return float(opts_.rule.strength_now(i.strength, std::max(i.written_ms, i.recalled_ms), now_()));
 }
 
 }  // namespace infer::memory

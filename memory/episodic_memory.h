@@ -58,9 +58,23 @@ struct RecallHit {
   float association = 0;
   double score = 0;
   float strength = 0;  // after this recall
+  int64_t written_ms = 0;
   int64_t recalled_ms = 0;
   uint32_t recalls = 0;  // after this recall
 };
+
+// What happened to an episode, for whoever watches (the --serve protocol's MEMORY_EVENT).
+struct MemoryEvent {
+  enum Kind { kStored = 1, kRecalled = 2, kForgotten = 3, kReplaced = 4 } kind = kStored;
+  uint64_t id = 0;
+  int64_t pos0 = 0;
+  uint32_t n_tokens = 0;
+  double score = 0;       // kRecalled
+  float association = 0;  // kRecalled
+  float strength = 0;     // after the operation
+};
+// Called synchronously, by the thread that made the change, inside the facade's call.
+using EventHook = std::function<void(const MemoryEvent&)>;
 
 class EpisodicMemory {
  public:
@@ -91,6 +105,15 @@ class EpisodicMemory {
   const EpisodeStore& store() const { return *store_; }
   size_t key_floats() const { return assoc_.key_floats(); }
 
+  // Removes an episode (kNotFound: no such id); reports kForgotten.
+  Result<void> forget(uint64_t id);
+  // An episode's strength decayed to now (what recall would score it with).
+  float strength_now(const EpisodeInfo& info) const;
+  int64_t now_ms() const { return now_(); }
+  const MemoryOptions& options() const { return opts_; }
+  // Every store, replacement, recall and forget is reported to hook (empty: none).
+  void set_event_hook(EventHook hook) { hook_ = std::move(hook); }
+
  private:
   EpisodicMemory(std::vector<TieredShape> shapes, const MemoryOptions& opts, Detokenize d,
                  NowMs now);
@@ -111,6 +134,10 @@ class EpisodicMemory {
   std::vector<KvBlock> waiting_;   // whole episodes waiting for training
   size_t seen_tokens_ = 0;
   std::unique_ptr<EpisodeStore> store_;
+  EventHook hook_;
+  void report(const MemoryEvent& e) const {
+    if (hook_) hook_(e);
+  }
 };
 
 }  // namespace infer::memory

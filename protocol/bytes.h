@@ -53,6 +53,10 @@ class ByteReader {
   uint64_t u64() { return get_u64(take(8)); }
   float f32() { return std::bit_cast<float>(u32()); }
   double f64() { return std::bit_cast<double>(u64()); }
+  // The next n bytes, as text (validated by the caller).
+  std::string_view text(size_t n) {
+    return std::string_view(reinterpret_cast<const char*>(take(n)), n);
+  }
   // The bytes not read yet, as text (validated by the caller).
   std::string_view rest() {
     std::string_view s(reinterpret_cast<const char*>(bytes_.data() + at_), remaining());

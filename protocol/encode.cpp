@@ -34,6 +34,14 @@ void payload(const StatsRequest&, std::vector<uint8_t>&) {}
 void payload(const TraceMark& m, std::vector<uint8_t>& out) { put_bytes(out, m.label); }
 void payload(const Reset&, std::vector<uint8_t>&) {}
 void payload(const Shutdown&, std::vector<uint8_t>&) {}
+void payload(const MemoryRecall& m, std::vector<uint8_t>& out) { put_bytes(out, m.text); }
+void payload(const MemoryStore&, std::vector<uint8_t>&) {}
+void payload(const MemoryForget& m, std::vector<uint8_t>& out) { put_u64(out, m.episode_id); }
+void payload(const MemoryQuery& m, std::vector<uint8_t>& out) {
+  put_u32(out, m.first);
+  put_u32(out, m.max_count);
+}
+void payload(const MemoryWatch& m, std::vector<uint8_t>& out) { put_u32(out, m.on); }
 
 // ---- server → client
 void payload(const ServerHello& m, std::vector<uint8_t>& out) {
@@ -98,6 +106,56 @@ void payload(const Appended& m, std::vector<uint8_t>& out) {
   put_u32(out, m.n_tokens);
 }
 void payload(const ResetAck&, std::vector<uint8_t>&) {}
+void payload(const MemoryRecalled& m, std::vector<uint8_t>& out) {
+  put_u32(out, static_cast<uint32_t>(m.episodes.size()));
+  for (const RecalledEpisode& e : m.episodes) {
+    put_u64(out, e.episode_id);
+    put_u32(out, e.n_tokens);
+    put_f32(out, e.score);
+    put_f32(out, e.association);
+    put_f32(out, e.strength);
+    put_u32(out, e.age_s);
+  }
+}
+void payload(const MemoryStored& m, std::vector<uint8_t>& out) {
+  put_u32(out, static_cast<uint32_t>(m.episodes.size()));
+  for (const StoredEpisode& e : m.episodes) {
+    put_u64(out, e.episode_id);
+    put_u64(out, e.pos0);
+    put_u32(out, e.n_tokens);
+  }
+}
+void payload(const MemoryForgotten& m, std::vector<uint8_t>& out) { put_u64(out, m.episode_id); }
+void payload(const MemoryList& m, std::vector<uint8_t>& out) {
+  INFER_CHECK(m.episodes.size() <= kMaxListEpisodes, "MEMORY_LIST of %zu episodes",
+              m.episodes.size());
+  put_u32(out, m.total);
+  put_u32(out, static_cast<uint32_t>(m.episodes.size()));
+  for (const ListedEpisode& e : m.episodes) {
+    put_u64(out, e.episode_id);
+    put_u64(out, e.pos0);
+    put_u32(out, e.n_tokens);
+    put_f32(out, e.strength);
+    put_u64(out, e.written_ms);
+    put_u64(out, e.recalled_ms);
+    // Previews come from the store (cut there at a character boundary); cut again, never torn.
+    std::string_view preview = e.preview;
+    preview = preview.substr(0, utf8_valid_prefix(preview));
+    preview = preview.substr(0, utf8_cut(preview, kMaxPreviewBytes));
+    put_u32(out, static_cast<uint32_t>(preview.size()));
+    put_bytes(out, preview);
+  }
+}
+void payload(const MemoryEvent& m, std::vector<uint8_t>& out) {
+  put_u32(out, static_cast<uint32_t>(m.kind));
+  put_u64(out, m.episode_id);
+  put_u64(out, m.pos0);
+  put_u32(out, m.n_tokens);
+  put_f32(out, m.score);
+  put_f32(out, m.association);
+  put_f32(out, m.strength);
+}
+void payload(const MemoryWatchAck&, std::vector<uint8_t>&) {}
 
 template <class Variant>
 void encode_frame(const Variant& m, uint32_t request_id, std::vector<uint8_t>& out) {

@@ -7,6 +7,7 @@
 #include <variant>
 #include <vector>
 
+#include "protocol/memory_messages.h"
 #include "protocol/opcodes.h"
 
 namespace infer::protocol {
@@ -71,7 +72,8 @@ struct Shutdown {  // empty
 };
 
 using ClientMessage = std::variant<Hello, AppendText, AppendIds, Generate, Interrupt, StatsRequest,
-                                   TraceMark, Reset, Shutdown>;
+                                   TraceMark, Reset, Shutdown, MemoryRecall, MemoryStore,
+                                   MemoryForget, MemoryQuery, MemoryWatch>;
 
 // ---- server → client
 
@@ -166,7 +168,8 @@ struct ResetAck {  // empty
 };
 
 using ServerMessage = std::variant<ServerHello, Token, Gate, Done, Stats, ErrorFrame, TraceMarkAck,
-                                   ShutdownAck, Appended, ResetAck>;
+                                   ShutdownAck, Appended, ResetAck, MemoryRecalled, MemoryStored,
+                                   MemoryForgotten, MemoryList, MemoryEvent, MemoryWatchAck>;
 
 // The opcode of whichever alternative `m` holds.
 Opcode opcode_of(const ClientMessage& m);

@@ -16,6 +16,11 @@ const char* opcode_name(uint16_t op) {
     case Opcode::kTraceMark: return "TRACE_MARK";
     case Opcode::kReset: return "RESET";
     case Opcode::kShutdown: return "SHUTDOWN";
+    case Opcode::kMemoryRecall: return "MEMORY_RECALL";
+    case Opcode::kMemoryStore: return "MEMORY_STORE";
+    case Opcode::kMemoryForget: return "MEMORY_FORGET";
+    case Opcode::kMemoryQuery: return "MEMORY_QUERY";
+    case Opcode::kMemoryWatch: return "MEMORY_WATCH";
     case Opcode::kServerHello: return "SERVER_HELLO";
     case Opcode::kToken: return "TOKEN";
     case Opcode::kGate: return "GATE";
@@ -26,6 +31,12 @@ const char* opcode_name(uint16_t op) {
     case Opcode::kShutdownAck: return "SHUTDOWN_ACK";
     case Opcode::kAppended: return "APPENDED";
     case Opcode::kResetAck: return "RESET_ACK";
+    case Opcode::kMemoryRecalled: return "MEMORY_RECALLED";
+    case Opcode::kMemoryStored: return "MEMORY_STORED";
+    case Opcode::kMemoryForgotten: return "MEMORY_FORGOTTEN";
+    case Opcode::kMemoryList: return "MEMORY_LIST";
+    case Opcode::kMemoryEvent: return "MEMORY_EVENT";
+    case Opcode::kMemoryWatchAck: return "MEMORY_WATCH_ACK";
   }
   return nullptr;
 }

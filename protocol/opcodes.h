@@ -17,6 +17,8 @@ inline constexpr uint32_t kMaxPayloadBytes = 1u << 20;
 inline constexpr uint32_t kMaxStopIds = 64;
 inline constexpr uint32_t kMaxLabelBytes = 1024;    // TRACE_MARK labels, client names
 inline constexpr uint32_t kMaxMessageBytes = 1024;  // ERROR messages (the encoder truncates)
+inline constexpr uint32_t kMaxListEpisodes = 4096;  // MEMORY_QUERY max_count (§4.14)
+inline constexpr uint32_t kMaxPreviewBytes = 96;    // MEMORY_LIST previews (§4.17)
 
 // Bit 15 of an opcode is its direction: 0 client→server, 1 server→client.
 inline constexpr uint16_t kServerBit = 0x8000;
@@ -36,6 +38,11 @@ enum class Opcode : uint16_t {
   kTraceMark = 0x0007,
   kReset = 0x0008,
   kShutdown = 0x0009,
+  kMemoryRecall = 0x0100,
+  kMemoryStore = 0x0101,
+  kMemoryForget = 0x0102,
+  kMemoryQuery = 0x0103,
+  kMemoryWatch = 0x0104,
   // server → client
   kServerHello = 0x8001,
   kToken = 0x8002,
@@ -47,6 +54,12 @@ enum class Opcode : uint16_t {
   kShutdownAck = 0x8008,
   kAppended = 0x8009,
   kResetAck = 0x800A,
+  kMemoryRecalled = 0x8100,
+  kMemoryStored = 0x8101,
+  kMemoryForgotten = 0x8102,
+  kMemoryList = 0x8103,
+  kMemoryEvent = 0x8104,
+  kMemoryWatchAck = 0x8105,
 };
 
 inline constexpr bool is_server_opcode(uint16_t op) { return (op & kServerBit) != 0; }
@@ -96,6 +109,10 @@ inline constexpr uint32_t kGenStopAtEot = 1u << 1;        // end ids stop the ge
 inline constexpr uint32_t kGenGated = 1u << 2;            // the gate may end the generation
 inline constexpr uint32_t kGenGateEvents = 1u << 3;       // a GATE frame for every step
 inline constexpr uint32_t kGenKnownFlags = 0xF;
+
+// MEMORY_EVENT kinds (PROTOCOL.md §4.18).
+enum class MemoryEventKind : uint32_t { kStored = 1, kRecalled = 2, kForgotten = 3, kReplaced = 4 };
+inline constexpr uint32_t kMaxMemoryEventKind = 4;
 
 // STATS flags.
 inline constexpr uint32_t kStatsGenerating = 1u << 0;

@@ -6,11 +6,10 @@
 #include <string>
 
 #include "protocol/bytes.h"
+#include "protocol/parse_detail.h"
 
 namespace infer::protocol {
-namespace {
-
-using Bytes = std::span<const uint8_t>;
+namespace detail {
 
 std::string name_of(uint16_t op) {
   const char* n = opcode_name(op);
@@ -50,6 +49,12 @@ Result<void> check_text(uint16_t op, const char* field, std::string_view s, size
   }
   return Ok{};
 }
+
+}  // namespace detail
+
+namespace {
+
+using namespace detail;
 
 // n u32 ids; the caller has checked that the payload holds them.
 std::vector<uint32_t> read_ids(ByteReader& r, uint32_t n) {
@@ -262,7 +267,7 @@ Error not_ours(uint16_t op, bool server_reads) {
   const bool wrong_direction = is_server_opcode(op) == server_reads;
   if (area && !wrong_direction) {
     return make_error(ErrorCode::kUnsupported, name_of(op) + ": reserved for " + area +
-                                                   " frames, which this version does not serve");
+                                                   " frames; this server does not serve it");
   }
   if (wrong_direction && opcode_name(op)) {
     return make_error(ErrorCode::kNotFound,
@@ -285,6 +290,11 @@ Result<ClientMessage> parse_client_payload(uint16_t op, std::span<const uint8_t>
     case Opcode::kTraceMark: return trace_mark(op, p);
     case Opcode::kReset: return empty<Reset>(op, p);
     case Opcode::kShutdown: return empty<Shutdown>(op, p);
+    case Opcode::kMemoryRecall:
+    case Opcode::kMemoryStore:
+    case Opcode::kMemoryForget:
+    case Opcode::kMemoryQuery:
+    case Opcode::kMemoryWatch: return parse_memory_client(op, p);
     default: return not_ours(op, /*server_reads=*/true);
   }
 }
@@ -301,6 +311,12 @@ Result<ServerMessage> parse_server_payload(uint16_t op, std::span<const uint8_t>
     case Opcode::kShutdownAck: return server_empty<ShutdownAck>(op, p);
     case Opcode::kAppended: return appended(op, p);
     case Opcode::kResetAck: return server_empty<ResetAck>(op, p);
+    case Opcode::kMemoryRecalled:
+    case Opcode::kMemoryStored:
+    case Opcode::kMemoryForgotten:
+    case Opcode::kMemoryList:
+    case Opcode::kMemoryEvent:
+    case Opcode::kMemoryWatchAck: return parse_memory_server(op, p);
     default: return not_ours(op, /*server_reads=*/false);
   }
 }

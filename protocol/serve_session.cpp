@@ -56,20 +56,13 @@ void ServeSession::handle(uint32_t rid, const ClientMessage& m, SessionOutput& o
   std::visit(
       Overload{
           [&](const Hello&) { write(rid, ServerMessage{hello_}, out); },
-          [&](const AppendText&) {
-            if (gen_turn_ != 0) {
-              queued_.push_back({rid, m});
-            } else {
-              send_append(rid, m, out);
-            }
-          },
-          [&](const AppendIds&) {
-            if (gen_turn_ != 0) {
-              queued_.push_back({rid, m});
-            } else {
-              send_append(rid, m, out);
-            }
-          },
+          [&](const AppendText&) { take_input(rid, m, out); },
+          [&](const AppendIds&) { take_input(rid, m, out); },
+          [&](const MemoryRecall&) { take_input(rid, m, out); },
+          [&](const MemoryStore&) { take_input(rid, m, out); },
+          [&](const MemoryForget&) { take_input(rid, m, out); },
+          [&](const MemoryQuery&) { take_input(rid, m, out); },
+          [&](const MemoryWatch&) { take_input(rid, m, out); },
           [&](const Generate& g) { start_generation(rid, g, out); },
           [&](const Interrupt&) {
             if (gen_turn_ != 0) interrupt(out);  // idle: ignored, no answer
@@ -98,6 +91,16 @@ void ServeSession::handle(uint32_t rid, const ClientMessage& m, SessionOutput& o
           },
       },
       m);
+}
+
+void ServeSession::take_input(uint32_t rid, const ClientMessage& m, SessionOutput& out) {
+  if (gen_turn_ != 0) {
+    queued_.push_back({rid, m});
+  } else if (std::holds_alternative<AppendText>(m) || std::holds_alternative<AppendIds>(m)) {
+    send_append(rid, m, out);
+  } else {
+    send_memory(rid, m, out);
+  }
 }
 
 void ServeSession::send_append(uint32_t rid, const ClientMessage& m, SessionOutput& out) {
@@ -134,6 +137,7 @@ void ServeSession::start_generation(uint32_t rid, const Generate& g, SessionOutp
   gen_sent_ = 0;
   gen_last_id_ = kNoToken;
   gen_interrupted_ = false;
+  remember_cause(false, c.turn, rid);  // its automatic recall
   out.commands.push_back(std::move(c));
 }
 
@@ -145,7 +149,14 @@ void ServeSession::interrupt(SessionOutput& out) {
 void ServeSession::flush_queue(SessionOutput& out) {
   std::vector<QueuedAppend> q;
   q.swap(queued_);
-  for (const QueuedAppend& a : q) send_append(a.rid, a.message, out);
+  for (const QueuedAppend& a : q) {  // now, even before the interrupted generation's DONE
+    if (std::holds_alternative<AppendText>(a.message) ||
+        std::holds_alternative<AppendIds>(a.message)) {
+      send_append(a.rid, a.message, out);
+    } else {
+      send_memory(a.rid, a.message, out);
+    }
+  }
 }
 
 void ServeSession::release_answers(SessionOutput& out) {
@@ -153,6 +164,8 @@ void ServeSession::release_answers(SessionOutput& out) {
     Pending& p = answers_.front();
     if (p.kind == Pending::kStats) {
       write(p.rid, ServerMessage{current_stats()}, out);
+    } else if (p.done && p.kind == Pending::kSilent) {
+      // nothing to write
     } else if (p.done) {
       write(p.rid, std::move(p.frame), out);
     } else {
@@ -168,8 +181,19 @@ void ServeSession::begin_close(int status, bool ack, SessionOutput& out) {
   closing_ = true;
   exit_status_ = status;
   ack_on_close_ = ack;
-  queued_.clear();
+  // Queued appends are dropped; queued memory requests are still answered after the DONE (a
+  // MEMORY_STORE sent before SHUTDOWN stores).
+  std::erase_if(queued_, [](const QueuedAppend& q) {
+    return std::holds_alternative<AppendText>(q.message) ||
+           std::holds_alternative<AppendIds>(q.message);
+  });
   if (gen_turn_ != 0) interrupt(out);
+  if (ack && memory_) {  // SHUTDOWN_ACK after the episodes being written are committed (§4.19)
+    MemoryCommand drain;
+    drain.kind = MemoryCommand::kDrain;
+    const uint64_t ticket = command_memory(std::move(drain), 0, out);
+    answers_.push_back(Pending{Pending::kSilent, 0, ticket});
+  }
   maybe_finish(out);
 }
 
@@ -205,7 +229,11 @@ Stats ServeSession::current_stats() const {
   s.decode_tok_s = decode_ms_ > 0 ? double(decode_tokens_) / decode_ms_ * 1e3 : 0.0;
   s.uptime_ms = uint64_t((now_ns_() - start_ns_) / 1000000);
   s.flags = gen_turn_ != 0 ? kStatsGenerating : 0;
-  s.queued_appends = uint32_t(queued_.size());
+  s.queued_appends = uint32_t(
+      std::count_if(queued_.begin(), queued_.end(), [](const QueuedAppend& q) {
+        return std::holds_alternative<AppendText>(q.message) ||
+               std::holds_alternative<AppendIds>(q.message);
+      }));
   return s;
 }
 
@@ -304,7 +332,7 @@ void ServeSession::turn_end(const EngineTurnEnd& e, SessionOutput& out) {
 void ServeSession::end_generation(SessionOutput& out) {
   gen_turn_ = 0;
   reader_.generation_done();
-  flush_queue(out);  // empty when closing
+  flush_queue(out);  // when closing, only memory requests
 }
 
 void ServeSession::flush_engine_error(SessionOutput& out) {

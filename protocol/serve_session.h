@@ -10,7 +10,10 @@
 //   (APPENDED, RESET_ACK), so answers keep the order of their requests;
 // - RESET mid-generation interrupts, sends the queued appends, then resets; SHUTDOWN, EOF and a
 //   closed output interrupt, drop the queued appends and end the session once every request
-//   handed to the engine is answered.
+//   handed to the engine is answered;
+// - memory frames (§4.14) become MemoryCommands answered by memory_reply(), queued like appends
+//   while generating; with MEMORY_WATCH on, memory_event()s become MEMORY_EVENT frames carrying
+//   the request id of the frame that caused them; SHUTDOWN waits for the episodes being written.
 #pragma once
 
 #include <cstdint>
@@ -92,8 +95,36 @@ struct ResetCommand {};  // answered by reset_done()
 struct TraceMarkCommand {
   std::string label;
 };
-using EngineCommand =
-    std::variant<AppendCommand, GenerateCommand, InterruptCommand, ResetCommand, TraceMarkCommand>;
+// A memory request, answered by memory_reply() with the same ticket (tickets count from 1,
+// apart from turns). kDrain: commit what is being written (SHUTDOWN), answered silently.
+struct MemoryCommand {
+  enum Kind { kRecall, kStore, kForget, kQuery, kDrain } kind = kQuery;
+  uint64_t ticket = 0;
+  std::string text;         // kRecall: the query, appended to the conversation
+  uint64_t episode_id = 0;  // kForget
+  uint32_t first = 0, max_count = 0;  // kQuery
+};
+using EngineCommand = std::variant<AppendCommand, GenerateCommand, InterruptCommand, ResetCommand,
+                                   TraceMarkCommand, MemoryCommand>;
+
+// ---- engine -> session, memory
+
+// The answer to MemoryCommand `ticket`: a memory answer frame (MEMORY_RECALLED, ...) or an
+// ErrorFrame. pos: the context length after it (a recall appends its query), -1 if unchanged.
+struct EngineMemoryReply {
+  uint64_t ticket = 0;
+  ServerMessage answer = MemoryWatchAck{};
+  int64_t pos = -1;
+  uint64_t prefilled = 0;  // tokens read (a recall's query), for STATS
+  double prefill_ms = 0.0;
+};
+// Something happened to an episode. Its cause: a MemoryCommand's ticket, or a generating turn
+// (its automatic recall); both 0: background consolidation.
+struct EngineMemoryEvent {
+  MemoryEvent event;
+  uint64_t cause_ticket = 0;
+  uint64_t cause_turn = 0;
+};
 
 struct Outgoing {
   uint32_t request_id = 0;
@@ -121,6 +152,11 @@ class ServeSession {
   void set_stream_capacity(int64_t n) { stream_capacity_ = n; }
   // Tokens every context opens with, at start and after each RESET (--serve --system's turn):
   // counted in STATS pos, and GENERATE needs no append first.
+  // Episodic memory is served (--memory): its frames are taken, not answered NOT_AVAILABLE.
+  void set_memory(bool on) {
+    memory_ = on;
+    reader_.set_memory(on);
+  }
   void set_preamble(int64_t tokens) {
     preamble_ = tokens;
     pos_ = tokens;
@@ -140,6 +176,9 @@ class ServeSession {
   void turn_end(const EngineTurnEnd& e, SessionOutput& out);
   void reset_done(SessionOutput& out);
   void engine_error(EngineError e, SessionOutput& out);
+  void memory_reply(EngineMemoryReply r, SessionOutput& out);
+  void memory_event(const EngineMemoryEvent& e, SessionOutput& out);
+  bool watching() const { return watching_; }
 
   // No more client input is read (SHUTDOWN, VERSION_MISMATCH, EOF, closed output).
   bool reading_done() const { return closing_; }
@@ -150,23 +189,38 @@ class ServeSession {
   bool generating() const { return gen_turn_ != 0; }
 
  private:
+  // Events name their cause while it may still be at work: the latest requests suffice.
+  static constexpr size_t kMaxCauses = 256;
+
   // An answer that waits for the engine, in request order.
   struct Pending {
     // kReady: an answer made at once (TRACE_MARK_ACK, an ERROR) that waits for those before it.
-    enum Kind { kAppended, kResetAck, kStats, kReady } kind = kAppended;
+    // kMemory: a memory answer; kSilent: the same without a frame (SHUTDOWN's drain).
+    enum Kind { kAppended, kResetAck, kStats, kReady, kMemory, kSilent } kind = kAppended;
     uint32_t rid = 0;
-    uint64_t turn = 0;  // kAppended
+    uint64_t turn = 0;  // kAppended: its turn; kMemory, kSilent: the command's ticket
     Opcode opcode = Opcode::kAppendText;  // kAppended: the frame it answers
     bool done = false;  // the engine answered; the frame is `frame`
     ServerMessage frame;
   };
-  struct QueuedAppend {  // an APPEND that arrived while generating
+  struct QueuedAppend {  // an APPEND or memory frame that arrived while generating
     uint32_t rid = 0;
     ClientMessage message;
+  };
+  // Who caused what: a ticket or turn and the request id of its frame (MEMORY_EVENT's).
+  struct Cause {
+    bool ticket = false;
+    uint64_t number = 0;
+    uint32_t rid = 0;
   };
 
   void handle(uint32_t rid, const ClientMessage& m, SessionOutput& out);
   void send_append(uint32_t rid, const ClientMessage& m, SessionOutput& out);
+  // An APPEND or memory frame, now or (generating) after DONE.
+  void take_input(uint32_t rid, const ClientMessage& m, SessionOutput& out);
+  void send_memory(uint32_t rid, const ClientMessage& m, SessionOutput& out);
+  uint64_t command_memory(MemoryCommand c, uint32_t rid, SessionOutput& out);
+  void remember_cause(bool ticket, uint64_t number, uint32_t rid);
   void start_generation(uint32_t rid, const Generate& g, SessionOutput& out);
   void interrupt(SessionOutput& out);
   void flush_queue(SessionOutput& out);
@@ -208,6 +262,12 @@ class ServeSession {
   int64_t stream_capacity_ = -1;  // < 0: hello_.context_tokens
   bool finished_ = false;
   int exit_status_ = 0;
+
+  // Episodic memory.
+  bool memory_ = false;
+  bool watching_ = false;
+  uint64_t next_ticket_ = 1;
+  std::deque<Cause> causes_;  // the latest kMaxCauses
 
   // STATS, over the session.
   int64_t pos_ = 0;

@@ -15,6 +15,16 @@ void ServerReader::feed(std::span<const uint8_t> bytes, std::vector<ReaderEvent>
       continue;
     }
     const Frame& f = std::get<Frame>(*ev);
+    // The opcode first (§6.2): without --memory a memory request is NOT_AVAILABLE, whatever
+    // its payload.
+    if (!limits_.memory && is_memory_opcode(f.header.opcode) &&
+        !is_server_opcode(f.header.opcode)) {
+      out.push_back(Rejected{f.header.request_id, f.header.opcode, WireError::kNotAvailable,
+                             std::string(opcode_name(f.header.opcode) ? opcode_name(f.header.opcode)
+                                                                      : "a memory opcode") +
+                                 ": episodic memory is off (start infer with --memory)"});
+      continue;
+    }
     // PROTOCOL.md §6.2's order: the payload (opcode, sizes, UTF-8, its values), the values
     // against the server's limits, the header flags, then the session's state (§6.3).
     auto parsed = parse_client_payload(f.header.opcode, f.payload);

@@ -43,6 +43,8 @@ class ServerReader {
   std::optional<Rejected> finish() const;
 
   void generation_done() { protocol::generation_done(state_); }
+  // Episodic memory is served: its frames are parsed rather than answered NOT_AVAILABLE.
+  void set_memory(bool on) { limits_.memory = on; }
   // An append was refused whole and left the context empty after all.
   void set_has_context(bool has) { state_.has_context = has; }
   // Every context opens with the server's own tokens: never empty, a RESET included.

@@ -74,8 +74,9 @@ std::optional<Rejection> check(const SessionState& s, const ClientMessage& m) {
     return reject(WireError::kOutOfOrder, std::string(name) + " before HELLO");
   }
   if (std::holds_alternative<Generate>(m)) return check_generate(s);
-  // APPEND_TEXT (queued while generating), INTERRUPT (a no-op when idle: it may race with the
-  // end of a generation), STATS_REQUEST, TRACE_MARK and RESET are acceptable at any time.
+  // APPEND_TEXT and the memory frames (queued while generating), INTERRUPT (a no-op when idle:
+  // it may race with the end of a generation), STATS_REQUEST, TRACE_MARK and RESET are
+  // acceptable at any time.
   return std::nullopt;
 }
 
@@ -86,6 +87,8 @@ void apply(SessionState& s, const ClientMessage& m) {
         if constexpr (std::is_same_v<T, Hello>) s.handshaken = true;
         if constexpr (std::is_same_v<T, AppendText>) s.has_context |= !x.text.empty();
         if constexpr (std::is_same_v<T, AppendIds>) s.has_context |= !x.ids.empty();
+        // MEMORY_RECALL's query joins the conversation (PROTOCOL.md §4.14).
+        if constexpr (std::is_same_v<T, MemoryRecall>) s.has_context |= !x.text.empty();
         if constexpr (std::is_same_v<T, Generate>) s.generating = true;
         if constexpr (std::is_same_v<T, Reset>) s.has_context = s.preamble;
         if constexpr (std::is_same_v<T, Shutdown>) s.closed = true;

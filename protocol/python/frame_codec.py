@@ -11,6 +11,8 @@ HEADER_BYTES = HEADER.size  # 12
 MAX_PAYLOAD_BYTES = 1 << 20
 MAX_STOP_IDS = 64
 MAX_LABEL_BYTES = 1024
+MAX_LIST_EPISODES = 4096  # MEMORY_QUERY max_count
+MAX_PREVIEW_BYTES = 96    # MEMORY_LIST previews
 
 # GENERATE flags
 GEN_DEFAULT_SAMPLING = 1 << 0
@@ -24,10 +26,24 @@ ERRORS = {1: "MALFORMED", 2: "UNKNOWN_OPCODE", 3: "FRAME_TOO_LARGE", 4: "OUT_OF_
           9: "ENGINE", 10: "TRUNCATED", 11: "CONTEXT_FULL"}
 DONE_REASONS = {1: "eos", 2: "stop_id", 3: "limit", 4: "interrupted", 5: "gate", 6: "error"}
 GATE_DECISIONS = {0: "speak", 1: "stop_and_listen", 2: "act"}
+MEMORY_EVENT_KINDS = {1: "stored", 2: "recalled", 3: "forgotten", 4: "replaced"}
+
+# Record layouts of the memory answers (PROTOCOL.md 4.15-4.17): a u32 count, then the records;
+# a "preview" field is a u32 length and that many bytes of UTF-8 (at most MAX_PREVIEW_BYTES).
+RECORDS = {
+    "recalled": [("episode_id", "Q"), ("n_tokens", "I"), ("score", "f"), ("association", "f"),
+                 ("strength", "f"), ("age_s", "I")],
+    "stored": [("episode_id", "Q"), ("pos0", "Q"), ("n_tokens", "I")],
+    "listed": [("episode_id", "Q"), ("pos0", "Q"), ("n_tokens", "I"), ("strength", "f"),
+               ("written_ms", "Q"), ("recalled_ms", "Q"), ("preview", "preview")],
+}
+_RECORD_FIXED = {k: struct.Struct("<" + "".join(c for _, c in v if c != "preview"))
+                 for k, v in RECORDS.items()}
 
 # opcode -> (name, fixed fields [(name, struct code)], tail)
 # tail: None (payload ends after the fixed fields), "text:NAME" (rest is UTF-8),
-# "ids:NAME" (rest is u32 ids), or "n_ids:NAME" (u32 count then ids; may be followed by text).
+# "ids:NAME" (rest is u32 ids), "n_ids:NAME" (u32 count then ids; may be followed by text), or
+# "records:NAME:KIND" (u32 count then records of RECORDS[KIND], a list of dicts).
 LAYOUTS = {
     # client -> server
     0x0001: ("HELLO", [("version", "I")], ["text:client_name"]),
@@ -41,6 +57,11 @@ LAYOUTS = {
     0x0007: ("TRACE_MARK", [], ["text:label"]),
     0x0008: ("RESET", [], []),
     0x0009: ("SHUTDOWN", [], []),
+    0x0100: ("MEMORY_RECALL", [], ["text:text"]),
+    0x0101: ("MEMORY_STORE", [], []),
+    0x0102: ("MEMORY_FORGET", [("episode_id", "Q")], []),
+    0x0103: ("MEMORY_QUERY", [("first", "I"), ("max_count", "I")], []),
+    0x0104: ("MEMORY_WATCH", [("on", "I")], []),
     # server -> client
     0x8001: ("SERVER_HELLO", [("version", "I"), ("vocab_size", "I"), ("max_payload_bytes", "I"),
                               ("max_generate_tokens", "I"), ("context_tokens", "I")],
@@ -59,9 +80,16 @@ LAYOUTS = {
     0x8008: ("SHUTDOWN_ACK", [], []),
     0x8009: ("APPENDED", [("pos", "Q"), ("n_tokens", "I")], []),
     0x800A: ("RESET_ACK", [], []),
+    0x8100: ("MEMORY_RECALLED", [], ["records:episodes:recalled"]),
+    0x8101: ("MEMORY_STORED", [], ["records:episodes:stored"]),
+    0x8102: ("MEMORY_FORGOTTEN", [("episode_id", "Q")], []),
+    0x8103: ("MEMORY_LIST", [("total", "I")], ["records:episodes:listed"]),
+    0x8104: ("MEMORY_EVENT", [("kind", "I"), ("episode_id", "Q"), ("pos0", "Q"), ("n_tokens", "I"),
+                              ("score", "f"), ("association", "f"), ("strength", "f")], []),
+    0x8105: ("MEMORY_WATCH_ACK", [], []),
 }
 OPCODES = {name: op for op, (name, _, _) in LAYOUTS.items()}
-MEMORY_OPCODES = range(0x0100, 0x0200)  # reserved, with and without the 0x8000 direction bit
+MEMORY_OPCODES = range(0x0100, 0x0200)  # the memory range, with and without the 0x8000 bit
 TOOLS_OPCODES = range(0x0200, 0x0300)
 
 
@@ -88,15 +116,65 @@ def encode_payload(op, fields):
     out = bytearray(struct.pack("<" + "".join(code for _, code in fixed),
                                 *[fields[n] for n, _ in fixed]))
     for item in tail:
-        kind, field = item.split(":")
+        kind, field = item.split(":")[:2]
         value = fields.get(field, b"" if kind == "text" else [])
-        if kind == "text":
+        if kind == "records":
+            out += _encode_records(item.split(":")[2], value)
+        elif kind == "text":
             out += value.encode("utf-8") if isinstance(value, str) else bytes(value)
         else:
             if kind == "n_ids":
                 out += struct.pack("<I", len(value))
             out += struct.pack("<%dI" % len(value), *value)
     return bytes(out)
+
+
+def _encode_records(kind, records):
+    out = bytearray(struct.pack("<I", len(records)))
+    layout = RECORDS[kind]
+    fixed = _RECORD_FIXED[kind]
+    for r in records:
+        out += fixed.pack(*[r[n] for n, c in layout if c != "preview"])
+        for n, c in layout:
+            if c == "preview":
+                text = r.get(n, "")
+                data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
+                out += struct.pack("<I", len(data)) + data
+    return bytes(out)
+
+
+def _decode_records(name, kind, payload, at):
+    """The records at payload[at:]: (list of dicts, offset after them)."""
+    if len(payload) < at + 4:
+        raise ProtocolError("%s: no record count" % name)
+    (n,) = struct.unpack_from("<I", payload, at)
+    at += 4
+    layout = RECORDS[kind]
+    fixed = _RECORD_FIXED[kind]
+    if n > MAX_LIST_EPISODES and kind == "listed" or (len(payload) - at) // fixed.size < n:
+        raise ProtocolError("%s: %d records do not fit the payload" % (name, n))
+    names = [f for f, c in layout if c != "preview"]
+    records = []
+    for _ in range(n):
+        if len(payload) < at + fixed.size:
+            raise ProtocolError("%s: a record is cut short" % name)
+        r = dict(zip(names, fixed.unpack_from(payload, at)))
+        at += fixed.size
+        for f, c in layout:
+            if c != "preview":
+                continue
+            if len(payload) < at + 4:
+                raise ProtocolError("%s: a preview length is cut short" % name)
+            (k,) = struct.unpack_from("<I", payload, at)
+            if k > MAX_PREVIEW_BYTES or len(payload) < at + 4 + k:
+                raise ProtocolError("%s: a preview of %d bytes" % (name, k))
+            try:
+                r[f] = bytes(payload[at + 4:at + 4 + k]).decode("utf-8", errors="strict")
+            except UnicodeDecodeError as e:
+                raise ProtocolError("%s: %s is not valid UTF-8 (%s)" % (name, f, e))
+            at += 4 + k
+        records.append(r)
+    return records, at
 
 
 def encode_frame(op, request_id, fields=None, flags=0):
@@ -114,6 +192,7 @@ def _compile(op):
     name, fixed, tail = LAYOUTS[op]
     return (name, struct.Struct("<" + "".join(code for _, code in fixed)),
             tuple(n for n, _ in fixed), tuple(tuple(item.split(":")) for item in tail))
+# A record tail's kind is its third part: ("records", NAME, KIND).
 
 
 # Built once: at 10K TOKEN frames/s the client's parsing is part of what bench_serve.py times.
@@ -136,8 +215,10 @@ def decode_payload(op, payload, flags=0):
     msg = dict(zip(names, fixed.unpack_from(payload)))
     msg["op"] = name
     at = n_fixed
-    for kind, field in tail:
-        if kind == "text":
+    for kind, field, *rest in tail:
+        if kind == "records":
+            msg[field], at = _decode_records(name, rest[0], payload, at)
+        elif kind == "text":
             try:
                 msg[field] = bytes(payload[at:]).decode("utf-8", errors="strict")
             except UnicodeDecodeError as e:
@@ -157,7 +238,7 @@ def decode_payload(op, payload, flags=0):
             at += 4 + 4 * n
     if at != len(payload):
         raise ProtocolError("%s: %d bytes after the last field" % (name, len(payload) - at))
-    if name == "DONE" or name == "GATE":
+    if name in ("DONE", "GATE", "MEMORY_EVENT", "MEMORY_QUERY", "MEMORY_WATCH"):
         _check_values(msg)
     return msg
 
@@ -167,6 +248,12 @@ def _check_values(msg):
         raise ProtocolError("DONE: reason %d" % msg["reason"])
     if msg["op"] == "GATE" and msg["decision"] not in GATE_DECISIONS:
         raise ProtocolError("GATE: decision %d" % msg["decision"])
+    if msg["op"] == "MEMORY_EVENT" and msg["kind"] not in MEMORY_EVENT_KINDS:
+        raise ProtocolError("MEMORY_EVENT: kind %d" % msg["kind"])
+    if msg["op"] == "MEMORY_QUERY" and msg["max_count"] > MAX_LIST_EPISODES:
+        raise ProtocolError("MEMORY_QUERY: max_count %d" % msg["max_count"])
+    if msg["op"] == "MEMORY_WATCH" and msg["on"] not in (0, 1):
+        raise ProtocolError("MEMORY_WATCH: on %d" % msg["on"])
 
 
 class FrameDecoder:

@@ -6,6 +6,7 @@ Three layers, usable on their own:
     encode_frame()/decode_payload() and FrameDecoder, table-driven from LAYOUTS;
   * Client: spawns `infer --serve ...` (or wraps given pipes), does the handshake, and runs a
     reader thread so that input, interrupts and control frames can be sent while tokens stream;
+    with `--memory`, memory_recall/store/forget/query/list/watch and memory_events;
   * a line-based CLI: each line appended as raw text and answered, or with --chat wrapped in
     Gemma 4 turns (the server tokenizes markers such as <|turn> in APPEND_TEXT as control tokens):
       python3 protocol/python/infer_client.py --chat --infer build/infer -- --model DIR
@@ -45,9 +46,13 @@ class _Inbox:
 
 class Client:
     """One session with `infer --serve`. Thread-safe senders; a reader thread routes each server
-    frame to the queue of the request id it answers (unsolicited frames go to self.events)."""
+    frame to the queue of the request id it answers (unsolicited frames go to self.events).
+    MEMORY_EVENT frames (after memory_watch(True)) go to self.memory_events whatever their
+    request id (the frame that caused them, 0 for background work), and to on_memory_event(msg)
+    if given (called on the reader thread)."""
 
-    def __init__(self, argv=None, stdin=None, stdout=None, client_name="infer_client.py"):
+    def __init__(self, argv=None, stdin=None, stdout=None, client_name="infer_client.py",
+                 on_memory_event=None):
         if argv is not None:
             # Own session: a Ctrl-C at the terminal reaches this client (which sends INTERRUPT),
             # not the server.
@@ -62,6 +67,8 @@ class Client:
         self._routes = {}  # request id -> queue.Queue of messages
         self._routes_lock = threading.Lock()
         self.events = queue.Queue()  # frames for no pending request (request id 0, stray ids)
+        self.memory_events = queue.Queue()
+        self.on_memory_event = on_memory_event
         self.closed = threading.Event()
         self.hello = None
         self._reader = threading.Thread(target=self._read_loop, daemon=True)
@@ -111,6 +118,11 @@ class Client:
                             msg = {"op": "CLIENT_ERROR", "message": str(e)}
                         msg["rid"] = rid
                     rid = msg.get("rid", 0)
+                    if msg["op"] == "MEMORY_EVENT":  # never an answer: the caller's own queue
+                        self.memory_events.put(msg)
+                        if self.on_memory_event is not None:
+                            self.on_memory_event(msg)
+                        continue
                     if rid not in batches:
                         with self._routes_lock:
                             batches[rid] = (self._routes.get(rid), [])
@@ -225,6 +237,46 @@ class Client:
     def reset(self):
         return self._call("RESET", want=("RESET_ACK",))
 
+    # -- episodic memory (PROTOCOL.md 4.14-4.19; a server without --memory answers each of these
+    # with ERROR NOT_AVAILABLE, raised as ServerError)
+    def memory_recall(self, text, timeout=60):
+        """The text joins the conversation and is recalled from now; returns the episodes placed
+        in the recall tier, best first: dicts episode_id, n_tokens, score, association,
+        strength, age_s."""
+        return self._call("MEMORY_RECALL", {"text": text}, want=("MEMORY_RECALLED",),
+                          timeout=timeout)["episodes"]
+
+    def memory_store(self, timeout=60):
+        """Episodes now of the window's tokens not yet stored; returns them (episode_id, pos0,
+        n_tokens)."""
+        return self._call("MEMORY_STORE", want=("MEMORY_STORED",), timeout=timeout)["episodes"]
+
+    def memory_forget(self, episode_id):
+        """Removes an episode; ServerError BAD_VALUE if there is none with that id."""
+        return self._call("MEMORY_FORGET", {"episode_id": episode_id},
+                          want=("MEMORY_FORGOTTEN",))["episode_id"]
+
+    def memory_query(self, first=0, max_count=MAX_LIST_EPISODES):
+        """One page of the store by id: {"total": N, "episodes": [dicts episode_id, pos0,
+        n_tokens, strength, written_ms, recalled_ms, preview]}."""
+        msg = self._call("MEMORY_QUERY", {"first": first, "max_count": max_count},
+                         want=("MEMORY_LIST",))
+        return {"total": msg["total"], "episodes": msg["episodes"]}
+
+    def memory_list(self):
+        """Every episode of the store, page by page."""
+        out, first = [], 0
+        while True:
+            page = self.memory_query(first)
+            out += page["episodes"]
+            first += len(page["episodes"])
+            if not page["episodes"] or first >= page["total"]:
+                return out
+
+    def memory_watch(self, on=True):
+        """Turns MEMORY_EVENT frames on or off (they arrive in self.memory_events)."""
+        self._call("MEMORY_WATCH", {"on": 1 if on else 0}, want=("MEMORY_WATCH_ACK",))
+
     def shutdown(self, timeout=30):
         """SHUTDOWN, wait for its ack (or EOF), and reap the process; returns its exit status."""
         try:
@@ -268,12 +320,38 @@ class ChatTurns:
         return head + "<|turn>user\n" + line + "<turn|>\n<|turn>model\n"
 
 
+def _memory_command(client, line):
+    """/memory, /remember, /forget N, /recall TEXT (a server started with --memory); True if
+    the line was one of them."""
+    word, _, rest = line.partition(" ")
+    if word not in ("/memory", "/remember", "/forget", "/recall"):
+        return False
+    try:
+        if word == "/memory":
+            for e in client.memory_list():
+                print("# #%d pos %d, %d tokens, strength %.2f: %s"
+                      % (e["episode_id"], e["pos0"], e["n_tokens"], e["strength"], e["preview"]),
+                      file=sys.stderr)
+        elif word == "/remember":
+            print("# stored %s" % [e["episode_id"] for e in client.memory_store()], file=sys.stderr)
+        elif word == "/forget":
+            print("# forgot #%d" % client.memory_forget(int(rest)), file=sys.stderr)
+        else:
+            for e in client.memory_recall(rest):
+                print("# recalled #%d: score %.3f, association %.3f"
+                      % (e["episode_id"], e["score"], e["association"]), file=sys.stderr)
+    except (ServerError, ValueError) as e:
+        print("# error: %s" % e, file=sys.stderr)
+    return True
+
+
 def _chat(args, infer_args):
     client = Client([args.infer, "--serve"] + infer_args)
     h = client.hello
     turns = ChatTurns(client) if args.chat else None
     print("# %s, vocab %d, context %d tokens; each line is %s and answered; Ctrl-C "
-          "interrupts; /stats /reset /quit" % (h["model_name"], h["vocab_size"], h["context_tokens"],
+          "interrupts; /stats /reset /quit, and with --memory /memory /remember /forget N "
+          "/recall TEXT" % (h["model_name"], h["vocab_size"], h["context_tokens"],
                                                "a user turn" if turns else "appended as raw text"),
           file=sys.stderr)
     try:
@@ -288,6 +366,8 @@ def _chat(args, infer_args):
                 client.reset()
                 if turns:
                     turns.reset()
+                continue
+            if _memory_command(client, line):
                 continue
             client.append_text(turns.text(line) if turns else line + "\n")
             # Ctrl-C while tokens stream interrupts the generation (sent from another thread:

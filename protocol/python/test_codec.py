@@ -18,21 +18,29 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import infer_client as ic  # noqa: E402
 
 
+def render_field(field, code, v):
+    if code == "f":
+        return "%s=f32:%08x" % (field, struct.unpack("<I", struct.pack("<f", v))[0])
+    if code == "d":
+        return "%s=f64:%016x" % (field, struct.unpack("<Q", struct.pack("<d", v))[0])
+    if code == "preview":
+        return "%s=s:%s" % (field, v.encode("utf-8").hex())
+    return "%s=%d" % (field, v)
+
+
 def render(rid, msg, op):
     name, fixed, tail = ic.LAYOUTS[op]
     parts = ["%s rid=%d" % (name, rid)]
     for field, code in fixed:
-        v = msg[field]
-        if code == "f":
-            parts.append("%s=f32:%08x" % (field, struct.unpack("<I", struct.pack("<f", v))[0]))
-        elif code == "d":
-            parts.append("%s=f64:%016x" % (field, struct.unpack("<Q", struct.pack("<d", v))[0]))
-        else:
-            parts.append("%s=%d" % (field, v))
+        parts.append(render_field(field, code, msg[field]))
     for item in tail:
-        kind, field = item.split(":")
+        kind, field = item.split(":")[:2]
         if kind == "text":
             parts.append("%s=s:%s" % (field, msg[field].encode("utf-8").hex()))
+        elif kind == "records":
+            layout = ic.RECORDS[item.split(":")[2]]
+            recs = [",".join(render_field(f, c, r[f]) for f, c in layout) for r in msg[field]]
+            parts.append("%s=recs:%s" % (field, "|".join(recs)))
         else:
             parts.append("%s=ids:%s" % (field, ",".join(str(i) for i in msg[field])))
     return " ".join(parts)
@@ -60,7 +68,12 @@ def self_checks():
     assert [e[0] for e in events] == ["too_large", "frame"], events
     assert events[0][3] == 5 and events[1][3] == 6, events
     assert dec.at_boundary()
-    for bad_op, payload in ((0x0005, b"\0"), (0x0002, b"\xc3"), (0x1234, b""), (0x8003, b"\0" * 27)):
+    bad_list = struct.pack("<II", 1, 1) + b"\0" * 40 + struct.pack("<I", 97) + b"a" * 97
+    for bad_op, payload in ((0x0005, b"\0"), (0x0002, b"\xc3"), (0x1234, b""), (0x8003, b"\0" * 27),
+                            (0x0102, b"\0" * 4), (0x0104, struct.pack("<I", 2)),
+                            (0x0103, struct.pack("<II", 0, 4097)), (0x8101, struct.pack("<I", 2)),
+                            (0x8104, struct.pack("<IQQIfff", 5, 0, 0, 0, 0, 0, 0)),
+                            (0x8103, bad_list), (0x8100, struct.pack("<I", 1) + b"\0" * 27)):
         try:
             ic.decode_payload(bad_op, payload)
         except ic.ProtocolError:
@@ -119,6 +132,12 @@ class FakeServer(threading.Thread):
                     self.interrupted.set()
                 elif name == "STATS_REQUEST":
                     self.put("STATS", rid, dict((f, 0) for f, _ in ic.LAYOUTS[0x8005][1]))
+                elif name == "MEMORY_STORE":  # the event before the answer, both with its rid
+                    self.put("MEMORY_EVENT", rid, {"kind": 1, "episode_id": 4, "pos0": 0,
+                                                   "n_tokens": 3, "score": 0.0,
+                                                   "association": 0.0, "strength": 1.0})
+                    self.put("MEMORY_STORED", rid, {"episodes": [
+                        {"episode_id": 4, "pos0": 0, "n_tokens": 3}]})
                 elif name == "SHUTDOWN":
                     self.put("SHUTDOWN_ACK", rid)
                     self.w.close()
@@ -127,7 +146,9 @@ class FakeServer(threading.Thread):
 
 def client_checks():
     """Client against FakeServer: handshake, text split to the server's 8-byte limit, a
-    generation interrupted mid-stream while STATS is asked in between, then shutdown."""
+    generation interrupted mid-stream while STATS is asked in between, a MEMORY_EVENT arriving
+    ahead of its request's answer (delivered to memory_events, not taken for the answer), then
+    shutdown."""
     c2s_r, c2s_w = os.pipe()
     s2c_r, s2c_w = os.pipe()
     server = FakeServer(c2s_r, s2c_w)
@@ -146,6 +167,13 @@ def client_checks():
     assert done["op"] == "DONE" and ic.DONE_REASONS[done["reason"]] == "interrupted", done
     assert 3 <= done["n_tokens"] < 400, done
     assert [e["index"] for e in got[:-1]] == list(range(len(got) - 1))
+    seen = []
+    client.on_memory_event = seen.append
+    stored = client.memory_store()  # its MEMORY_EVENT is not taken for the answer
+    assert stored == [{"episode_id": 4, "pos0": 0, "n_tokens": 3}], stored
+    event = client.memory_events.get(timeout=10)
+    assert event["op"] == "MEMORY_EVENT" and event["episode_id"] == 4, event
+    assert seen == [event], seen
     client.shutdown(timeout=10)
     server.join(10)
     assert not server.is_alive()

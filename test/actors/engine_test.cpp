@@ -104,6 +104,49 @@ TEST(Engine, BeforeGenerateSeesTheInputFedButItsLastId) {
   EXPECT_EQ(calls.size(), 1u);
 }
 
+// --serve appends in turns of their own: with the hook, such a turn leaves its last id pending,
+// so the GENERATE after it still recalls before that id is fed (and generates the same tokens).
+// When something read everything meanwhile (a memory store), the hook still sees the positions.
+TEST(Engine, WithTheHookAnInputOnlyTurnLeavesItsLastIdForTheNextGeneration) {
+  ThreadPool pool(2);
+  const Fixture f = load_fixture(fixture_dir("e2b-mini"), pool);
+  ASSERT_NE(f.model, nullptr);
+  const int64_t n = int64_t(f.prompt.size());
+  for (const bool read_all_first : {false, true}) {
+    actors::EngineOptions o;
+    o.max_positions = kMaxPositions;
+    o.end_ids = {1};
+    std::vector<std::array<int64_t, 3>> calls;  // pos, n, fed
+    actors::Engine* e = nullptr;
+    o.before_generate = [&](int64_t pos, int64_t k) { calls.push_back({pos, k, e->fed()}); };
+    actors::Engine engine(std::make_shared<CpuForward>(*f.model, pool, kMaxPositions), o);
+    e = &engine;
+    struct Collect final : actors::TokenSink {
+      actors::Verdict token(const actors::Step& s) override {
+        ids.push_back(s.id);
+        return actors::Verdict::kKeep;
+      }
+      std::vector<int32_t> ids;
+    } sink;
+    actors::TurnRequest append_only;
+    append_only.input = f.prompt;
+    ASSERT_FALSE(engine.run_turn(append_only, sink).error);
+    EXPECT_EQ(engine.fed(), n - 1);
+    EXPECT_TRUE(calls.empty());
+    if (read_all_first) {
+      ASSERT_TRUE(engine.feed(nullptr).ok());
+      EXPECT_EQ(engine.fed(), n);
+    }
+    actors::TurnRequest generate;
+    generate.max_tokens = 16;
+    const actors::TurnOutcome out = engine.run_turn(generate, sink);
+    ASSERT_FALSE(out.error) << out.error->message;
+    EXPECT_EQ(sink.ids, f.greedy) << "read_all_first " << read_all_first;
+    ASSERT_EQ(calls.size(), 1u);
+    EXPECT_EQ(calls[0], (std::array<int64_t, 3>{0, n, read_all_first ? n : n - 1}));
+  }
+}
+
 TEST(Engine, RefusesIdsOutsideTheVocabularyAndPastTheContext) {
   ThreadPool pool(2);
   const Fixture f = load_fixture(fixture_dir("e2b-mini"), pool);

@@ -61,7 +61,7 @@ class RecordingFrontEnd : public actors::FrontEnd {
     return errors_;
   }
 
- private:
+ protected:
   template <class F>
   void add(F f) {
     {
@@ -75,6 +75,7 @@ class RecordingFrontEnd : public actors::FrontEnd {
     return cv_.wait_for(lock, kTimeout, done);
   }
 
+ private:
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::vector<actors::TokenEvent> tokens_;

@@ -25,6 +25,21 @@ TEST(ReplInput, CommandsAreRecognisedAndOthersRefused) {
   EXPECT_EQ(parse_input("/").command, Command::kBad);
 }
 
+TEST(ReplInput, MemoryCommandsAndForgetsEpisodeId) {
+  EXPECT_EQ(parse_input("/memory").command, Command::kMemory);
+  EXPECT_EQ(parse_input("/remember").command, Command::kRemember);
+  const ReplInput forget = parse_input("/forget  12 ");
+  EXPECT_EQ(forget.command, Command::kForget);
+  EXPECT_EQ(forget.text, "12");
+  for (const char* bad : {"/forget", "/forget x", "/forget -1", "/forget 1 2",
+                          "/forget 99999999999999999999"}) {
+    const ReplInput in = parse_input(bad);
+    EXPECT_EQ(in.command, Command::kBad) << bad;
+    EXPECT_TRUE(in.text.starts_with("/forget takes an episode id")) << bad << ": " << in.text;
+  }
+  EXPECT_EQ(parse_input("/memory all").text, "/memory takes no arguments");
+}
+
 TEST(ReplInput, DoubleSlashSendsTheTextWithOneSlash) {
   const ReplInput in = parse_input("//stats is a command");
   EXPECT_EQ(in.command, Command::kText);

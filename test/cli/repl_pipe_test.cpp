@@ -4,6 +4,9 @@
 // a refused turn or command makes the exit status 1 after the rest of the input.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
 #include <regex>
 #include <string>
 #include <vector>
@@ -109,6 +112,56 @@ TEST(ReplPipe, AllTurnsSucceedingExitsZero) {
   const RunResult r = pipe_infer("hello\nagain\n", {"-n", "2"});
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.err.find("turn 2: 2 tokens"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace infer::test
+
+namespace infer::test {
+namespace {
+
+// /memory, /remember, /forget N on --memory (docs/MEMORY.md): the first turn is stored on
+// request, a turn quoting it recalls it before it generates (the last recall /memory shows), and
+// forgetting an unknown episode is refused (exit status 1 after the rest of the input).
+TEST(ReplPipe, MemoryCommandsStoreRecallListAndForget) {
+  const fs::path mem =
+      fs::temp_directory_path() / ("infer-repl-mem-" + std::to_string(::getpid()));
+  fs::remove(mem);
+  std::string first, excerpt;
+  const char* words[] = {"apple", "river", "stone", "cloud", "window", "garden", "music", "paper"};
+  const auto word = [&](int i) { return std::string(words[(i * 7 + i / 8) % 8]); };
+  // append() rather than "literal" + string: GCC 12 at -O3 warns falsely (-Wrestrict) on that.
+  for (int i = 0; i < 60; ++i) first.append(i > 0 ? " " : "").append(word(i));
+  for (int i = 20; i < 40; ++i) excerpt.append(i > 20 ? " " : "").append(word(i));
+  const RunResult r = pipe_infer(first + "\n/remember\n" + excerpt +
+                                     "\n/memory\n/forget 1\n/forget 999\n/memory\n",
+                                 {"-n", "1", "--memory", mem.string(), "--anchors", "4",
+                                  "--window", "256", "--recall", "64", "--episode-tokens", "32"});
+  fs::remove(mem);
+  EXPECT_EQ(r.status, 1) << r.err;  // the refused /forget 999
+  EXPECT_NE(r.out.find("remembered #1: pos 0-31, 32 tokens"), std::string::npos) << r.out;
+  // The second turn recalled what the first stored: /memory lists it with its scores.
+  const size_t listed = r.out.find("memory: ");
+  ASSERT_NE(listed, std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" of 64 episodes in " + mem.string(), listed), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("last recall: ", listed), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("score ", listed), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("last recall: none"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("forgot #1"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("no episode 999"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("1 command(s) refused"), std::string::npos) << r.err;
+}
+
+TEST(ReplPipe, MemoryCommandsWithoutMemorySayHowToTurnItOn) {
+  const RunResult r = pipe_infer("/memory\n/remember\n/forget 3\n/forget x\n", {"-n", "0"});
+  EXPECT_EQ(r.status, 1) << r.err;  // "/forget x" is refused; the rest only explain
+  size_t n = 0;
+  for (size_t at = r.out.find("episodic memory is off: start infer with --memory");
+       at != std::string::npos; at = r.out.find("episodic memory is off", at + 1)) {
+    ++n;
+  }
+  EXPECT_EQ(n, 3u) << r.out;
+  EXPECT_NE(r.err.find("/forget takes an episode id"), std::string::npos) << r.err;
 }
 
 }  // namespace

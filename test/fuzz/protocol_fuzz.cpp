@@ -44,6 +44,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const uint16_t op = static_cast<uint16_t>((raw & 0x8000) | (raw % 12));
     parse_both_ways(op, all.subspan(2));
     parse_both_ways(raw, all.subspan(2));
+    // ... and onto the episodic memory opcodes (0x0100-0x0104, 0x8100-0x8105) and a neighbour.
+    parse_both_ways(static_cast<uint16_t>((raw & 0x8000) | 0x0100 | (raw % 7)), all.subspan(2));
   }
 
   // 2. The input as a byte stream, cut into chunks whose sizes come from the input itself,
@@ -69,18 +71,29 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!chunk.empty()) __builtin_trap();
   }
 
-  // 3. The server's read side with the full limit: any mix of accepted and rejected frames,
-  //    DONE simulated after every accepted GENERATE so that later ones are checked too.
-  ServerReader reader(SessionLimits{/*vocab_size=*/300, /*max_generate_tokens=*/64});
-  std::vector<ReaderEvent> events;
-  reader.feed(all, events);
-  for (const auto& ev : events) {
-    if (const auto* rej = std::get_if<Rejected>(&ev)) {
-      if (rej->message.empty()) __builtin_trap();
-      std::vector<uint8_t> out;
-      encode(ServerMessage{rej->error_frame()}, rej->request_id, out);  // must fit a frame
+  // 3. The server's read side with the full limit, without and with episodic memory: any mix of
+  //    accepted and rejected frames.
+  for (const bool memory : {false, true}) {
+    ServerReader reader(SessionLimits{/*vocab_size=*/300, /*max_generate_tokens=*/64, memory});
+    std::vector<ReaderEvent> events;
+    reader.feed(all, events);
+    for (const auto& ev : events) {
+      if (const auto* rej = std::get_if<Rejected>(&ev)) {
+        if (rej->message.empty()) __builtin_trap();
+        // Without --memory a memory request is NOT_AVAILABLE whatever its payload (only an
+        // oversized one is refused from its header first, §6.1).
+        if (!memory && is_memory_opcode(rej->opcode) && !is_server_opcode(rej->opcode) &&
+            rej->code != WireError::kNotAvailable && rej->code != WireError::kFrameTooLarge) {
+          __builtin_trap();
+        }
+        std::vector<uint8_t> out;
+        encode(ServerMessage{rej->error_frame()}, rej->request_id, out);  // must fit a frame
+      } else if (!memory && is_memory_opcode(static_cast<uint16_t>(
+                                opcode_of(std::get<Accepted>(ev).message)))) {
+        __builtin_trap();
+      }
     }
+    (void)reader.finish();
   }
-  (void)reader.finish();
   return 0;
 }

@@ -62,10 +62,48 @@ TEST(ProtocolCodec, SamplesCoverEveryOpcode) {
   for (const auto& [m, rid] : test::server_samples()) seen.push_back(uint16_t(opcode_of(m)));
   for (uint16_t op : {0x0001, 0x0002, 0x0003, 0x0004, 0x0005, 0x0006, 0x0007, 0x0008, 0x0009,
                       0x8001, 0x8002, 0x8003, 0x8004, 0x8005, 0x8006, 0x8007, 0x8008, 0x8009,
-                      0x800A}) {
+                      0x800A, 0x0100, 0x0101, 0x0102, 0x0103, 0x0104, 0x8100, 0x8101, 0x8102,
+                      0x8103, 0x8104, 0x8105}) {
     EXPECT_NE(std::find(seen.begin(), seen.end(), op), seen.end()) << "opcode " << op;
     EXPECT_NE(opcode_name(op), nullptr);
   }
+}
+
+TEST(ProtocolCodec, MemoryFramesMatchTheSpecBytes) {
+  // §4.14 MEMORY_FORGET, request id 3, episode 0x0102030405060708.
+  FrameDecoder dec;
+  std::vector<uint8_t> bytes;
+  encode(ClientMessage{MemoryForget{0x0102030405060708ull}}, 3, bytes);
+  EXPECT_EQ(bytes, (std::vector<uint8_t>{0x08, 0, 0, 0, 0x02, 0x01, 0, 0, 0x03, 0, 0, 0,
+                                         0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01}));
+  // §4.17 MEMORY_LIST: total 9, one episode: id 7, pos0 64, 32 tokens, strength 1.0,
+  // written 1000 ms, never recalled, preview "hi".
+  bytes.clear();
+  encode(ServerMessage{MemoryList{9, {{7, 64, 32, 1.0f, 1000, 0, "hi"}}}}, 4, bytes);
+  const std::vector<uint8_t> want = {
+      0x36, 0, 0, 0, 0x03, 0x81, 0, 0, 0x04, 0, 0, 0,  // 54 bytes: 8 + 44 + 2
+      0x09, 0, 0, 0, 0x01, 0, 0, 0,                    // total 9, n 1
+      0x07, 0, 0, 0, 0, 0, 0, 0,                       // episode_id
+      0x40, 0, 0, 0, 0, 0, 0, 0,                       // pos0 64
+      0x20, 0, 0, 0,                                   // n_tokens 32
+      0x00, 0x00, 0x80, 0x3F,                          // strength 1.0
+      0xE8, 0x03, 0, 0, 0, 0, 0, 0,                    // written_ms 1000
+      0, 0, 0, 0, 0, 0, 0, 0,                          // recalled_ms 0
+      0x02, 0, 0, 0, 'h', 'i'};                        // preview
+  EXPECT_EQ(bytes, want);
+  // §4.18 MEMORY_EVENT is fixed 36 bytes.
+  EXPECT_EQ(encode_payload(ServerMessage{MemoryEvent{}}).size(), 36u);
+  EXPECT_EQ(encode_payload(ServerMessage{MemoryRecalled{{RecalledEpisode{}}}}).size(), 4u + 28u);
+  EXPECT_EQ(encode_payload(ServerMessage{MemoryStored{{StoredEpisode{}}}}).size(), 4u + 20u);
+}
+
+TEST(ProtocolCodec, ListPreviewsAreCutAtACharacterBoundary) {
+  // 95 ASCII bytes then "é": 97 bytes, the limit is 96: the é goes whole.
+  const std::string preview = std::string(95, 'a') + "\xC3\xA9";
+  const auto p = encode_payload(ServerMessage{MemoryList{1, {{1, 0, 1, 1.0f, 0, 0, preview}}}});
+  auto parsed = parse_server_payload(uint16_t(Opcode::kMemoryList), p);
+  ASSERT_TRUE(parsed.ok()) << parsed.error().message;
+  EXPECT_EQ(std::get<MemoryList>(*parsed).episodes.at(0).preview, std::string(95, 'a'));
 }
 
 std::vector<uint8_t> client_frame(const ClientMessage& m, uint32_t rid) {

@@ -44,7 +44,7 @@ std::vector<uint8_t> generate_payload(float temperature, float top_p, uint32_t f
 // Sends HELLO (unless `handshake` is false) and APPEND_IDS{5}, then `bad` (request id 42), then a
 // good TRACE_MARK (id 43); expects exactly one rejection with `code` between them.
 void expect_rejected_then_recovers(const std::vector<uint8_t>& bad, WireError code,
-                                   bool handshake = true) {
+                                   bool handshake = true, SessionLimits limits = kLimits) {
   std::vector<uint8_t> bytes;
   if (handshake) {
     bytes = frame(Hello{}, 1);
@@ -56,7 +56,7 @@ void expect_rejected_then_recovers(const std::vector<uint8_t>& bad, WireError co
   bytes.insert(bytes.end(), good.begin(), good.end());
   // Byte by byte too: the outcome must not depend on how the input was cut.
   for (size_t chunk : {bytes.size(), size_t{1}, size_t{5}}) {
-    ServerReader r(kLimits);
+    ServerReader r(limits);
     std::vector<ReaderEvent> ev;
     for (size_t at = 0; at < bytes.size(); at += chunk) {
       r.feed(std::span<const uint8_t>(bytes.data() + at, std::min(chunk, bytes.size() - at)), ev);
@@ -169,6 +169,33 @@ TEST(ProtocolErrors, ReservedMemoryAndToolsOpcodesAreNotAvailable) {
   for (uint16_t op : {0x0100, 0x0101, 0x01FF, 0x0200, 0x0201, 0x02FF}) {
     expect_rejected_then_recovers(raw(op, 42, {9, 9}), WireError::kNotAvailable);
   }
+}
+
+TEST(ProtocolErrors, WithoutMemoryEveryMemoryRequestIsNotAvailableWhateverItsPayload) {
+  // The opcode is checked first (§6.2): a malformed MEMORY_FORGET is NOT_AVAILABLE too.
+  for (uint16_t op : {0x0100, 0x0101, 0x0102, 0x0103, 0x0104, 0x0105}) {
+    expect_rejected_then_recovers(raw(op, 42, {}), WireError::kNotAvailable);
+    expect_rejected_then_recovers(raw(op, 42, {1, 2, 3}), WireError::kNotAvailable);
+  }
+}
+
+TEST(ProtocolErrors, MalformedMemoryRequestsAreRejectedWithMemoryOn) {
+  SessionLimits on = kLimits;
+  on.memory = true;
+  const auto u32 = [](uint32_t v) { std::vector<uint8_t> b; put_u32(b, v); return b; };
+  expect_rejected_then_recovers(raw(0x0102, 42, {1, 2, 3, 4}), WireError::kMalformed, true, on);
+  expect_rejected_then_recovers(raw(0x0101, 42, {0}), WireError::kMalformed, true, on);
+  expect_rejected_then_recovers(raw(0x0100, 42, {0xC3}), WireError::kMalformed, true, on);
+  expect_rejected_then_recovers(raw(0x0103, 42, u32(0)), WireError::kMalformed, true, on);
+  std::vector<uint8_t> too_many = u32(0);
+  put_u32(too_many, kMaxListEpisodes + 1);
+  expect_rejected_then_recovers(raw(0x0103, 42, too_many), WireError::kBadValue, true, on);
+  expect_rejected_then_recovers(raw(0x0104, 42, u32(2)), WireError::kBadValue, true, on);
+  // Opcodes of the range that v1 does not define, and answers sent the wrong way.
+  expect_rejected_then_recovers(raw(0x0105, 42, {}), WireError::kNotAvailable, true, on);
+  expect_rejected_then_recovers(raw(0x8100, 42, u32(0)), WireError::kUnknownOpcode, true, on);
+  // Before HELLO: out of order (the session's state comes after the payload's checks).
+  expect_rejected_then_recovers(frame(MemoryStore{}, 42), WireError::kOutOfOrder, false, on);
 }
 
 TEST(ProtocolErrors, OversizedFrameIsSkippedWithoutAllocating) {

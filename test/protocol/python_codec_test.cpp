@@ -26,6 +26,8 @@ struct Line {
   std::string s;
   // append() rather than "literal" + string: GCC 12 at -O3 warns falsely (-Wrestrict) on that.
   Line(const char* name, uint32_t rid) : s(name) { s.append(" rid=").append(std::to_string(rid)); }
+  Line() : record_(true) {}  // one record of a record list
+  bool record_ = false;
   Line& u(const char* k, uint64_t v) { return add(k, std::to_string(v)); }
   Line& f32(const char* k, float v) {
     char b[16];
@@ -54,7 +56,24 @@ struct Line {
     }
     return add(k, out);
   }
+  // Records: recs: then records joined by '|', each record's fields (as above) by ','.
+  Line& recs(const char* k, const std::vector<Line>& records) {
+    std::string out = "recs:";
+    for (size_t i = 0; i < records.size(); ++i) {
+      if (i > 0) out += '|';
+      out += records[i].s;
+    }
+    return add(k, out);
+  }
   Line& add(const char* k, const std::string& v) {
+    if (s.empty()) {  // a record's fields: "k=v,k=v"
+      s.append(k).append("=").append(v);
+      return *this;
+    }
+    if (record_) {
+      s.append(",").append(k).append("=").append(v);
+      return *this;
+    }
     s.append(" ").append(k).append("=").append(v);
     return *this;
   }
@@ -72,7 +91,51 @@ std::string describe(const ClientMessage& msg, uint32_t rid) {
     l.ids("stop_ids", m->stop_ids);
   }
   if (auto* m = std::get_if<TraceMark>(&msg)) l.text("label", m->label);
+  if (auto* m = std::get_if<MemoryRecall>(&msg)) l.text("text", m->text);
+  if (auto* m = std::get_if<MemoryForget>(&msg)) l.u("episode_id", m->episode_id);
+  if (auto* m = std::get_if<MemoryQuery>(&msg)) l.u("first", m->first).u("max_count", m->max_count);
+  if (auto* m = std::get_if<MemoryWatch>(&msg)) l.u("on", m->on);
   return l.s;
+}
+
+void describe_memory(const ServerMessage& msg, Line& l) {
+  if (auto* m = std::get_if<MemoryRecalled>(&msg)) {
+    std::vector<Line> rs;
+    for (const RecalledEpisode& e : m->episodes) {
+      Line r;
+      r.u("episode_id", e.episode_id).u("n_tokens", e.n_tokens).f32("score", e.score);
+      r.f32("association", e.association).f32("strength", e.strength).u("age_s", e.age_s);
+      rs.push_back(r);
+    }
+    l.recs("episodes", rs);
+  }
+  if (auto* m = std::get_if<MemoryStored>(&msg)) {
+    std::vector<Line> rs;
+    for (const StoredEpisode& e : m->episodes) {
+      Line r;
+      r.u("episode_id", e.episode_id).u("pos0", e.pos0).u("n_tokens", e.n_tokens);
+      rs.push_back(r);
+    }
+    l.recs("episodes", rs);
+  }
+  if (auto* m = std::get_if<MemoryForgotten>(&msg)) l.u("episode_id", m->episode_id);
+  if (auto* m = std::get_if<MemoryList>(&msg)) {
+    l.u("total", m->total);
+    std::vector<Line> rs;
+    for (const ListedEpisode& e : m->episodes) {
+      Line r;
+      r.u("episode_id", e.episode_id).u("pos0", e.pos0).u("n_tokens", e.n_tokens);
+      r.f32("strength", e.strength).u("written_ms", e.written_ms).u("recalled_ms", e.recalled_ms);
+      r.text("preview", e.preview);
+      rs.push_back(r);
+    }
+    l.recs("episodes", rs);
+  }
+  if (auto* m = std::get_if<MemoryEvent>(&msg)) {
+    l.u("kind", static_cast<uint32_t>(m->kind)).u("episode_id", m->episode_id).u("pos0", m->pos0);
+    l.u("n_tokens", m->n_tokens).f32("score", m->score).f32("association", m->association);
+    l.f32("strength", m->strength);
+  }
 }
 
 std::string describe(const ServerMessage& msg, uint32_t rid) {
@@ -109,6 +172,7 @@ std::string describe(const ServerMessage& msg, uint32_t rid) {
     l.u("server_time_ns", m->server_time_ns).text("label", m->label);
   }
   if (auto* m = std::get_if<Appended>(&msg)) l.u("pos", m->pos).u("n_tokens", m->n_tokens);
+  describe_memory(msg, l);
   return l.s;
 }
 

@@ -27,6 +27,12 @@ std::vector<std::pair<ClientMessage, uint32_t>> client_samples() {
       {TraceMark{"turn 2 \xE2\x86\x92 start"}, 10},
       {Reset{}, 11},
       {Shutdown{}, 0},
+      {MemoryRecall{"what did we say about the r\xC3\xB6ver?"}, 12},
+      {MemoryRecall{""}, 13},
+      {MemoryStore{}, 14},
+      {MemoryForget{0x0102030405060708ull}, 15},
+      {MemoryQuery{3, 4096}, 16},
+      {MemoryWatch{1}, 17},
   };
 }
 
@@ -54,6 +60,18 @@ std::vector<std::pair<ServerMessage, uint32_t>> server_samples() {
       {ShutdownAck{}, 0},
       {Appended{21, 4}, 4},
       {ResetAck{}, 11},
+      {MemoryRecalled{{{70000, 64, 0.875f, 0.8f, 2.5f, 3600}, {5, 12, -0.0f, -1.0f, 0.25f, 0}}},
+       12},
+      {MemoryRecalled{}, 12},
+      {MemoryStored{{{1, 0, 64}, {0x100000000ull, 0x200000000ull, 7}}}, 14},
+      {MemoryForgotten{0x0102030405060708ull}, 15},
+      {MemoryList{130, {{1, 0, 64, 1.5f, 1765000000000ull, 0, "Hello, w\xC3\xB6rld"},
+                        {2, 64, 3, 0.5f, 1765000000001ull, 1765000000002ull, ""}}},
+       16},
+      {MemoryList{0, {}}, 16},
+      {MemoryEvent{MemoryEventKind::kRecalled, 9, 128, 64, 0.75f, 0.7f, 2.0f}, 4},
+      {MemoryEvent{MemoryEventKind::kReplaced, 1, 0, 64, 0.0f, 0.0f, 0.125f}, 0},
+      {MemoryWatchAck{}, 17},
   };
 }
 
