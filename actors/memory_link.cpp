@@ -19,14 +19,37 @@ void MemoryLink::drain() {
     batch.swap(queue);
   }
   for (EpisodeRows& r : batch) {
-    {
-      std::lock_guard lock(mu);
-      Result<size_t> stored = memory->ingest(*r.rows);
-      if (stored.ok() && r.flush) stored = memory->flush();
-      if (!stored.ok()) std::fprintf(stderr, "infer: memory: %s\n", stored.error().message.c_str());
-    }
+    const Result<size_t> stored = store(*r.rows, r.flush);
+    if (!stored.ok()) std::fprintf(stderr, "infer: memory: %s\n", stored.error().message.c_str());
     if (r.from_buffer && buffer) buffer->recycle(std::move(r.rows));
   }
+}
+
+Result<size_t> MemoryLink::store(const KvBlock& rows, bool flush) {
+  std::lock_guard ingest(ingest_mu);
+  INFER_TRY(const size_t stored, commit(memory->prepare_ingest(rows)));
+  if (!flush) return stored;
+  INFER_TRY(const size_t tail, commit(memory->prepare_flush()));
+  return stored + tail;
+}
+
+Result<size_t> MemoryLink::end_stream() {
+  std::lock_guard ingest(ingest_mu);
+  return commit(memory->prepare_end_stream());
+}
+
+Result<size_t> MemoryLink::commit(Result<memory::PreparedEpisodes> prepared) {
+  if (!prepared.ok()) return prepared.error();
+  std::lock_guard lock(mu);
+  return memory->commit(std::move(prepared).value());
+}
+
+Result<void> MemoryLink::recall(const KvBlock& query, KvBlock* rows,
+                                std::vector<memory::RecallHit>* hits) {
+  std::lock_guard lock(mu);
+  INFER_TRY_VOID(memory->recall(query, size_t(recall_tokens), rows, hits));
+  last_hits = *hits;
+  return Ok{};
 }
 
 }  // namespace infer::actors

@@ -27,13 +27,7 @@ recall_actor::behavior_type recall_fn(Self self, std::shared_ptr<MemoryLink> lin
         RecallState& s = self->state;
         RecallSlot& slot = *req.slot;
         TraceScope scope(s.tracer, "recall", "memory recall", int64_t(slot.query.size()));
-        Result<void> r = Ok{};
-        {
-          std::lock_guard lock(s.link->mu);
-          r = s.link->memory->recall(slot.query, size_t(s.link->recall_tokens), &slot.rows,
-                                     &slot.hits);
-          if (r.ok()) s.link->last_hits = slot.hits;
-        }
+        const Result<void> r = s.link->recall(slot.query, &slot.rows, &slot.hits);
         std::lock_guard lock(slot.mu);
         if (!r.ok()) slot.error = r.error();
         slot.done = true;
@@ -61,7 +55,7 @@ void recall_for_turn(MemoryLink& link, const Wiring& wiring, Forward& forward, T
   caf::anon_send(wiring.recall, RecallRequest{slot});
   std::unique_lock lock(slot->mu);
   if (!slot->cv.wait_for(lock, link.recall_wait, [&] { return slot->done; })) {
-    // Consolidation held the store (learning codebooks, encoding): this turn goes without.
+    // Recall or a commit took too long (encoding never holds the store): this turn goes without.
     TraceScope late(tracer, "stream", "memory recall late", link.recall_wait.count());
     return;
   }
