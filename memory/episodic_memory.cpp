@@ -11,16 +11,6 @@
 namespace infer::memory {
 namespace {
 
-uint64_t fnv1a(uint64_t h, const void* p, size_t n) {
-  const auto* b = static_cast<const uint8_t*>(p);
-  for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 0x100000001b3ULL;
-  return h;
-}
-template <class T>
-uint64_t mix(uint64_t h, T v) {
-  return fnv1a(h, &v, sizeof v);
-}
-
 int64_t system_now_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
@@ -52,40 +42,6 @@ std::vector<uint8_t> make_blob(const std::vector<std::span<const uint8_t>>& entr
 }
 
 }  // namespace
-
-std::vector<TieredShape> tiered_shapes(const ModelConfig& cfg) {
-  std::vector<TieredShape> s;
-  for (size_t l = 0; l < cfg.layers.size(); ++l) {
-    const LayerPlan& p = cfg.layers[l];
-    if (p.type == LayerType::kFull && !p.kv_shared)
-      s.push_back({int(l), p.num_key_value_heads, p.head_dim});
-  }
-  return s;
-}
-
-uint64_t model_fingerprint(const ModelConfig& cfg) {
-  const TextConfig& t = cfg.text;
-  uint64_t h = 0xcbf29ce484222325ULL;
-  h = mix(h, t.vocab_size);
-  h = mix(h, t.hidden_size);
-  h = mix(h, t.num_hidden_layers);
-  h = mix(h, t.num_attention_heads);
-  h = mix(h, t.num_key_value_heads);
-  h = mix(h, t.head_dim);
-  h = mix(h, t.sliding_window);
-  h = mix(h, t.hidden_size_per_layer_input);
-  h = mix(h, t.num_kv_shared_layers);
-  h = mix(h, t.attention_k_eq_v);
-  h = mix(h, t.rms_norm_eps);
-  for (const LayerPlan& p : cfg.layers) {
-    h = mix(h, int(p.type));
-    h = mix(h, p.head_dim);
-    h = mix(h, p.num_key_value_heads);
-    h = mix(h, p.kv_shared);
-    h = mix(h, p.kv_source);
-  }
-  return h;
-}
 
 EpisodicMemory::EpisodicMemory(std::vector<TieredShape> shapes, const MemoryOptions& opts,
                                Detokenize d, NowMs now)
