@@ -58,8 +58,7 @@ consolidation_actor::behavior_type consolidation_fn(Self self, std::chrono::mill
         ConsolidationState& s = self->state;
         if (!s.link) return;
         s.link->drain();  // the old stream's rows first
-        std::lock_guard lock(s.link->mu);
-        const Result<size_t> stored = s.link->memory->end_stream();
+        const Result<size_t> stored = s.link->end_stream();
         if (!stored.ok()) std::fprintf(stderr, "infer: memory: %s\n", stored.error().message.c_str());
       },
   };

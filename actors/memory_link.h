@@ -2,8 +2,9 @@
 // stages share, and the messages between them. The stream hands evicted rows over (an
 // EvictionBuffer's blocks) and goes on; consolidation writes them as episodes; recall scores the
 // store against a turn's input and hands back rows the stream places in the ring's recall tier.
-// One EpisodicMemory behind a mutex: consolidation and recall never run at once on it, and the
-// decode thread never takes the mutex.
+// One EpisodicMemory, its two sides (episodic_memory.h) behind two mutexes: consolidation
+// encodes holding only ingest_mu and takes mu for the quick commit; recall takes mu alone, so a
+// turn's recall never waits for an encode. The decode thread takes neither.
 #pragma once
 
 #include <caf/all.hpp>
@@ -13,6 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "base/result.h"
@@ -25,7 +27,8 @@ namespace infer::actors {
 struct EpisodeRows;
 
 struct MemoryLink {
-  std::mutex mu;  // guards memory and last_hits
+  std::mutex mu;         // the store side of memory (commit, recall, the store) and last_hits
+  std::mutex ingest_mu;  // the ingesting side of memory (prepare_*); taken before mu, never after
   std::unique_ptr<memory::EpisodicMemory> memory;
   std::vector<memory::RecallHit> last_hits;  // the latest recall, best first (REPL /memory)
   int64_t recall_tokens = 96;                // R: the ring's recall tier
@@ -50,6 +53,21 @@ struct MemoryLink {
   void push(EpisodeRows rows);
   // Stores everything queued (consolidation's thread, or the pipeline's after its actors).
   void drain();
+  // Stores rows (flush: and the partial tail): encodes under ingest_mu, commits under mu.
+  // ticket: the MemoryOp that asked (0: background), the events' cause.
+  Result<size_t> store(const KvBlock& rows, bool flush, uint64_t ticket = 0);
+  // The conversation restarts at position 0: what waits is stored, positions taken afresh.
+  Result<size_t> end_stream();
+  // A turn's recall into rows and hits (kept in last_hits too), under mu. turn: the generating
+  // turn it is for (the events' cause), 0 for none.
+  Result<void> recall(const KvBlock& query, uint64_t turn, KvBlock* rows,
+                      std::vector<memory::RecallHit>* hits);
+  // Commits what a recall earned (EpisodicMemory::strengthen), under mu: after the rows are
+  // placed, so the turn never waits for the disk.
+  Result<void> strengthen(std::span<const memory::RecallHit> hits);
+
+ private:
+  Result<size_t> commit(Result<memory::PreparedEpisodes> prepared, uint64_t ticket);  // under mu
 };
 
 // Rows to store: evicted (a block of buffer's, which gets it back), or a quiet span read from

@@ -27,16 +27,7 @@ recall_actor::behavior_type recall_fn(Self self, std::shared_ptr<MemoryLink> lin
         RecallState& s = self->state;
         RecallSlot& slot = *req.slot;
         TraceScope scope(s.tracer, "recall", "memory recall", int64_t(slot.query.size()));
-        Result<void> r = Ok{};
-        {
-          std::lock_guard lock(s.link->mu);
-          s.link->cause_ticket = 0;
-          s.link->cause_turn = slot.turn;
-          r = s.link->memory->recall(slot.query, size_t(s.link->recall_tokens), &slot.rows,
-                                     &slot.hits);
-          if (r.ok()) s.link->last_hits = slot.hits;
-          s.link->cause_turn = 0;
-        }
+        const Result<void> r = s.link->recall(slot.query, slot.turn, &slot.rows, &slot.hits);
         std::vector<memory::RecallHit> hits;
         {
           std::lock_guard lock(slot.mu);
@@ -48,8 +39,7 @@ recall_actor::behavior_type recall_fn(Self self, std::shared_ptr<MemoryLink> lin
         // The turn has its rows: the strengths it earned are committed after, off its path.
         if (!hits.empty()) {
           TraceScope commit(s.tracer, "recall", "memory strengthen", int64_t(hits.size()));
-          std::lock_guard lock(s.link->mu);
-          if (Result<void> w = s.link->memory->strengthen(hits); !w.ok()) {
+          if (Result<void> w = s.link->strengthen(hits); !w.ok()) {
             std::fprintf(stderr, "infer: memory: %s\n", w.error().message.c_str());
           }
         }
@@ -77,7 +67,7 @@ void recall_for_turn(MemoryLink& link, const Wiring& wiring, Forward& forward, T
   caf::anon_send(wiring.recall, RecallRequest{slot});
   std::unique_lock lock(slot->mu);
   if (!slot->cv.wait_for(lock, link.recall_wait, [&] { return slot->done; })) {
-    // Consolidation held the store (learning codebooks, encoding): this turn goes without.
+    // Recall or a commit took too long (encoding never holds the store): this turn goes without.
     TraceScope late(tracer, "stream", "memory recall late", link.recall_wait.count());
     return;
   }

@@ -89,8 +89,7 @@ std::vector<double> decode_run(Session& s, std::shared_ptr<actors::MemoryLink> l
   }  // the pipeline's end stores what is still queued: outside the timed steps
   if (link) {
     // The next run starts again at position 0, as after a reset (the stream's StreamRestart).
-    std::lock_guard lock(link->mu);
-    if (Result<size_t> r = link->memory->end_stream(); !r.ok()) {
+    if (Result<size_t> r = link->end_stream(); !r.ok()) {
       std::fprintf(stderr, "infer: memory: %s\n", r.error().message.c_str());
     }
   }

@@ -3,22 +3,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstring>
 
 #include "base/check.h"
 
 namespace infer::memory {
 namespace {
-
-uint64_t fnv1a(uint64_t h, const void* p, size_t n) {
-  const auto* b = static_cast<const uint8_t*>(p);
-  for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 0x100000001b3ULL;
-  return h;
-}
-template <class T>
-uint64_t mix(uint64_t h, T v) {
-  return fnv1a(h, &v, sizeof v);
-}
 
 int64_t system_now_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -27,50 +18,30 @@ int64_t system_now_ms() {
 }
 
 // Codebook blob: u32 count, then per entry u32 length and bytes; entries are the codecs in
-// codecs_ order, then the association's state (floats).
-void put_entry(std::vector<uint8_t>& blob, const void* p, size_t n) {
-  const uint32_t len = uint32_t(n);
-  const auto* b = static_cast<const uint8_t*>(p);
-  blob.insert(blob.end(), reinterpret_cast<const uint8_t*>(&len),
-              reinterpret_cast<const uint8_t*>(&len) + 4);
-  blob.insert(blob.end(), b, b + n);
+// Learned::codecs order, then the association's state (floats). Sized once and filled with
+// memcpy: growing it with vector::insert of 4-byte ranges made GCC 12 warn (-Wstringop-overflow
+// on the inlined memmove of the reallocation, an impossible path), and each entry's length must
+// fit its u32 anyway, which this checks.
+std::vector<uint8_t> make_blob(const std::vector<std::span<const uint8_t>>& entries) {
+  size_t total = 4;
+  for (const auto& e : entries) {
+    INFER_CHECK(e.size() <= UINT32_MAX, "episodic memory: codebook entry past 4 GiB");
+    total += 4 + e.size();
+  }
+  std::vector<uint8_t> blob(total);
+  const uint32_t count = uint32_t(entries.size());
+  std::memcpy(blob.data(), &count, 4);
+  size_t o = 4;
+  for (const auto& e : entries) {
+    const uint32_t len = uint32_t(e.size());
+    std::memcpy(blob.data() + o, &len, 4);
+    if (!e.empty()) std::memcpy(blob.data() + o + 4, e.data(), e.size());
+    o += 4 + e.size();
+  }
+  return blob;
 }
 
 }  // namespace
-
-std::vector<TieredShape> tiered_shapes(const ModelConfig& cfg) {
-  std::vector<TieredShape> s;
-  for (size_t l = 0; l < cfg.layers.size(); ++l) {
-    const LayerPlan& p = cfg.layers[l];
-    if (p.type == LayerType::kFull && !p.kv_shared)
-      s.push_back({int(l), p.num_key_value_heads, p.head_dim});
-  }
-  return s;
-}
-
-uint64_t model_fingerprint(const ModelConfig& cfg) {
-  const TextConfig& t = cfg.text;
-  uint64_t h = 0xcbf29ce484222325ULL;
-  h = mix(h, t.vocab_size);
-  h = mix(h, t.hidden_size);
-  h = mix(h, t.num_hidden_layers);
-  h = mix(h, t.num_attention_heads);
-  h = mix(h, t.num_key_value_heads);
-  h = mix(h, t.head_dim);
-  h = mix(h, t.sliding_window);
-  h = mix(h, t.hidden_size_per_layer_input);
-  h = mix(h, t.num_kv_shared_layers);
-  h = mix(h, t.attention_k_eq_v);
-  h = mix(h, t.rms_norm_eps);
-  for (const LayerPlan& p : cfg.layers) {
-    h = mix(h, int(p.type));
-    h = mix(h, p.head_dim);
-    h = mix(h, p.num_key_value_heads);
-    h = mix(h, p.kv_shared);
-    h = mix(h, p.kv_source);
-  }
-  return h;
-}
 
 EpisodicMemory::EpisodicMemory(std::vector<TieredShape> shapes, const MemoryOptions& opts,
                                Detokenize d, NowMs now)
@@ -100,8 +71,8 @@ Result<std::unique_ptr<EpisodicMemory>> EpisodicMemory::open(const ModelConfig& 
   if (shapes.empty()) return Error{ErrorCode::kUnsupported, "episodic memory: no tiered layers"};
   std::unique_ptr<EpisodicMemory> m(
       new EpisodicMemory(shapes, opts, std::move(detokenize), std::move(now)));
-  // The coded sizes depend only on the codec's configuration: learn a throwaway codec per head
-  // dim from a few synthetic rows to ask it (and to size the room for the real ones).
+  // The coded sizes follow from the codec's configuration alone (and size the room for the
+  // codebooks: codebooks_blob's entries, with 64 bytes of slack either side).
   StoreGeometry g;
   g.model_fingerprint = model_fingerprint(cfg);
   g.capacity = opts.capacity;
@@ -111,42 +82,36 @@ Result<std::unique_ptr<EpisodicMemory>> EpisodicMemory::open(const ModelConfig& 
   for (const TieredShape& s : shapes) {
     SrvqConfig c = opts.srvq;
     c.dim = s.head_dim;
-    c.iterations = 1;
-    std::vector<float> rows(size_t(s.head_dim) * 512);
-    for (size_t i = 0; i < rows.size(); ++i) rows[i] = float((i * 2654435761u) % 2001) - 1000.0f;
-    auto codec = SrvqCodec::train(c, rows);
-    if (!codec.ok()) return codec.error();
-    row_bytes_per_token += 2 * size_t(s.num_key_value_heads) * codec->row_bytes();
-    codebook_bytes += 2 * (codec->serialize().size() + 4);
+    INFER_TRY(const SrvqSizes sizes, SrvqCodec::sizes(c));
+    row_bytes_per_token += 2 * size_t(s.num_key_value_heads) * sizes.row_bytes;
+    codebook_bytes += 2 * (sizes.blob_bytes + 4);
   }
   codebook_bytes += 4 + 4 * m->assoc_.state_floats() + 64;  // the association's state
   g.payload_bytes = uint32_t(row_bytes_per_token * opts.episode_tokens);
   g.codebook_bytes = uint32_t(codebook_bytes);
+  m->payload_bytes_ = g.payload_bytes;
   auto st = EpisodeStore::open(opts.path, g);
   if (!st.ok()) return st.error();
   m->store_ = std::move(st).value();
   if (!m->store_->codebooks().empty()) {
-    if (auto r = m->load_codebooks(m->store_->codebooks()); !r.ok()) return r.error();
+    INFER_TRY(m->learned_, m->load_codebooks(m->store_->codebooks()));
+    m->coder_ = m->learned_;
   }
   return m;
 }
 
-std::vector<uint8_t> EpisodicMemory::codebooks_blob() const {
-  std::vector<uint8_t> blob;
-  blob.reserve(64);  // also spares GCC 12's -O3 a bogus -Wstringop-overflow on the first insert
-  const uint32_t count = uint32_t(codecs_.size() + 1);
-  blob.insert(blob.end(), reinterpret_cast<const uint8_t*>(&count),
-              reinterpret_cast<const uint8_t*>(&count) + 4);
-  for (const SrvqCodec& c : codecs_) {
-    const std::vector<uint8_t> b = c.serialize();
-    put_entry(blob, b.data(), b.size());
-  }
-  const std::vector<float> s = assoc_.state();
-  put_entry(blob, s.data(), s.size() * sizeof(float));
-  return blob;
+std::vector<uint8_t> EpisodicMemory::codebooks_blob(const Learned& l) const {
+  std::vector<std::vector<uint8_t>> codecs;
+  std::vector<std::span<const uint8_t>> entries;
+  for (const SrvqCodec& c : l.codecs) codecs.push_back(c.serialize());
+  for (const auto& c : codecs) entries.emplace_back(c);
+  const std::vector<float> s = l.assoc.state();
+  entries.emplace_back(reinterpret_cast<const uint8_t*>(s.data()), s.size() * sizeof(float));
+  return make_blob(entries);
 }
 
-Result<void> EpisodicMemory::load_codebooks(std::span<const uint8_t> blob) {
+Result<std::shared_ptr<const Learned>> EpisodicMemory::load_codebooks(
+    std::span<const uint8_t> blob) const {
   auto bad = [&](const char* what) {
     return Error{ErrorCode::kParse, std::string("episodic memory codebooks: ") + what};
   };
@@ -159,7 +124,7 @@ Result<void> EpisodicMemory::load_codebooks(std::span<const uint8_t> blob) {
   };
   uint32_t count = 0;
   if (!u32(&count) || count != shapes_.size() * 2 + 1) return bad("wrong number of entries");
-  codecs_.clear();
+  auto learned = std::make_shared<Learned>(Learned{{}, assoc_, {blob.begin(), blob.end()}});
   for (uint32_t i = 0; i < count; ++i) {
     uint32_t len = 0;
     if (!u32(&len) || o + len > blob.size()) return bad("entry past the end");
@@ -168,19 +133,19 @@ Result<void> EpisodicMemory::load_codebooks(std::span<const uint8_t> blob) {
     if (i + 1 < count) {
       auto c = SrvqCodec::deserialize(e);
       if (!c.ok()) return c.error();
-      codecs_.push_back(std::move(c).value());
+      learned->codecs.push_back(std::move(c).value());
     } else {
       if (len % sizeof(float) != 0) return bad("association state not floats");
       std::vector<float> s(len / sizeof(float));
       std::memcpy(s.data(), e.data(), len);
-      if (auto r = assoc_.set_state(s); !r.ok()) return r;
+      INFER_TRY_VOID(learned->assoc.set_state(s));
     }
   }
-  return {};
+  return std::shared_ptr<const Learned>(std::move(learned));
 }
 
-Result<void> EpisodicMemory::train(const KvBlock& rows) {
-  codecs_.clear();
+Result<std::shared_ptr<const Learned>> EpisodicMemory::train(const KvBlock& rows) const {
+  auto learned = std::make_shared<Learned>(Learned{{}, assoc_, {}});
   for (size_t l = 0; l < shapes_.size(); ++l) {
     SrvqConfig c = opts_.srvq;
     c.dim = shapes_[l].head_dim;
@@ -188,12 +153,12 @@ Result<void> EpisodicMemory::train(const KvBlock& rows) {
     for (const auto* src : {&rows.k[l], &rows.v[l]}) {
       auto codec = SrvqCodec::train(c, *src);
       if (!codec.ok()) return codec.error();
-      codecs_.push_back(std::move(codec).value());
+      learned->codecs.push_back(std::move(codec).value());
     }
   }
-  assoc_.fit(rows);
-  const std::vector<uint8_t> blob = codebooks_blob();
-  return store_->set_codebooks(blob);
+  learned->assoc.fit(rows);
+  learned->blob = codebooks_blob(*learned);
+  return std::shared_ptr<const Learned>(std::move(learned));
 }
 
 uint64_t EpisodicMemory::weakest(int64_t now) const {
@@ -206,12 +171,11 @@ uint64_t EpisodicMemory::weakest(int64_t now) const {
   return id;
 }
 
-Result<void> EpisodicMemory::store_episode(const KvBlock& b) {
-  const int64_t now = now_();
+Episode EpisodicMemory::encode_episode(const Learned& learned, const KvBlock& b) const {
   Episode e;
   e.info.pos0 = b.pos.front();
   e.info.n_tokens = uint32_t(b.size());
-  e.info.written_ms = now;
+  e.info.written_ms = now_();
   e.info.strength = 1.0f;
   if (detokenize_) {
     e.info.preview = detokenize_(b.ids);
@@ -222,23 +186,23 @@ Result<void> EpisodicMemory::store_episode(const KvBlock& b) {
     }
   }
   e.ids = b.ids;
-  e.key.resize(assoc_.key_floats());
+  e.key.resize(learned.assoc.key_floats());
   const size_t parts = size_t(std::max(1, opts_.association.sub_spans));
   if (b.size() >= parts) {
-    assoc_.episode_key(b, 0, b.size(), e.key.data());
+    learned.assoc.episode_key(b, 0, b.size(), e.key.data());
   } else {  // a short tail (MEMORY_STORE, a quiet span): its last token repeats to fill the parts
     KvBlock filled;
     for (size_t i = 0; i < parts; ++i) append_token(b, std::min(i, b.size() - 1), &filled);
-    assoc_.episode_key(filled, 0, parts, e.key.data());
+    learned.assoc.episode_key(filled, 0, parts, e.key.data());
   }
-  e.payload.assign(store_->geometry().payload_bytes, 0);
+  e.payload.assign(payload_bytes_, 0);
   // Payload: token-major; per token, per tiered layer, K heads then V heads, each a coded row.
   size_t o = 0;
   for (size_t t = 0; t < b.size(); ++t) {
     for (size_t l = 0; l < shapes_.size(); ++l) {
       const size_t d = size_t(shapes_[l].head_dim), rf = size_t(shapes_[l].row_floats());
       for (int kv = 0; kv < 2; ++kv) {
-        const SrvqCodec& c = codecs_[l * 2 + size_t(kv)];
+        const SrvqCodec& c = learned.codecs[l * 2 + size_t(kv)];
         const float* row = (kv == 0 ? b.k[l] : b.v[l]).data() + t * rf;
         for (size_t h = 0; h < rf; h += d) {
           INFER_CHECK(o + c.row_bytes() <= e.payload.size(), "episodic memory: payload size");
@@ -248,74 +212,97 @@ Result<void> EpisodicMemory::store_episode(const KvBlock& b) {
       }
     }
   }
-  const uint64_t victim = store_->size() >= store_->geometry().capacity ? weakest(now) : 0;
-  EpisodeInfo replaced;
-  if (victim != 0 && hook_) {
-    for (const EpisodeInfo& i : store_->list()) {
-      if (i.id == victim) replaced = i;
+  return e;
+}
+
+Result<PreparedEpisodes> EpisodicMemory::prepare(std::vector<KvBlock> done, bool flush) {
+  PreparedEpisodes p;
+  for (auto& e : done) {
+    seen_tokens_ += e.size();
+    waiting_.push_back(std::move(e));
+  }
+  if (waiting_.empty()) return p;
+  if (!coder_) {
+    if (!flush && seen_tokens_ < opts_.train_tokens) return p;
+    KvBlock rows;
+    for (const KvBlock& e : waiting_)
+      for (size_t i = 0; i < e.size(); ++i) append_token(e, i, &rows);
+    INFER_TRY(coder_, train(rows));
+  }
+  p.learned = coder_;
+  for (const KvBlock& e : waiting_) {
+    if (opts_.before_encode) opts_.before_encode();
+    p.episodes.push_back(encode_episode(*coder_, e));
+  }
+  waiting_.clear();
+  return p;
+}
+
+Result<PreparedEpisodes> EpisodicMemory::prepare_ingest(const KvBlock& b) {
+  std::vector<KvBlock> done;
+  builder_.add(b, &done);
+  return prepare(std::move(done), false);
+}
+
+Result<PreparedEpisodes> EpisodicMemory::prepare_flush() {
+  std::vector<KvBlock> done;
+  builder_.flush(&done);
+  return prepare(std::move(done), true);
+}
+
+Result<PreparedEpisodes> EpisodicMemory::prepare_end_stream() {
+  Result<PreparedEpisodes> p = prepare_flush();
+  builder_ = EpisodeBuilder(opts_.episode_tokens);
+  return p;
+}
+
+// The codebooks go in first, on the first commit (or again after a failed one), so the store
+// never holds an episode it cannot decode.
+Result<size_t> EpisodicMemory::commit(PreparedEpisodes p) {
+  if (p.episodes.empty()) return size_t(0);
+  INFER_CHECK(p.learned != nullptr, "episodic memory: episodes prepared without codecs");
+  INFER_CHECK(!learned_ || learned_ == p.learned, "episodic memory: prepared with other codecs");
+  if (store_->codebooks().empty()) INFER_TRY_VOID(store_->set_codebooks(p.learned->blob));
+  learned_ = std::move(p.learned);
+  size_t stored = 0;
+  for (const Episode& e : p.episodes) {
+    const uint64_t victim =
+        store_->size() >= store_->geometry().capacity ? weakest(now_()) : 0;
+    EpisodeInfo replaced;
+    if (victim != 0 && hook_) {
+      for (const EpisodeInfo& i : store_->list()) {
+        if (i.id == victim) replaced = i;
+      }
     }
+    auto r = store_->append(e, victim);
+    if (!r.ok()) return r.error();
+    if (victim != 0) {
+      report({MemoryEvent::kReplaced, victim, replaced.pos0, replaced.n_tokens, 0, 0,
+              strength_now(replaced)});
+    }
+    report({MemoryEvent::kStored, r.value(), e.info.pos0, e.info.n_tokens, 0, 0, e.info.strength});
+    ++stored;
   }
-  auto r = store_->append(e, victim);
-  if (!r.ok()) return r.error();
-  if (victim != 0) {
-    report({MemoryEvent::kReplaced, victim, replaced.pos0, replaced.n_tokens, 0, 0,
-            strength_now(replaced)});
-  }
-  report({MemoryEvent::kStored, r.value(), e.info.pos0, e.info.n_tokens, 0, 0, e.info.strength});
-  return {};
+  return stored;
 }
 
 Result<size_t> EpisodicMemory::ingest(const KvBlock& b) {
-  std::vector<KvBlock> done;
-  builder_.add(b, &done);
-  size_t stored = 0;
-  if (codecs_.empty()) {
-    for (auto& e : done) {
-      seen_tokens_ += e.size();
-      waiting_.push_back(std::move(e));
-    }
-    if (seen_tokens_ < opts_.train_tokens) return stored;
-    KvBlock rows;
-    for (const KvBlock& e : waiting_)
-      for (size_t i = 0; i < e.size(); ++i) append_token(e, i, &rows);
-    if (auto r = train(rows); !r.ok()) return r.error();
-    done = std::move(waiting_);
-    waiting_.clear();
-  }
-  for (const KvBlock& e : done) {
-    if (auto r = store_episode(e); !r.ok()) return r.error();
-    ++stored;
-  }
-  return stored;
+  INFER_TRY(PreparedEpisodes p, prepare_ingest(b));
+  return commit(std::move(p));
 }
 
 Result<size_t> EpisodicMemory::flush() {
-  std::vector<KvBlock> done;
-  builder_.flush(&done);
-  for (auto& e : done) waiting_.push_back(std::move(e));
-  if (waiting_.empty()) return size_t(0);
-  if (codecs_.empty()) {
-    KvBlock rows;
-    for (const KvBlock& e : waiting_)
-      for (size_t i = 0; i < e.size(); ++i) append_token(e, i, &rows);
-    if (auto r = train(rows); !r.ok()) return r.error();
-  }
-  size_t stored = 0;
-  for (const KvBlock& e : waiting_) {
-    if (auto r = store_episode(e); !r.ok()) return r.error();
-    ++stored;
-  }
-  waiting_.clear();
-  return stored;
+  INFER_TRY(PreparedEpisodes p, prepare_flush());
+  return commit(std::move(p));
 }
 
 Result<size_t> EpisodicMemory::end_stream() {
-  Result<size_t> stored = flush();
-  builder_ = EpisodeBuilder(opts_.episode_tokens);
-  return stored;
+  INFER_TRY(PreparedEpisodes p, prepare_end_stream());
+  return commit(std::move(p));
 }
 
-void EpisodicMemory::decode_episode(const Episode& e, KvBlock* out) const {
+void EpisodicMemory::decode_episode(const Learned& learned, const Episode& e,
+                                    KvBlock* out) const {
   const size_t n = e.ids.size();
   std::vector<float> row;
   size_t o = 0;
@@ -326,7 +313,7 @@ void EpisodicMemory::decode_episode(const Episode& e, KvBlock* out) const {
     for (size_t l = 0; l < shapes_.size(); ++l) {
       const size_t d = size_t(shapes_[l].head_dim), rf = size_t(shapes_[l].row_floats());
       for (int kv = 0; kv < 2; ++kv) {
-        const SrvqCodec& c = codecs_[l * 2 + size_t(kv)];
+        const SrvqCodec& c = learned.codecs[l * 2 + size_t(kv)];
         auto& dst = kv == 0 ? out->k[l] : out->v[l];
         const size_t at = dst.size();
         dst.resize(at + rf);
@@ -346,10 +333,12 @@ Result<void> EpisodicMemory::recall(const KvBlock& query, size_t max_tokens, KvB
   out->k.assign(shapes_.size(), {});
   out->v.assign(shapes_.size(), {});
   if (hits) hits->clear();
-  if (query.size() == 0 || codecs_.empty() || !assoc_.fitted()) return {};
+  const std::shared_ptr<const Learned> learned = learned_;
+  if (query.size() == 0 || !learned || !learned->assoc.fitted()) return {};
+  const Association& assoc = learned->assoc;
   const int64_t now = now_();
-  std::vector<float> q(assoc_.query_floats());
-  assoc_.query_key(query, 0, query.size(), q.data());
+  std::vector<float> q(assoc.query_floats());
+  assoc.query_key(query, 0, query.size(), q.data());
   struct Scored {
     EpisodeInfo info;
     float association;
@@ -357,7 +346,7 @@ Result<void> EpisodicMemory::recall(const KvBlock& query, size_t max_tokens, KvB
   };
   std::vector<Scored> scored;
   store_->for_each_key([&](const EpisodeInfo& info, std::span<const float> key) {
-    const float a = assoc_.association(q.data(), key.data());
+    const float a = assoc.association(q.data(), key.data());
     if (a < opts_.min_association) return;
     scored.push_back({info, a,
                       opts_.rule.score(a, info.strength,
@@ -370,7 +359,7 @@ Result<void> EpisodicMemory::recall(const KvBlock& query, size_t max_tokens, KvB
     if (out->size() + s.info.n_tokens > budget) continue;  // whole episodes only
     auto e = store_->read(s.info.id);
     if (!e.ok()) return e.error();
-    decode_episode(e.value(), out);
+    decode_episode(*learned, e.value(), out);
     const float strength = opts_.rule.after_recall(
         s.info.strength, std::max(s.info.written_ms, s.info.recalled_ms), now);
     if (hits) {

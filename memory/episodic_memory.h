@@ -2,7 +2,10 @@
 // window (or a quiet span read with read_kv) become episodes of N tokens whose rows are coded with
 // SrvqCodec and stored with an association key in the EpisodeStore; recall scores every episode
 // (association.h's dual score) and decodes the best into a KvBlock for set_recall.
-// Not thread-safe: one owner (the recall / consolidation actors serialise their calls).
+// Two sides: ingesting (prepare_*: cutting, learning codecs, encoding; slow) and the store
+// (commit, recall; quick). Each side is one caller at a time; prepare_* may run while recall or
+// commit runs on another thread (actors/memory_link.h serialises the store side with a mutex
+// that encoding never holds). ingest / flush / end_stream are prepare + commit, for one owner.
 #pragma once
 
 #include <cstdint>
@@ -17,22 +20,11 @@
 #include "memory/episode_builder.h"
 #include "memory/episode_store.h"
 #include "memory/srvq.h"
+#include "memory/tiered_shapes.h"
 #include "model/config.h"
 #include "model/kv_ring_api.h"
 
 namespace infer::memory {
-
-// One tiered layer's row shape (K and V alike): [n_kv, d].
-struct TieredShape {
-  int layer = 0;
-  int num_key_value_heads = 0;
-  int head_dim = 0;
-  int row_floats() const { return num_key_value_heads * head_dim; }
-};
-// The tiered layers of cfg: full-attention layers that compute K/V (not KV-shared), ascending.
-std::vector<TieredShape> tiered_shapes(const ModelConfig& cfg);
-// FNV-1a 64 over the config fields and tensor shapes that make rows comparable.
-uint64_t model_fingerprint(const ModelConfig& cfg);
 
 struct MemoryOptions {
   std::string path = ".episodic.mem";
@@ -44,6 +36,22 @@ struct MemoryOptions {
   AssociationConfig association;
   SrvqConfig srvq;               // dim is set per layer (its head dim)
   ScoreRule rule;
+  // Test hook: runs on the ingesting thread before each episode is encoded.
+  std::function<void()> before_encode;
+};
+
+// What recall decodes and scores with and ingesting encodes with: the codecs and the fitted
+// association, immutable once learned (or loaded), so both sides share it without a lock.
+struct Learned {
+  std::vector<SrvqCodec> codecs;  // [layer * 2 + (0: K, 1: V)]
+  Association assoc;
+  std::vector<uint8_t> blob;      // the serialized form the store keeps
+};
+
+// Episodes encoded and ready to store (prepare_*'s result, commit's argument).
+struct PreparedEpisodes {
+  std::shared_ptr<const Learned> learned;  // what they were encoded with (null: no episodes)
+  std::vector<Episode> episodes;           // info.id unset: the store assigns it
 };
 
 // ids -> UTF-8 text, for the previews --mem-list and QUERY show.
@@ -93,6 +101,16 @@ class EpisodicMemory {
   // positions afresh.
   Result<size_t> end_stream();
 
+  // ingest / flush / end_stream in two halves. prepare_*: the slow half (cutting episodes,
+  // learning the codecs once train_tokens rows were seen, encoding), on the ingesting side's
+  // state and an immutable Learned only. commit: the quick half on the store side (the
+  // codebooks once, then each episode, the weakest making room when full); returns how many
+  // were stored. Every prepared batch must be committed, in order.
+  Result<PreparedEpisodes> prepare_ingest(const KvBlock& b);
+  Result<PreparedEpisodes> prepare_flush();
+  Result<PreparedEpisodes> prepare_end_stream();
+  Result<size_t> commit(PreparedEpisodes p);
+
   // Scores every stored episode against query's tokens and decodes the best (whole episodes,
   // best first, at most min(max_tokens, recall_tokens) tokens) into out, ready for set_recall.
   // hits: what was recalled, best first, with the strength it earned. Nothing is written: the
@@ -117,22 +135,28 @@ class EpisodicMemory {
  private:
   EpisodicMemory(std::vector<TieredShape> shapes, const MemoryOptions& opts, Detokenize d,
                  NowMs now);
-  Result<void> train(const KvBlock& rows);
-  Result<void> load_codebooks(std::span<const uint8_t> blob);
-  std::vector<uint8_t> codebooks_blob() const;
-  Result<void> store_episode(const KvBlock& e);
+  Result<std::shared_ptr<const Learned>> train(const KvBlock& rows) const;
+  Result<std::shared_ptr<const Learned>> load_codebooks(std::span<const uint8_t> blob) const;
+  std::vector<uint8_t> codebooks_blob(const Learned& l) const;
+  // Cuts what builder_ completed (flush: and its tail) and encodes what can be.
+  Result<PreparedEpisodes> prepare(std::vector<KvBlock> done, bool flush);
+  Episode encode_episode(const Learned& l, const KvBlock& b) const;
   uint64_t weakest(int64_t now) const;
-  void decode_episode(const Episode& e, KvBlock* out) const;
+  void decode_episode(const Learned& l, const Episode& e, KvBlock* out) const;
 
   std::vector<TieredShape> shapes_;
   MemoryOptions opts_;
   Detokenize detokenize_;
   NowMs now_;
-  Association assoc_;
+  Association assoc_;  // unfitted: the configuration and sizes every Learned starts from
+  size_t payload_bytes_ = 0;
+  // The ingesting side.
   EpisodeBuilder builder_;
-  std::vector<SrvqCodec> codecs_;  // [layer * 2 + (0: K, 1: V)], empty until trained
-  std::vector<KvBlock> waiting_;   // whole episodes waiting for training
+  std::shared_ptr<const Learned> coder_;  // null until learned (or loaded)
+  std::vector<KvBlock> waiting_;          // whole episodes waiting for training
   size_t seen_tokens_ = 0;
+  // The store side: what recall uses (coder_ once committed).
+  std::shared_ptr<const Learned> learned_;
   std::unique_ptr<EpisodeStore> store_;
   EventHook hook_;
   void report(const MemoryEvent& e) const {

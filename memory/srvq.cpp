@@ -3,6 +3,7 @@
 #include "memory/srvq.h"
 
 #include "memory/splitmix.h"
+#include "memory/srvq_nearest.h"
 
 #include <algorithm>
 #include <cmath>
@@ -39,6 +40,15 @@ inline float dot(const float* a, const float* b, int n) {
   return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
 }
 
+size_t coded_row_bytes(const SrvqConfig& c) {
+  const size_t bits = static_cast<size_t>(c.stages) * (c.dim / c.sub_dim) * c.code_bits;
+  return kGainBytes + (bits + 7) / 8;
+}
+// [stages][2^code_bits][sub_dim]
+size_t centroid_floats(const SrvqConfig& c) {
+  return static_cast<size_t>(c.stages) * (size_t{1} << c.code_bits) * c.sub_dim;
+}
+
 Error bad(const std::string& what) { return make_error(ErrorCode::kInvalidArgument, "srvq: " + what); }
 
 Result<void> check_config(const SrvqConfig& c) {
@@ -64,22 +74,6 @@ inline int nearest(const float* x, const float* cents, const float* norms, int k
     const float s = norms[j] - 2.0f * dot(x, cents + static_cast<size_t>(j) * d, d);
     if (s < best_s) { best_s = s; best = j; }
   }
-  return best;
-}
-
-// nearest() over centroids stored transposed, cents_t [d, k]: the loop over centroids is
-// contiguous, so it vectorizes without reassociating any sum (same bits at any vector width).
-inline int nearest_t(const float* x, const float* cents_t, const float* norms, int k, int d) {
-  float score[256];
-  for (int j = 0; j < k; ++j) score[j] = norms[j];
-  for (int t = 0; t < d; ++t) {
-    const float xt = -2.0f * x[t];
-    const float* c = cents_t + static_cast<size_t>(t) * k;
-    for (int j = 0; j < k; ++j) score[j] += xt * c[j];
-  }
-  int best = 0;
-  for (int j = 1; j < k; ++j)
-    if (score[j] < score[best]) best = j;
   return best;
 }
 
@@ -250,10 +244,15 @@ Result<SrvqCodec> SrvqCodec::train(const SrvqConfig& cfg, std::span<const float>
 
 const SrvqConfig& SrvqCodec::config() const { return cfg_; }
 
-size_t SrvqCodec::row_bytes() const {
-  const size_t bits = static_cast<size_t>(cfg_.stages) * (cfg_.dim / cfg_.sub_dim) * cfg_.code_bits;
-  return kGainBytes + (bits + 7) / 8;
+Result<SrvqSizes> SrvqCodec::sizes(const SrvqConfig& cfg) {
+  if (auto c = check_config(cfg); !c) return c.error();
+  SrvqSizes s;
+  s.row_bytes = coded_row_bytes(cfg);
+  s.blob_bytes = kHeaderBytes + centroid_floats(cfg) * 4 + kChecksumBytes;
+  return s;
 }
+
+size_t SrvqCodec::row_bytes() const { return coded_row_bytes(cfg_); }
 
 double SrvqCodec::bits_per_element() const {
   return static_cast<double>(row_bytes()) * 8.0 / static_cast<double>(cfg_.dim);
@@ -270,6 +269,7 @@ void SrvqCodec::encode(const float* row, uint8_t* out) const {
   uint8_t* codes = out + kGainBytes;
   const float inv = g > 0 ? 1.0f / g : 0.0f;
   float x[256];  // one residual sub-vector (check_config keeps sub_dim <= 256)
+  const NearestCentroidFn nearest_t = fastest_nearest_centroid(k);
   size_t bit = 0;
   for (int off = 0; off < d; off += sd) {
     for (int t = 0; t < sd; ++t) x[t] = row[off + t] * inv;
@@ -354,7 +354,7 @@ Result<SrvqCodec> SrvqCodec::deserialize(std::span<const uint8_t> blob) {
   cfg.iterations = static_cast<int>(f[4]);
   cfg.seed = get_u64(p + 28);
   if (auto c = check_config(cfg); !c) return make_error(ErrorCode::kParse, c.error().message);
-  const size_t n_floats = static_cast<size_t>(cfg.stages) * (size_t{1} << cfg.code_bits) * cfg.sub_dim;
+  const size_t n_floats = centroid_floats(cfg);
   const size_t want = kHeaderBytes + n_floats * 4 + kChecksumBytes;
   if (blob.size() != want)
     return make_error(ErrorCode::kParse, "srvq: blob has " + std::to_string(blob.size()) +

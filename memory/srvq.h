@@ -28,8 +28,17 @@ struct SrvqConfig {
   int spherical_stages = 1;
 };
 
+// What a codec of one configuration takes, known before any codec is learned (how a store is
+// sized): one coded row (gain and codes, bit-packed), and serialize()'s blob.
+struct SrvqSizes {
+  size_t row_bytes = 0;
+  size_t blob_bytes = 0;
+};
+
 class SrvqCodec {
  public:
+  // cfg's sizes; an invalid cfg is refused as train() refuses it.
+  static Result<SrvqSizes> sizes(const SrvqConfig& cfg);
   // Learns the codebooks from rows [n, cfg.dim]; deterministic given cfg.seed and the rows.
   static Result<SrvqCodec> train(const SrvqConfig& cfg, std::span<const float> rows);
   const SrvqConfig& config() const;

@@ -7,8 +7,7 @@
 #include <cstring>
 #include <optional>
 
-#include <boost/crc.hpp>
-
+#include "memory/crc32.h"
 #include "memory/episode_store.h"
 
 namespace infer::memory::format {
@@ -112,13 +111,6 @@ inline T get(const uint8_t* base, uint64_t off) {
 template <class T>
 inline void put(uint8_t* base, uint64_t off, T v) {
   std::memcpy(base + off, &v, sizeof(T));
-}
-
-// CRC-32/ISO-HDLC (zlib's crc32: polynomial 0x04C11DB7 reflected, init and xorout 0xFFFFFFFF).
-inline uint32_t crc32(const uint8_t* p, uint64_t n) {
-  boost::crc_32_type c;
-  c.process_bytes(p, n);
-  return c.checksum();
 }
 
 inline void put_geometry(uint8_t* base, uint64_t off, const StoreGeometry& g) {

@@ -16,12 +16,27 @@
 namespace infer::memory {
 namespace {
 
-std::unique_ptr<Model> load_mini(ThreadPool& pool) {
-  auto m = Model::load(test::repo_fixtures() / "gemma4-text" / "e2b-mini",
-                       LoadOptions{Quant::kAsStored, EmbedScale::kF32}, pool);
-  EXPECT_TRUE(m.ok()) << m.error().message;
-  return m.ok() ? std::move(m).value() : nullptr;
-}
+// The e2b-mini fixture on one thread, run through a ring of kAnchors + kWindow slots.
+class EvictionBufferTest : public ::testing::Test {
+ protected:
+  static constexpr int64_t kAnchors = 2, kWindow = 16, kBatch = 8;
+  void SetUp() override {
+    auto m = Model::load(test::repo_fixtures() / "gemma4-text" / "e2b-mini",
+                         LoadOptions{Quant::kAsStored, EmbedScale::kF32}, pool_);
+    ASSERT_TRUE(m.ok()) << m.error().message;
+    model_ = std::move(m).value();
+  }
+  std::unique_ptr<CpuForward> forward(int64_t recall) {
+    return std::make_unique<CpuForward>(*model_, pool_, test::ring(kAnchors, kWindow, recall), 4);
+  }
+  // Decodes ids[0, n) one token at a time.
+  static void decode(CpuForward& fwd, const std::vector<int32_t>& ids, int64_t n) {
+    std::vector<float> logits(size_t(fwd.vocab_size()));
+    for (int64_t p = 0; p < n; ++p) ASSERT_TRUE(fwd.decode(ids[size_t(p)], logits.data()).ok());
+  }
+  ThreadPool pool_{1};
+  std::unique_ptr<Model> model_;
+};
 
 struct Everything final : EvictionSink {
   void on_evict(std::span<const EvictedToken> tokens, const KvRows& rows) override {
@@ -39,12 +54,9 @@ struct Tee final : EvictionSink {
   EvictionSink *a, *b;
 };
 
-TEST(EvictionBuffer, HandsOnEveryEvictedTokenInBlocksOfTheBatchWithItsRows) {
-  ThreadPool pool(1);
-  auto model = load_mini(pool);
-  ASSERT_NE(model, nullptr);
-  const int64_t A = 2, W = 16, batch = 8, n = 150;
-  CpuForward fwd(*model, pool, test::ring(A, W, 8), 4);
+TEST_F(EvictionBufferTest, HandsOnEveryEvictedTokenInBlocksOfTheBatchWithItsRows) {
+  const int64_t A = kAnchors, W = kWindow, batch = kBatch, n = 150;
+  const auto fwd = forward(8);
   std::vector<std::unique_ptr<KvBlock>> got;
   EvictionBuffer* self = nullptr;
   EvictionBuffer buffer(batch, 2, [&](std::unique_ptr<KvBlock> b) {
@@ -57,10 +69,9 @@ TEST(EvictionBuffer, HandsOnEveryEvictedTokenInBlocksOfTheBatchWithItsRows) {
   Tee tee;
   tee.a = &buffer;
   tee.b = &everything;
-  fwd.set_eviction_sink(&tee);
-  const auto ids = test::pseudo_ids(n, 512, 3);
-  std::vector<float> logits(size_t(fwd.vocab_size()));
-  for (int64_t p = 0; p < n; ++p) ASSERT_TRUE(fwd.decode(ids[size_t(p)], logits.data()).ok());
+  fwd->set_eviction_sink(&tee);
+  decode(*fwd, test::pseudo_ids(n, 512, 3), n);
+  if (HasFatalFailure()) return;
   buffer.flush();
 
   const int64_t evicted = n - A - W;
@@ -86,24 +97,22 @@ TEST(EvictionBuffer, HandsOnEveryEvictedTokenInBlocksOfTheBatchWithItsRows) {
   EXPECT_EQ(at, all.size());
 }
 
-TEST(EvictionBuffer, ACustomerThatKeepsTheBlocksCostsTokensNotAStall) {
-  ThreadPool pool(1);
-  auto model = load_mini(pool);
-  ASSERT_NE(model, nullptr);
-  const int64_t A = 2, W = 16, batch = 8, n = 100;
-  CpuForward fwd(*model, pool, test::ring(A, W, 0), 4);
+TEST_F(EvictionBufferTest, ACustomerThatKeepsTheBlocksCostsTokensNotAStall) {
+  const int64_t A = kAnchors, W = kWindow, batch = kBatch, n = 100;
+  const auto fwd = forward(0);
   std::vector<std::unique_ptr<KvBlock>> kept;
   EvictionBuffer buffer(batch, 2, [&](std::unique_ptr<KvBlock> b) { kept.push_back(std::move(b)); });
-  fwd.set_eviction_sink(&buffer);
+  fwd->set_eviction_sink(&buffer);
   const auto ids = test::pseudo_ids(n, 512, 5);
-  std::vector<float> logits(size_t(fwd.vocab_size()));
-  for (int64_t p = 0; p < n; ++p) ASSERT_TRUE(fwd.decode(ids[size_t(p)], logits.data()).ok());
+  decode(*fwd, ids, n);
+  if (HasFatalFailure()) return;
   EXPECT_EQ(kept.size(), 2u);
   EXPECT_EQ(buffer.handed(), 2 * batch);
   EXPECT_EQ(buffer.dropped(), n - A - W - 2 * batch);
   // Giving one back lets the next evictions through again.
   buffer.recycle(std::move(kept[0]));
-  for (int64_t p = 0; p < batch; ++p) ASSERT_TRUE(fwd.decode(ids[size_t(p)], logits.data()).ok());
+  decode(*fwd, ids, batch);
+  if (HasFatalFailure()) return;
   EXPECT_EQ(buffer.handed(), 3 * batch);
 }
 

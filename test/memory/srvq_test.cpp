@@ -8,42 +8,12 @@
 #include <cstring>
 #include <vector>
 
+#include "test/memory/kv_rows.h"
+
 namespace infer::memory {
 namespace {
 
-uint64_t splitmix(uint64_t& s) {
-  uint64_t z = (s += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-float uniform(uint64_t& s) { return float(splitmix(s) >> 40) / float(1 << 24) * 2.0f - 1.0f; }
-
-// Rows with structure, like K rows: a few directions shared by every call (one fixed basis)
-// mixed with per-row noise, varied gains; seed picks the rows. [n, dim].
-std::vector<float> structured_rows(int n, int dim, uint64_t seed) {
-  uint64_t basis_seed = 12345;
-  const int n_basis = 6;
-  std::vector<float> basis(size_t(n_basis) * dim);
-  for (float& b : basis) b = uniform(basis_seed);
-  uint64_t s = seed;
-  std::vector<float> rows(size_t(n) * dim);
-  for (int r = 0; r < n; ++r) {
-    float w[n_basis];
-    for (float& x : w) x = uniform(s);
-    const float gain = 2.0f + 10.0f * (uniform(s) + 1.0f);
-    float* row = &rows[size_t(r) * dim];
-    for (int t = 0; t < dim; ++t) {
-      float v = 0.3f * uniform(s);
-      for (int b = 0; b < n_basis; ++b) v += w[b] * basis[size_t(b) * dim + t];
-      row[t] = v;
-    }
-    double nn = 0;
-    for (int t = 0; t < dim; ++t) nn += double(row[t]) * row[t];
-    for (int t = 0; t < dim; ++t) row[t] = float(row[t] * gain / std::sqrt(nn));
-  }
-  return rows;
-}
+using test::structured_rows;
 
 double norm(const float* x, int d) {
   double s = 0;
@@ -213,6 +183,31 @@ TEST(Srvq, BitsPerElementIsRowBytesOverDim) {
   auto k = SrvqCodec::train(d, structured_rows(300, 256, 12));
   ASSERT_TRUE(k.ok());
   EXPECT_LE(k->bits_per_element(), 2.0);
+}
+
+// A store is sized before any codec is learned: sizes() must say what a learned codec takes.
+TEST(Srvq, SizesFollowFromTheConfigAlone) {
+  for (int dim : {64, 512})
+    for (int sub : {16, 32})
+      for (int bits : {3, 7, 8})
+        for (int stages : {1, 8}) {
+          SrvqConfig c;
+          c.dim = dim;
+          c.sub_dim = sub;
+          c.code_bits = bits;
+          c.stages = stages;
+          c.iterations = 1;
+          auto sizes = SrvqCodec::sizes(c);
+          ASSERT_TRUE(sizes.ok()) << sizes.error().message;
+          auto k = SrvqCodec::train(c, structured_rows(40, dim, 13));
+          ASSERT_TRUE(k.ok());
+          EXPECT_EQ(sizes->row_bytes, k->row_bytes()) << dim << "/" << sub << "/" << bits;
+          EXPECT_EQ(sizes->blob_bytes, k->serialize().size()) << dim << "/" << sub << "/" << bits;
+        }
+  SrvqConfig bad;
+  bad.dim = 48;  // sub_dim 32 does not divide it
+  ASSERT_FALSE(SrvqCodec::sizes(bad).ok());
+  EXPECT_NE(SrvqCodec::sizes(bad).error().message.find("sub_dim 32"), std::string::npos);
 }
 
 }  // namespace

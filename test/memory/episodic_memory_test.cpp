@@ -1,0 +1,105 @@
+// EpisodicMemory (memory/episodic_memory.h): the store sized from the codec configuration alone
+// (exactly as learned codecs size it, so files made before still open), training on what waits,
+// and ingesting in two halves: nothing is stored or recalled until commit.
+#include "memory/episodic_memory.h"
+
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "model/config.h"
+#include "test/memory/episodic_fixture.h"
+#include "test/memory/kv_rows.h"
+
+namespace infer::memory {
+namespace {
+
+using test::token_block;
+
+class EpisodicMemoryTest : public test::EpisodicFixture {};
+
+// The sizes EpisodicMemory::open gave before it computed them: a codec learned per head dim on
+// synthetic rows, asked for its row and blob bytes (the store's geometry must not change).
+TEST_F(EpisodicMemoryTest, OpenSizesTheStoreAsLearnedCodecsDo) {
+  auto m = open_memory();
+  ASSERT_TRUE(m);
+  size_t row_bytes_per_token = 0, codebook_bytes = 64;
+  for (const TieredShape& s : shapes()) {
+    SrvqConfig c = options().srvq;
+    c.dim = s.head_dim;
+    c.iterations = 1;
+    auto codec = SrvqCodec::train(c, test::structured_rows(512, s.head_dim, 3));
+    ASSERT_TRUE(codec.ok()) << codec.error().message;
+    row_bytes_per_token += 2 * size_t(s.num_key_value_heads) * codec->row_bytes();
+    codebook_bytes += 2 * (codec->serialize().size() + 4);
+  }
+  std::vector<int> row_floats, head_dim;
+  for (const TieredShape& s : shapes()) {
+    row_floats.push_back(s.row_floats());
+    head_dim.push_back(s.head_dim);
+  }
+  const Association a(options().association, row_floats, head_dim);
+  codebook_bytes += 4 + 4 * a.state_floats() + 64;
+  const StoreGeometry& g = m->store().geometry();
+  EXPECT_EQ(g.payload_bytes, row_bytes_per_token * options().episode_tokens);
+  EXPECT_EQ(g.codebook_bytes, codebook_bytes);
+  EXPECT_EQ(g.key_floats, a.key_floats());
+  // The learned codebooks fit the room made for them.
+  ASSERT_TRUE(m->ingest(token_block(shapes(), 0, 320)).ok());
+  EXPECT_FALSE(m->store().codebooks().empty());
+  EXPECT_LE(m->store().codebooks().size(), g.codebook_bytes);
+}
+
+TEST_F(EpisodicMemoryTest, EpisodesWaitForTrainingAndFlushTrainsOnWhatThereIs) {
+  auto m = open_memory();
+  ASSERT_TRUE(m);
+  auto stored = m->ingest(token_block(shapes(), 0, 100));
+  ASSERT_TRUE(stored.ok()) << stored.error().message;
+  EXPECT_EQ(*stored, 0u);  // one whole episode waits: 100 < train_tokens rows seen
+  EXPECT_TRUE(m->store().codebooks().empty());
+  stored = m->flush();
+  ASSERT_TRUE(stored.ok()) << stored.error().message;
+  EXPECT_EQ(*stored, 2u);  // [0, 64) and the tail [64, 100)
+  const auto l = m->store().list();
+  ASSERT_EQ(l.size(), 2u);
+  EXPECT_EQ(l[0].pos0, 0);
+  EXPECT_EQ(l[1].pos0, 64);
+  EXPECT_EQ(l[1].n_tokens, 36u);
+  EXPECT_FALSE(m->store().codebooks().empty());
+}
+
+TEST_F(EpisodicMemoryTest, PreparedEpisodesAreStoredAndRecalledOnlyOnceCommitted) {
+  auto m = open_memory();
+  ASSERT_TRUE(m);
+  auto p = m->prepare_ingest(token_block(shapes(), 0, 320));
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  ASSERT_EQ(p->episodes.size(), 5u);  // 320 >= train_tokens: trained, all five encoded
+  ASSERT_TRUE(p->learned);
+  EXPECT_EQ(m->store().size(), 0u);
+  EXPECT_TRUE(m->store().codebooks().empty());
+  const KvBlock query = token_block(shapes(), 192 + 16, 16);  // a quarter of episode 4
+  KvBlock rows;
+  std::vector<RecallHit> hits;
+  ASSERT_TRUE(m->recall(query, 64, &rows, &hits).ok());
+  EXPECT_TRUE(hits.empty());  // nothing committed: nothing to recall
+
+  auto stored = m->commit(std::move(p).value());
+  ASSERT_TRUE(stored.ok()) << stored.error().message;
+  EXPECT_EQ(*stored, 5u);
+  EXPECT_FALSE(m->store().codebooks().empty());
+  ASSERT_TRUE(m->recall(query, 64, &rows, &hits).ok());
+  ASSERT_FALSE(hits.empty());
+  EXPECT_EQ(hits[0].pos0, 192);
+  EXPECT_EQ(rows.size(), 64u);
+
+  m.reset();  // a later process: the codebooks came back with the file
+  m = open_memory();
+  ASSERT_TRUE(m);
+  ASSERT_TRUE(m->recall(query, 64, &rows, &hits).ok());
+  ASSERT_FALSE(hits.empty());
+  EXPECT_EQ(hits[0].pos0, 192);
+}
+
+}  // namespace
+}  // namespace infer::memory
