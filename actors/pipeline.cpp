@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <limits>
 #include <utility>
 
@@ -97,6 +98,12 @@ Pipeline::~Pipeline() {
   if (m.memory) {
     if (m.memory->buffer) m.memory->buffer->flush();
     m.memory->drain();
+    if (m.memory->buffer && m.memory->buffer->dropped() > 0) {
+      std::fprintf(stderr,
+                   "infer: memory: %lld evicted tokens were not stored (consolidation fell "
+                   "behind by more than its buffer holds)\n",
+                   (long long)m.memory->buffer->dropped());
+    }
     // The buffer hands blocks to this pipeline's consolidation, which is gone: a later pipeline
     // on the same forward attaches its own (or none).
     if (KvRingAccess* ring = m.forward->kv_ring()) ring->set_eviction_sink(nullptr);

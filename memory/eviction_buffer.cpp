@@ -1,13 +1,14 @@
 #include "memory/eviction_buffer.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace infer::memory {
 
-EvictionBuffer::EvictionBuffer(int64_t batch_tokens, int pool_blocks, Handoff handoff)
-    : batch_(batch_tokens), pool_(pool_blocks), handoff_(std::move(handoff)) {
-  free_.reserve(size_t(pool_));
-}
+EvictionBuffer::EvictionBuffer(int64_t batch_tokens, int pool_blocks, Handoff handoff,
+                               size_t max_bytes)
+    : batch_(batch_tokens), pool_(pool_blocks), max_bytes_(max_bytes),
+      handoff_(std::move(handoff)) {}
 
 std::unique_ptr<KvBlock> EvictionBuffer::make_block(const KvRows& rows) const {
   auto b = std::make_unique<KvBlock>();
@@ -28,10 +29,21 @@ KvBlock* EvictionBuffer::filling(const KvRows& rows) {
   if (current_) return current_.get();
   std::lock_guard lock(free_mu_);
   if (!allocated_) {  // the first eviction: the rows' shapes are known now
+    size_t block_bytes = 0;
+    for (int layer : rows.tiered_layers()) block_bytes += 2 * size_t(rows.row_floats(layer));
+    block_bytes *= size_t(batch_) * sizeof(float);
+    max_blocks_ = std::max(pool_, int(max_bytes_ / std::max<size_t>(block_bytes, 1)));
+    free_.reserve(size_t(max_blocks_));  // recycle() never reallocates
     for (int i = 0; i < pool_; ++i) free_.push_back(make_block(rows));
+    blocks_ = pool_;
     allocated_ = true;
   }
-  if (free_.empty()) return nullptr;
+  if (free_.empty()) {
+    if (blocks_ >= max_blocks_) return nullptr;
+    // The consumer is behind: one more block, kept afterwards (not a steady-state cost).
+    free_.push_back(make_block(rows));
+    ++blocks_;
+  }
   current_ = std::move(free_.back());
   free_.pop_back();
   return current_.get();
@@ -75,7 +87,7 @@ void EvictionBuffer::recycle(std::unique_ptr<KvBlock> block) {
   for (auto& k : block->k) k.clear();
   for (auto& v : block->v) v.clear();
   std::lock_guard lock(free_mu_);
-  if (int(free_.size()) < pool_) free_.push_back(std::move(block));
+  free_.push_back(std::move(block));
 }
 
 }  // namespace infer::memory

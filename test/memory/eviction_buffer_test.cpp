@@ -97,11 +97,37 @@ TEST_F(EvictionBufferTest, HandsOnEveryEvictedTokenInBlocksOfTheBatchWithItsRows
   EXPECT_EQ(at, all.size());
 }
 
-TEST_F(EvictionBufferTest, ACustomerThatKeepsTheBlocksCostsTokensNotAStall) {
+TEST_F(EvictionBufferTest, ABehindCustomerGrowsThePoolWhichIsKeptForReuse) {
   const int64_t A = kAnchors, W = kWindow, batch = kBatch, n = 100;
   const auto fwd = forward(0);
   std::vector<std::unique_ptr<KvBlock>> kept;
   EvictionBuffer buffer(batch, 2, [&](std::unique_ptr<KvBlock> b) { kept.push_back(std::move(b)); });
+  fwd->set_eviction_sink(&buffer);
+  const auto ids = test::pseudo_ids(n, 512, 5);
+  decode(*fwd, ids, n);
+  if (HasFatalFailure()) return;
+  // Nothing lost while the consumer keeps every block (it learns its codebooks, say).
+  const int64_t evicted = n - A - W, full = evicted / batch;
+  EXPECT_EQ(buffer.dropped(), 0);
+  EXPECT_EQ(buffer.handed(), full * batch);
+  const int grown = buffer.blocks();
+  EXPECT_EQ(grown, int(full) + 1);  // the full ones and the one being filled
+  // Once it gives them back, the same blocks serve: no more are made.
+  for (auto& b : kept) buffer.recycle(std::move(b));
+  kept.clear();
+  decode(*fwd, ids, 3 * batch);
+  if (HasFatalFailure()) return;
+  EXPECT_EQ(buffer.blocks(), grown);
+  EXPECT_EQ(buffer.dropped(), 0);
+}
+
+TEST_F(EvictionBufferTest, ACustomerThatKeepsTheBlocksPastTheCapCostsTokensNotAStall) {
+  const int64_t A = kAnchors, W = kWindow, batch = kBatch, n = 100;
+  const auto fwd = forward(0);
+  std::vector<std::unique_ptr<KvBlock>> kept;
+  // max_bytes 0: no block beyond the two made up front.
+  EvictionBuffer buffer(
+      batch, 2, [&](std::unique_ptr<KvBlock> b) { kept.push_back(std::move(b)); }, 0);
   fwd->set_eviction_sink(&buffer);
   const auto ids = test::pseudo_ids(n, 512, 5);
   decode(*fwd, ids, n);
