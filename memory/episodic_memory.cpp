@@ -93,6 +93,7 @@ Result<std::unique_ptr<EpisodicMemory>> EpisodicMemory::open(const ModelConfig& 
   auto st = EpisodeStore::open(opts.path, g);
   if (!st.ok()) return st.error();
   m->store_ = std::move(st).value();
+  m->index_.load(*m->store_);
   if (!m->store_->codebooks().empty()) {
     INFER_TRY(m->learned_, m->load_codebooks(m->store_->codebooks()));
     m->coder_ = m->learned_;
@@ -161,14 +162,15 @@ Result<std::shared_ptr<const Learned>> EpisodicMemory::train(const KvBlock& rows
   return std::shared_ptr<const Learned>(std::move(learned));
 }
 
-uint64_t EpisodicMemory::weakest(int64_t now) const {
-  uint64_t id = 0;
+const EpisodeInfo* EpisodicMemory::weakest(int64_t now) const {
+  const EpisodeInfo* w = nullptr;
   double worst = 0;
-  for (const EpisodeInfo& i : store_->list()) {
+  for (size_t k = 0; k < index_.size(); ++k) {
+    const EpisodeInfo& i = index_.info(k);
     const double s = opts_.rule.strength_now(i.strength, std::max(i.written_ms, i.recalled_ms), now);
-    if (id == 0 || s < worst) id = i.id, worst = s;
+    if (w == nullptr || s < worst) w = &i, worst = s;
   }
-  return id;
+  return w;
 }
 
 Episode EpisodicMemory::encode_episode(const Learned& learned, const KvBlock& b) const {
@@ -266,16 +268,17 @@ Result<size_t> EpisodicMemory::commit(PreparedEpisodes p) {
   learned_ = std::move(p.learned);
   size_t stored = 0;
   for (const Episode& e : p.episodes) {
-    const uint64_t victim =
-        store_->size() >= store_->geometry().capacity ? weakest(now_()) : 0;
-    EpisodeInfo replaced;
-    if (victim != 0 && hook_) {
-      for (const EpisodeInfo& i : store_->list()) {
-        if (i.id == victim) replaced = i;
-      }
+    EpisodeInfo replaced;  // id 0: none
+    if (store_->size() >= store_->geometry().capacity) {
+      if (const EpisodeInfo* w = weakest(now_())) replaced = *w;
     }
+    const uint64_t victim = replaced.id;
     auto r = store_->append(e, victim);
     if (!r.ok()) return r.error();
+    index_.remove(victim);
+    EpisodeInfo added = e.info;
+    added.id = r.value();
+    index_.put(added, e.key);
     if (victim != 0) {
       report({MemoryEvent::kReplaced, victim, replaced.pos0, replaced.n_tokens, 0, 0,
               strength_now(replaced)});
@@ -345,13 +348,14 @@ Result<void> EpisodicMemory::recall(const KvBlock& query, size_t max_tokens, KvB
     double score;
   };
   std::vector<Scored> scored;
-  store_->for_each_key([&](const EpisodeInfo& info, std::span<const float> key) {
-    const float a = assoc.association(q.data(), key.data());
-    if (a < opts_.min_association) return;
+  for (size_t k = 0; k < index_.size(); ++k) {
+    const float a = assoc.association(q.data(), index_.key(k));
+    if (a < opts_.min_association) continue;
+    const EpisodeInfo& info = index_.info(k);
     scored.push_back({info, a,
                       opts_.rule.score(a, info.strength,
                                        std::max(info.written_ms, info.recalled_ms), now)});
-  });
+  }
   std::sort(scored.begin(), scored.end(),
             [](const Scored& a, const Scored& b) { return a.score > b.score; });
   const size_t budget = std::min<size_t>(max_tokens, opts_.recall_tokens);
@@ -379,6 +383,7 @@ Result<void> EpisodicMemory::strengthen(std::span<const RecallHit> hits) {
         !r.ok() && r.error().code != ErrorCode::kNotFound) {
       return r;
     }
+    index_.touch(h.id, h.strength, h.recalled_ms, h.recalls);
   }
   return {};
 }
@@ -392,6 +397,7 @@ Result<void> EpisodicMemory::forget(uint64_t id) {
     return make_error(ErrorCode::kNotFound, store_->path() + ": no episode " + std::to_string(id));
   }
   if (auto r = store_->forget(id); !r.ok()) return r;
+  index_.remove(id);
   report({MemoryEvent::kForgotten, id, gone.pos0, gone.n_tokens, 0, 0, strength_now(gone)});
   return {};
 }

@@ -19,6 +19,7 @@
 #include "memory/association.h"
 #include "memory/episode_builder.h"
 #include "memory/episode_store.h"
+#include "memory/key_index.h"
 #include "memory/srvq.h"
 #include "memory/tiered_shapes.h"
 #include "model/config.h"
@@ -141,7 +142,7 @@ class EpisodicMemory {
   // Cuts what builder_ completed (flush: and its tail) and encodes what can be.
   Result<PreparedEpisodes> prepare(std::vector<KvBlock> done, bool flush);
   Episode encode_episode(const Learned& l, const KvBlock& b) const;
-  uint64_t weakest(int64_t now) const;
+  const EpisodeInfo* weakest(int64_t now) const;  // in index_; null when empty
   void decode_episode(const Learned& l, const Episode& e, KvBlock* out) const;
 
   std::vector<TieredShape> shapes_;
@@ -158,6 +159,7 @@ class EpisodicMemory {
   // The store side: what recall uses (coder_ once committed).
   std::shared_ptr<const Learned> learned_;
   std::unique_ptr<EpisodeStore> store_;
+  KeyIndex index_{assoc_.key_floats()};  // store_'s keys, for recall and the weakest
   EventHook hook_;
   void report(const MemoryEvent& e) const {
     if (hook_) hook_(e);
