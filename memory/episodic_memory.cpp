@@ -320,6 +320,20 @@ void EpisodicMemory::decode_episode(const Episode& e, KvBlock* out) const {
   }
 }
 
+Result<void> EpisodicMemory::decode(uint64_t id, KvBlock* out) const {
+  *out = KvBlock{};
+  for (const auto& s : shapes_) out->layers.push_back(s.layer);
+  out->k.assign(shapes_.size(), {});
+  out->v.assign(shapes_.size(), {});
+  if (codecs_.empty()) {
+    return Error{ErrorCode::kInvalidArgument, "episodic memory: no codebooks yet"};
+  }
+  auto e = store_->read(id);
+  if (!e.ok()) return e.error();
+  decode_episode(e.value(), out);
+  return {};
+}
+
 Result<void> EpisodicMemory::recall(const KvBlock& query, size_t max_tokens, KvBlock* out,
                                     std::vector<RecallHit>* hits) {
   *out = KvBlock{};
