@@ -110,10 +110,11 @@ Result<FidelityReport> measure_fidelity(const Model& model, ThreadPool& pool,
                                         std::span<const memory::SrvqConfig> codecs) {
   const auto t0 = std::chrono::steady_clock::now();
   const int64_t A = 4, E = su.episode_tokens, X = su.excerpt_tokens, F = su.follow_tokens;
-  if (codecs.empty() || su.episodes < 1 || su.queries < 1 || su.queries > su.episodes ||
+  if (codecs.empty() || su.episodes < 1 || su.queries < 1 || su.first_query < 0 ||
+      su.first_query + su.queries > su.episodes ||
       X < 2 || X > E || F < 1 || X + F - 1 > 2 * E || E > kMaxRecall) {
-    return bad("recall fidelity: need codecs, 1 <= queries <= episodes, 2 <= excerpt <= "
-               "episode tokens <= " + std::to_string(kMaxRecall) +
+    return bad("recall fidelity: need codecs, 1 <= first query + queries <= episodes, 2 <= "
+               "excerpt <= episode tokens <= " + std::to_string(kMaxRecall) +
                ", excerpt + follow <= 2 x episode tokens + 1");
   }
 
@@ -151,9 +152,16 @@ Result<FidelityReport> measure_fidelity(const Model& model, ThreadPool& pool,
     opts.capacity = uint32_t(std::max(64, su.episodes));
     opts.recall_tokens = uint32_t(E);
     opts.srvq = codecs[c];
+    opts.train_tokens = uint32_t(std::max(su.train_tokens, 1));
     auto m = memory::EpisodicMemory::open(model.config(), opts, {});
     if (!m.ok()) return m.error();
-    if (auto r = m.value()->ingest(raw_all); !r.ok()) return r.error();
+    for (int64_t e = 0; e < su.episodes; ++e) {
+      std::vector<int64_t> pos(static_cast<size_t>(E));
+      for (int64_t i = 0; i < E; ++i) pos[size_t(i)] = A + e * E + i;
+      auto chunk = rows_at(raw_all, pos);
+      if (!chunk.ok()) return chunk.error();
+      if (auto r = m.value()->ingest(chunk.value()); !r.ok()) return r.error();
+    }
     if (auto r = m.value()->flush(); !r.ok()) return r.error();
     if (m.value()->store().size() != size_t(su.episodes)) return bad("recall fidelity: stored");
     mems.push_back(std::move(m).value());
@@ -182,7 +190,7 @@ Result<FidelityReport> measure_fidelity(const Model& model, ThreadPool& pool,
   std::vector<RowError> k_err(codecs.size()), v_err(codecs.size());
   Agreement none_agree, repeat_agree;
   std::vector<float> raw_logits, other;
-  for (int q = 0; q < su.queries; ++q) {
+  for (int q = su.first_query; q < su.first_query + su.queries; ++q) {
     const int64_t p0 = A + int64_t(q) * E;  // the excerpt opens episode q
     const std::span<const int32_t> excerpt(ids.data() + p0, size_t(X));
     std::copy_n(ids.begin() + (p0 + X - 1), F, tail.begin());

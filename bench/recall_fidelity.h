@@ -23,11 +23,15 @@
 namespace infer::bench {
 
 struct FidelitySetup {
-  int episodes = 4;         // streamed and stored (episodes x episode_tokens >= 256 trains the codecs)
+  // Streamed and stored, handed to EpisodicMemory one episode at a time as the eviction sink
+  // does: the codecs learn from the first 256 tokens (4 episodes) and code the rest unseen.
+  int episodes = 8;
+  int train_tokens = 256;   // MemoryOptions::train_tokens: rows the codecs learn from
   int episode_tokens = 64;  // one recall places one episode
   int excerpt_tokens = 16;  // the query: tokens of episode k
   int follow_tokens = 64;   // scored positions after the recall
-  int queries = 4;          // episodes 0 .. queries-1 (at most episodes)
+  int first_query = 4;      // queries: episodes first_query .. first_query + queries - 1
+  int queries = 4;
   uint64_t seed = 1;        // the token text
   std::string dir = "/tmp";  // where the stores go (one file per codec, removed afterwards)
 };

@@ -2,8 +2,8 @@
 // (recall_fidelity.h), one JSON line per codec setting, for a fixture or a random checkpoint.
 //
 //   recall_fidelity --model DIR | --config CONFIG.json [--quant q8|q4] [--stages 2,4,8,16]
-//                   [--bits 7] [--sub 32] [--episodes 4] [--queries 4] [--follow 64]
-//                   [--seed 1] [--threads 2] [--dir /tmp]
+//                   [--bits 7] [--sub 32] [--episodes 8] [--train-tokens 256] [--first-query 4]
+//                   [--queries 4] [--follow 64] [--seed 1] [--threads 2] [--dir /tmp]
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -84,6 +84,8 @@ int run(const Args& a) {
                               {"raw_repeat", agreement(r.repeat)},
                               {"positions", r.positions},
                               {"first_hits", r.first_hits},
+                              {"train_tokens", a.setup.train_tokens},
+                              {"first_query", a.setup.first_query},
                               {"queries", a.setup.queries},
                               {"seconds", r.seconds}};
     std::printf("%s\n", j.dump().c_str());
@@ -112,6 +114,8 @@ int main(int argc, char** argv) {
     else if (k == "--sub") a.subs = infer::parse_list(next());
     else if (k == "--episodes") a.setup.episodes = std::stoi(next());
     else if (k == "--queries") a.setup.queries = std::stoi(next());
+    else if (k == "--train-tokens") a.setup.train_tokens = std::stoi(next());
+    else if (k == "--first-query") a.setup.first_query = std::stoi(next());
     else if (k == "--follow") a.setup.follow_tokens = std::stoi(next());
     else if (k == "--seed") a.setup.seed = std::stoull(next());
     else if (k == "--threads") a.threads = std::stoi(next());
@@ -124,8 +128,8 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: recall_fidelity --model DIR | --config CONFIG.json [--quant q8|q4] "
-                   "[--stages 2,4,8,16] [--bits 7] [--sub 32] [--episodes 4] [--queries 4] "
-                   "[--follow 64] [--seed 1] [--threads 2] [--dir /tmp]\n");
+                   "[--stages 2,4,8,16] [--bits 7] [--sub 32] [--episodes 8] "
+                   "[--train-tokens 256] [--first-query 4] [--queries 4] [--follow 64] [--seed 1] [--threads 2] [--dir /tmp]\n");
       return 2;
     }
   }
