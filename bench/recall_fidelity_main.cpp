@@ -129,7 +129,8 @@ int main(int argc, char** argv) {
       std::fprintf(stderr,
                    "usage: recall_fidelity --model DIR | --config CONFIG.json [--quant q8|q4] "
                    "[--stages 2,4,8,16] [--bits 7] [--sub 32] [--episodes 8] "
-                   "[--train-tokens 256] [--first-query 4] [--queries 4] [--follow 64] [--seed 1] [--threads 2] [--dir /tmp]\n");
+                   "[--train-tokens 256] [--first-query 4] [--queries 4] [--follow 64] [--seed 1] "
+                   "[--threads 2] [--dir /tmp]\n");
       return 2;
     }
   }

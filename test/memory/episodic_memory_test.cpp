@@ -194,14 +194,13 @@ TEST_F(EpisodicMemoryTest, ASecondProcessRecallsTheRowsTheFirstDecodedAndTheMode
       ASSERT_EQ(placed.v[l].size(), decoded.v[l].size());
       EXPECT_EQ(std::memcmp(placed.k[l].data(), decoded.k[l].data(), placed.k[l].size() * 4), 0);
       EXPECT_EQ(std::memcmp(placed.v[l].data(), decoded.v[l].data(), placed.v[l].size() * 4), 0);
-      // The default codec's error on this fixture's rows is about 0.35 (docs/MEMORY.md); rows
-      // of another episode are about 1.4 away.
-      std::fprintf(stderr, "DBG p0 %ld layer %d k %.4f v %.4f\n", long(p0), placed.layers[l], rel_err(placed.k[l], raw.k[l]), rel_err(placed.v[l], raw.v[l]));
+      // The default codec's relative error on this fixture's rows: about 0.43 (K) and 0.45 (V)
+      // on the unseen fifth episode, under 0.01 on the four it learned from (docs/MEMORY.md);
+      // another episode's rows are about 1.4 away.
       EXPECT_LT(rel_err(placed.k[l], raw.k[l]), 0.5) << "layer " << placed.layers[l];
       EXPECT_LT(rel_err(placed.v[l], raw.v[l]), 0.5) << "layer " << placed.layers[l];
       for (const auto& [other, other_rows] : written) {
         if (other == p0) continue;
-        std::fprintf(stderr, "DBG other %.3f\n", rel_err(placed.k[l], other_rows.second.k[l]));
         EXPECT_GT(rel_err(placed.k[l], other_rows.second.k[l]), 1.0) << "vs episode " << other;
       }
     }
@@ -225,8 +224,8 @@ TEST_F(EpisodicMemoryTest, ASecondProcessRecallsTheRowsTheFirstDecodedAndTheMode
     for (const LayerPlan& p : (*m)->config().layers)
       if (p.type == LayerType::kFull) full_heads += (*m)->config().text.num_attention_heads;
     const double share = tier / double(full_heads * kExcerpt);
-    std::fprintf(stderr, "DBG share %.4f min slot\n", share);
-    EXPECT_GT(share, 0.2);
+    // Measured 0.87-0.91; the same slots holding zero rows get about 0.22.
+    EXPECT_GT(share, 0.5);
     EXPECT_LE(share, 1.0 + 1e-4);
   }
 }
