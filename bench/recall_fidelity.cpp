@@ -125,7 +125,7 @@ Result<FidelityReport> measure_fidelity(const Model& model, ThreadPool& pool,
   const std::vector<int32_t> ids = random_ids(A + (su.episodes + 1) * E, V, su.seed);
   CollectingSink sink;
   streamer.set_eviction_sink(&sink);
-  std::vector<float> logits(size_t(V) * size_t(F));
+  std::vector<float> logits(static_cast<size_t>(V));  // the last position's, unused
   if (auto r = streamer.prefill(ids, logits.data()); !r.ok()) return r.error();
   streamer.set_eviction_sink(nullptr);
   const KvBlock& raw_all = sink.block;
@@ -172,7 +172,8 @@ Result<FidelityReport> measure_fidelity(const Model& model, ThreadPool& pool,
   RingConfig score_ring{A, X + F, E, EvictPolicy::kFifo};
   CpuForward fwd(model, pool, score_ring, 64);
   // Feeds the excerpt but its last token, places rows (none: nothing), then the excerpt's last
-  // token and the F - 1 that followed it: out [F, V], row j predicting stream token first + j.
+  // token and the F - 1 that followed it: out [F, V], row j predicting the stream's token at
+  // (the excerpt's first position) + X + j.
   std::vector<int32_t> tail(static_cast<size_t>(F));
   auto follow_logits = [&](std::span<const int32_t> excerpt, const KvBlock* rows,
                            std::vector<float>* out) -> Result<void> {
@@ -221,6 +222,7 @@ Result<FidelityReport> measure_fidelity(const Model& model, ThreadPool& pool,
       uint64_t id = 0;
       for (const memory::EpisodeInfo& info : mems[c]->store().list())
         if (info.pos0 == p0) id = info.id;
+      if (id == 0) return bad("recall fidelity: no episode at " + std::to_string(p0));
       KvBlock coded;
       if (auto r = mems[c]->decode(id, &coded); !r.ok()) return r.error();
       if (coded.pos != raw.value().pos || coded.ids != raw.value().ids) {

@@ -1,12 +1,13 @@
 // Logit fidelity of recalled rows (issue 29, "what must be shown": Fidelity). Random token text
 // is streamed through the CPU ring so that whole episodes leave the window; their raw rows are
-// kept and stored, coded, through EpisodicMemory (one store per codec setting). Then, for an
-// excerpt of episode k: a fresh context takes the excerpt but its last token, the episode's rows
-// are placed with set_recall, and the excerpt's last token and the 63 tokens that followed it in
-// the stream are fed teacher-forced; the 64 rows of logits this gives with the coded rows are
-// compared with those given by the same rows uncompressed (KL(raw || coded), greedy agreement).
-// The same comparison against no recall at all says how much the recall moves the logits in the
-// first place, and the raw rows run twice must agree exactly (the measurement's own check).
+// kept and stored, coded, through EpisodicMemory (one store per codec setting; the codecs learn
+// from the first train_tokens, so later episodes are coded unseen). Then, for an excerpt of
+// episode k: a fresh context takes the excerpt but its last token, the episode's rows are placed
+// with set_recall, and the excerpt's last token and the 63 tokens that followed it in the stream
+// are fed teacher-forced; the 64 rows of logits this gives with the coded rows are compared with
+// those given by the same rows uncompressed (KL(raw || coded), greedy agreement). The same
+// comparison against no recall at all says how much the recall moves the logits in the first
+// place, and the raw rows run twice must agree exactly (the measurement's own check).
 #pragma once
 
 #include <cstdint>
