@@ -329,6 +329,19 @@ void EpisodicMemory::decode_episode(const Learned& learned, const Episode& e,
   }
 }
 
+Result<void> EpisodicMemory::decode(uint64_t id, KvBlock* out) const {
+  *out = KvBlock{};
+  for (const auto& s : shapes_) out->layers.push_back(s.layer);
+  out->k.assign(shapes_.size(), {});
+  out->v.assign(shapes_.size(), {});
+  const std::shared_ptr<const Learned> learned = learned_;
+  if (!learned) return Error{ErrorCode::kInvalidArgument, "episodic memory: no codebooks yet"};
+  auto e = store_->read(id);
+  if (!e.ok()) return e.error();
+  decode_episode(*learned, e.value(), out);
+  return {};
+}
+
 Result<void> EpisodicMemory::recall(const KvBlock& query, size_t max_tokens, KvBlock* out,
                                     std::vector<RecallHit>* hits) {
   *out = KvBlock{};

@@ -121,6 +121,10 @@ class EpisodicMemory {
   // Commits what a recall earned: each hit's strength, recall time and count.
   Result<void> strengthen(std::span<const RecallHit> hits);
 
+  // The rows recall() places for the stored episode id, decoded from the store, without
+  // scoring or strengthening it (tests compare them across processes; measurements place them).
+  Result<void> decode(uint64_t id, KvBlock* out) const;
+
   const EpisodeStore& store() const { return *store_; }
   size_t key_floats() const { return assoc_.key_floats(); }
 

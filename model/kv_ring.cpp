@@ -136,6 +136,8 @@ Result<void> KvRing::set_recall(std::span<const int64_t> pos, std::span<const in
                           std::to_string(cfg_.recall));
   }
   const int64_t base = cfg_.anchors + cfg_.window;
+  // New rows: the attention the tier's old rows received is not theirs (mass_of reads it).
+  std::fill_n(mass_.begin() + base, cfg_.recall, 0.0f);
   for (size_t i = 0; i < pos.size(); ++i) {
     pos_[size_t(base) + i] = pos[i];
     id_[size_t(base) + i] = ids[i];

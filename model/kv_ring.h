@@ -66,7 +66,8 @@ class KvRing {
   const RingPlan& plan(int64_t pos0, const int32_t* ids, int64_t T);
   const RingPlan& current() const { return plan_; }
   // mass [plan.n_keys]: attention probability each attended key received in this chunk (summed
-  // over heads, queries and full layers); kept per slot for kMass eviction. Before commit().
+  // over heads, queries and full layers); kept per slot for kMass eviction (and, on recall
+  // slots, for probes: set_recall starts them at 0). Before commit().
   void add_mass(const float* mass);
   // The planned chunk's rows are stored: the tiers now hold it.
   void commit();

@@ -126,6 +126,30 @@ TEST(KvRing, MassEvictsTheLeastAttendedUnprotectedToken) {
   EXPECT_EQ(u.evicted[0].pos, 5);
 }
 
+TEST(KvRing, RecallSlotsKeepTheMassTheirCurrentRowsReceived) {
+  KvRing r(config(1, 4, 2, EvictPolicy::kMass, 1));
+  int64_t pos = 0;
+  stream(r, 3, 1, &pos);  // anchor 0, window 1 2
+  const std::vector<int64_t> rp = {100, 101};
+  const std::vector<int32_t> rid = {5, 6};
+  ASSERT_TRUE(r.set_recall(rp, rid).ok());
+  std::vector<int32_t> ids = {0};
+  for (int step = 0; step < 2; ++step) {
+    const RingPlan& p = r.plan(pos++, ids.data(), 1);
+    ASSERT_EQ(p.n_keys, 5 + step);  // anchor, 2 recalled, the window's 2 + step
+    std::vector<float> mass(size_t(p.n_keys), 0.0f);
+    mass[1] = 0.25f;  // anchor, then the recall slots
+    mass[2] = 0.5f;
+    r.add_mass(mass.data());
+    r.commit();
+  }
+  EXPECT_EQ(r.mass_of(1 + 4), 0.5f);
+  EXPECT_EQ(r.mass_of(1 + 4 + 1), 1.0f);
+  ASSERT_TRUE(r.set_recall(rp, rid).ok());  // new rows (the same ids or not): mass from 0
+  EXPECT_EQ(r.mass_of(1 + 4), 0.0f);
+  EXPECT_EQ(r.mass_of(1 + 4 + 1), 0.0f);
+}
+
 TEST(KvRing, SyntheticContextIsTheFifoStateAfterNTokens) {
   KvRing a(config(3, 16, 2)), b(config(3, 16, 2));
   int64_t pos = 0;
