@@ -173,9 +173,7 @@ Result<void> Association::set_state(std::span<const float> s) {
   return {};
 }
 
-void Association::span_key(const KvBlock& b, size_t i0, size_t n, float* out) const {
-  INFER_CHECK(fitted(), "association: keys before fit()");
-  INFER_CHECK(n > 0 && i0 + n <= b.size(), "association: span out of the block");
+void Association::rows_key(const KvBlock& b, size_t i0, size_t n, float* out) const {
   const bool lift = cfg_.lift_active > 0;
   const size_t units = freq_.size();
   std::vector<float> acc(units), red(size_t(cfg_.reduce_dims)), x, lifted;
@@ -192,6 +190,36 @@ void Association::span_key(const KvBlock& b, size_t i0, size_t n, float* out) co
   }
   matvec(p2_.data(), size_t(cfg_.dims), units, acc.data(), out);
   make_unit(out, size_t(cfg_.dims));
+}
+
+void Association::ids_key(const KvBlock& b, size_t i0, size_t n, float* out) const {
+  const size_t D = size_t(cfg_.dims);
+  std::fill(out, out + D, 0.0f);
+  auto add = [&](uint64_t feature) {
+    const uint64_t h = SplitMix64{cfg_.seed ^ feature}.next();
+    out[(h >> 1) % D] += (h & 1) ? 1.0f : -1.0f;
+  };
+  for (size_t t = i0; t < i0 + n; ++t) {
+    const uint64_t id = uint32_t(b.ids[t]);
+    add(id);
+    if (t > i0) add((uint64_t(uint32_t(b.ids[t - 1])) << 32 | id) * 0x9e3779b97f4a7c15ULL + 1);
+  }
+  make_unit(out, D);
+}
+
+void Association::span_key(const KvBlock& b, size_t i0, size_t n, float* out) const {
+  INFER_CHECK(fitted(), "association: keys before fit()");
+  INFER_CHECK(n > 0 && i0 + n <= b.size() && b.ids.size() == b.size(),
+              "association: span out of the block");
+  const size_t D = size_t(cfg_.dims);
+  const float w = std::clamp(cfg_.id_weight, 0.0f, 1.0f);
+  std::vector<float> ids(D, 0.0f);
+  if (w < 1.0f) rows_key(b, i0, n, out);
+  else std::fill(out, out + D, 0.0f);
+  if (w > 0.0f) ids_key(b, i0, n, ids.data());
+  const float a = std::sqrt(1.0f - w), c = std::sqrt(w);
+  for (size_t i = 0; i < D; ++i) out[i] = a * out[i] + c * ids[i];
+  make_unit(out, D);
 }
 
 void Association::episode_key(const KvBlock& b, size_t i0, size_t n, float* out) const {

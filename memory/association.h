@@ -23,8 +23,16 @@ namespace infer::memory {
 //   4. lifted by a fixed Gaussian matrix L [lift_dims, reduce_dims] and cut to its lift_active
 //      largest entries (winner-take-all, the "fly hash" of Dasgupta et al. 2017): distinct tokens
 //      share few active units, the same token in another context keeps most of them.
-// A span's key: the active-unit counts of its tokens minus their expected counts (the per-unit
-// frequency fit() measured), projected by a fixed Gaussian P2 [dims, lift_dims], made unit.
+// A span's rows key: the active-unit counts of its tokens minus their expected counts (the
+// per-unit frequency fit() measured), projected by a fixed Gaussian P2 [dims, lift_dims], made unit.
+// A span's ids key: its token ids and the bigrams of consecutive ids inside it, each hashed to
+// one of `dims` units with a sign (a count sketch), made unit. K rows of the tiered layers carry
+// the context as well as the token (on an E2B-shaped random checkpoint the same token's layer-4
+// K row in an excerpt and in its episode are barely alike, docs/MEMORY.md), so the ids are what
+// makes a re-presented excerpt find its episode whatever the weights; the rows add what the
+// model makes of the text.
+// A span's key: unit(sqrt(1 - id_weight) rows key + sqrt(id_weight) ids key), so a cosine between
+// two keys is (1 - id_weight) cos(rows) + id_weight cos(ids) up to the small cross terms.
 // An episode's key is `sub_spans` such keys of consecutive equal parts (key_floats() =
 // sub_spans * dims); association(query, key) is the largest cosine over the parts.
 struct AssociationConfig {
@@ -34,6 +42,7 @@ struct AssociationConfig {
   int lift_dims = 2048;   // step 4
   int lift_active = 32;   // step 4 (0: no lift; P2 applies to the reduced vector)
   int max_layers = 0;     // the first max_layers tiered layers (0: all)
+  float id_weight = 0.5f; // share of the ids key (0: rows only, 1: ids only)
   uint64_t seed = 0x5eedULL;
 };
 
@@ -69,6 +78,8 @@ class Association {
   void active_units(const float* reduced, std::vector<float>& lifted,
                     std::vector<int>& active) const;
   void span_key(const KvBlock& b, size_t i0, size_t n, float* out) const;
+  void rows_key(const KvBlock& b, size_t i0, size_t n, float* out) const;
+  void ids_key(const KvBlock& b, size_t i0, size_t n, float* out) const;
 
   AssociationConfig cfg_;
   std::vector<int> row_floats_, head_dim_;

@@ -3,11 +3,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <vector>
 
 #include "base/check.h"
 #include "model/cpu_forward.h"
-#include "model/kv_ring.h"
 
 namespace infer::test {
 namespace {
@@ -26,15 +26,46 @@ std::vector<int32_t> random_ids(int64_t n, int64_t V, uint32_t seed) {
   return ids;
 }
 
+double cosine(const float* a, const float* b, size_t n) {
+  double ab = 0, aa = 0, bb = 0;
+  for (size_t i = 0; i < n; ++i) ab += double(a[i]) * b[i], aa += double(a[i]) * a[i], bb += double(b[i]) * b[i];
+  return aa > 0 && bb > 0 ? ab / std::sqrt(aa * bb) : 0.0;
+}
+
+// Per tiered layer, the mean over heads and tokens of cos(q row t, e row t + shift), t < n.
+void add_layer_cosines(const ModelConfig& cfg, const KvBlock& q, const KvBlock& e, size_t e0,
+                       size_t n, size_t shift, std::vector<double>& sum) {
+  for (size_t l = 0; l < q.layers.size(); ++l) {
+    const LayerPlan& lp = cfg.layers[size_t(q.layers[l])];
+    const size_t d = size_t(lp.head_dim), rf = size_t(lp.num_key_value_heads) * d;
+    double s = 0;
+    int count = 0;
+    for (size_t t = 0; t + shift < n; ++t)
+      for (size_t h = 0; h < rf; h += d, ++count)
+        s += cosine(q.k[l].data() + t * rf + h, e.k[l].data() + (e0 + t + shift) * rf + h, d);
+    sum[l] += count > 0 ? s / count : 0.0;
+  }
+}
+
 }  // namespace
 
-RecallResult measure_recall(const Model& model, ThreadPool& pool, const RecallSetup& su) {
+RingConfig recall_ring(const RecallSetup& su) {
   RingConfig rc;
   rc.anchors = 4;
   rc.window = std::max(su.episode_tokens, su.prefix_tokens + su.excerpt_tokens) + 16;
   rc.recall = 16;
   rc.evict = EvictPolicy::kFifo;
-  CpuForward fwd(model, pool, rc, 64);
+  return rc;
+}
+
+RecallResult measure_recall(const Model& model, ThreadPool& pool, const RecallSetup& su) {
+  CpuForward fwd(model, pool, recall_ring(su), 64);
+  return measure_recall(model, fwd, su);
+}
+
+RecallResult measure_recall(const Model& model, Forward& fwd, const RecallSetup& su) {
+  KvRingAccess* ring = fwd.kv_ring();
+  INFER_CHECK(ring != nullptr, "recall harness: the forward pass runs no KV ring");
   const int64_t V = fwd.vocab_size();
   std::vector<float> logits(static_cast<size_t>(V));
   RecallResult r;
@@ -43,7 +74,7 @@ RecallResult measure_recall(const Model& model, ThreadPool& pool, const RecallSe
     const auto t0 = std::chrono::steady_clock::now();
     fwd.reset();
     INFER_CHECK(fwd.prefill(ids, logits.data()).ok(), "prefill");
-    INFER_CHECK(fwd.read_kv(from, n, out).ok(), "read_kv");
+    INFER_CHECK(ring->read_kv(from, n, out).ok(), "read_kv");
     r.forward_ms += ms_since(t0);
   };
 
@@ -73,11 +104,21 @@ RecallResult measure_recall(const Model& model, ThreadPool& pool, const RecallSe
 
   const size_t KF = assoc.key_floats(), QF = assoc.query_floats();
   std::vector<float> keys(size_t(su.episodes) * KF);
+  std::vector<KvBlock> kept;  // diagnose: every episode's rows
   for (int e = 0; e < su.episodes; ++e) {
     run(episode_ids(e), 0, su.episode_tokens, &b);
     const auto t0 = std::chrono::steady_clock::now();
     assoc.episode_key(b, 0, b.size(), keys.data() + size_t(e) * KF);
     r.key_ms += ms_since(t0);
+    if (su.diagnose) {
+      b.v.clear();
+      kept.push_back(b);
+    }
+  }
+  if (su.diagnose) {
+    r.layers = fit_rows.layers;
+    r.layer_cos_same.assign(r.layers.size(), 0.0);
+    r.layer_cos_other.assign(r.layers.size(), 0.0);
   }
 
   int hit1 = 0, hit3 = 0;
@@ -91,6 +132,11 @@ RecallResult measure_recall(const Model& model, ThreadPool& pool, const RecallSe
     const std::vector<int32_t> ep = episode_ids(k);
     ids.insert(ids.end(), ep.begin() + off, ep.begin() + off + su.excerpt_tokens);
     run(ids, su.prefix_tokens, su.excerpt_tokens, &b);
+    if (su.diagnose) {
+      const size_t n = size_t(su.excerpt_tokens);
+      add_layer_cosines(cfg, b, kept[size_t(k)], size_t(off), n, 0, r.layer_cos_same);
+      add_layer_cosines(cfg, b, kept[size_t(k)], size_t(off), n, 1, r.layer_cos_other);
+    }
     const auto t0 = std::chrono::steady_clock::now();
     assoc.query_key(b, 0, b.size(), q.data());
     r.key_ms += ms_since(t0);
@@ -112,6 +158,8 @@ RecallResult measure_recall(const Model& model, ThreadPool& pool, const RecallSe
   r.recall_at3 = double(hit3) / su.queries;
   r.mean_true_cos /= su.queries;
   r.mean_best_other_cos /= su.queries;
+  for (double& c : r.layer_cos_same) c /= su.queries;
+  for (double& c : r.layer_cos_other) c /= su.queries;
   return r;
 }
 

@@ -1,12 +1,15 @@
 // The retrieval-accuracy measurement (issue 29, "what must be shown"): episodes of distinct
-// random token text streamed through the CPU ring forward pass, each in a fresh context, their
-// keys stored; then a 16-token excerpt of episode k, at a random offset, re-presented in a fresh
-// context (optionally after other random text) and ranked against every stored key.
+// random token text streamed through a ring forward pass (CPU or GPU), each in a fresh context,
+// their keys stored; then a 16-token excerpt of episode k, at a random offset, re-presented in a
+// fresh context (optionally after other random text) and ranked against every stored key.
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "memory/association.h"
+#include "model/forward.h"
+#include "model/kv_ring.h"
 #include "model/model.h"
 #include "model/thread_pool.h"
 
@@ -19,6 +22,7 @@ struct RecallSetup {
   int queries = 64;           // excerpts of episodes 0, e/q, 2e/q, ...
   int prefix_tokens = 0;      // random text before the excerpt (0: the excerpt opens a context)
   int fit_episodes = 4;       // episodes whose rows fit the association (4 x 64 = 256 tokens)
+  bool diagnose = false;      // fill RecallResult's per-layer cosines (keeps every episode's K)
   uint32_t seed = 1;
   memory::AssociationConfig assoc;
 };
@@ -28,8 +32,19 @@ struct RecallResult {
   double mean_true_cos = 0, mean_best_other_cos = 0;
   double forward_ms = 0;  // all forward passes (episodes and queries)
   double key_ms = 0;      // making keys and queries
+  // With diagnose, per tiered layer: the mean cosine of one head's K row for the same token in
+  // the excerpt's context and in its episode's (same), and for the excerpt's token against the
+  // episode's next token (other: what unrelated tokens share). Raw rows, no centring.
+  std::vector<int> layers;
+  std::vector<double> layer_cos_same, layer_cos_other;
 };
 
+// The ring a forward pass given to measure_recall must run (fits an episode and a query).
+RingConfig recall_ring(const RecallSetup& setup);
+
+// fwd: a ring forward pass of model made with recall_ring(setup) (kv_ring() non-null).
+RecallResult measure_recall(const Model& model, Forward& fwd, const RecallSetup& setup);
+// The same on a CpuForward of pool.
 RecallResult measure_recall(const Model& model, ThreadPool& pool, const RecallSetup& setup);
 
 }  // namespace infer::test
