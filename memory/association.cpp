@@ -13,7 +13,6 @@
 namespace infer::memory {
 namespace {
 
-
 std::vector<float> gaussian_matrix(size_t rows, size_t cols, uint64_t seed) {
   SplitMix64 r{seed};
   std::vector<float> m(rows * cols);
@@ -28,16 +27,6 @@ void make_unit(float* x, size_t n) {
   for (size_t i = 0; i < n; ++i) x[i] *= inv;
 }
 
-// out[r] = Σ_c m[r, c] x[c]; m [rows, cols].
-void matvec(const float* m, size_t rows, size_t cols, const float* x, float* out) {
-  for (size_t r = 0; r < rows; ++r) {
-    const float* row = m + r * cols;
-    float acc = 0;
-    for (size_t c = 0; c < cols; ++c) acc += row[c] * x[c];
-    out[r] = acc;
-  }
-}
-
 // Eight partial sums: vectorizes without -ffast-math.
 float dot(const float* a, const float* b, size_t n) {
   float s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
@@ -47,6 +36,11 @@ float dot(const float* a, const float* b, size_t n) {
   float t = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
   for (; i < n; ++i) t += a[i] * b[i];
   return t;
+}
+
+// out[r] = Σ_c m[r, c] x[c]; m [rows, cols].
+void matvec(const float* m, size_t rows, size_t cols, const float* x, float* out) {
+  for (size_t r = 0; r < rows; ++r) out[r] = dot(m + r * cols, x, cols);
 }
 
 }  // namespace

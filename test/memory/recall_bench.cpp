@@ -3,8 +3,10 @@
 //   recall_bench MODEL_DIR|CONFIG.json [--q4] [--gpu [--device N]] [--episodes N] [--queries Q]
 //                [--prefix P] [--excerpt X] [--sub-spans S] [--dims D] [--lift-active K]
 //                [--lift-dims M] [--layers L] [--id-weight W] [--threads T] [--diagnose]
+//                [--sweep]
 // --gpu runs the forward passes on the Vulkan backend (the keys are made on the CPU either way);
-// --diagnose prints, per tiered layer, how alike a token's K rows are in two contexts.
+// --diagnose prints, per tiered layer, how alike a token's K rows are in two contexts; --sweep
+// scores the same rows under other id weights, layer counts and lifts.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -32,6 +34,7 @@ int main(int argc, char** argv) {
   bool q4 = false;
   int threads = 2;
   cli::Options gpu_opts;
+  bool sweep = false;
   test::RecallSetup su;
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
@@ -49,6 +52,7 @@ int main(int argc, char** argv) {
     else if (a == "--id-weight") su.assoc.id_weight = i + 1 < argc ? float(std::atof(argv[++i])) : 0.0f;
     else if (a == "--excerpt") su.excerpt_tokens = val();
     else if (a == "--diagnose") su.diagnose = true;
+    else if (a == "--sweep") sweep = true;
     else if (a == "--gpu") gpu_opts.gpu = true;
     else if (a == "--device") gpu_opts.device = val();
     else {
@@ -82,7 +86,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", backend.error().message.c_str());
     return 1;
   }
-  const auto r = test::measure_recall(*m.value(), *backend->forward, su);
+  const test::RecallRows rows = test::collect_recall_rows(*backend->forward, su);
+  const auto r = test::score_recall(m.value()->config(), rows, su);
   std::printf(
       "model %s%s on %s: %d episodes x %d tokens (fresh context each), %d excerpts of %d tokens "
       "(after %d random tokens)\n  key: dims %d x sub-spans %d, lift %d/%d, layers %d, "
@@ -97,6 +102,25 @@ int main(int argc, char** argv) {
   for (size_t l = 0; l < r.layers.size(); ++l) {
     std::printf("  layer %2d: K cos same token %.3f, next token %.3f\n", r.layers[l],
                 r.layer_cos_same[l], r.layer_cos_other[l]);
+  }
+  if (sweep) {  // the same rows under other key configurations
+    for (float w : {0.0f, 0.25f, 0.5f, 0.75f, 1.0f}) {
+      for (int layers : {1, 0}) {
+        for (int lift : {32, 0}) {
+          if (w == 1.0f && (layers != 1 || lift != 32)) continue;  // ids only: rows unused
+          test::RecallSetup v = su;
+          v.diagnose = false;
+          v.assoc.id_weight = w;
+          v.assoc.max_layers = layers;
+          v.assoc.lift_active = lift;
+          const auto x = test::score_recall(m.value()->config(), rows, v);
+          std::printf("  sweep id weight %.2f layers %d lift %2d: recall@1 %.3f @3 %.3f  "
+                      "cos own %.3f other %.3f\n",
+                      double(w), layers, lift, x.recall_at1, x.recall_at3, x.mean_true_cos,
+                      x.mean_best_other_cos);
+        }
+      }
+    }
   }
 
   // Scoring cost: association + dual score over n keys of this geometry, one core.

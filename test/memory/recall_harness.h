@@ -39,12 +39,25 @@ struct RecallResult {
   std::vector<double> layer_cos_same, layer_cos_other;
 };
 
-// The ring a forward pass given to measure_recall must run (fits an episode and a query).
-RingConfig recall_ring(const RecallSetup& setup);
+// The rows the measurement makes keys from (K only): collected once, scored under any number
+// of association configurations.
+struct RecallRows {
+  KvBlock fit;                       // the first fit_episodes episodes' rows
+  std::vector<KvBlock> episodes;     // [episodes]
+  std::vector<KvBlock> queries;      // [queries]: the excerpts' rows
+  std::vector<int> query_episode;    // [queries]: the episode each excerpt was cut from
+  std::vector<int> query_offset;     // [queries]: its first token's index in that episode
+  double forward_ms = 0;
+};
 
+// The ring a forward pass given to collect_recall_rows must run (fits an episode and a query).
+RingConfig recall_ring(const RecallSetup& setup);
 // fwd: a ring forward pass of model made with recall_ring(setup) (kv_ring() non-null).
-RecallResult measure_recall(const Model& model, Forward& fwd, const RecallSetup& setup);
-// The same on a CpuForward of pool.
+RecallRows collect_recall_rows(Forward& fwd, const RecallSetup& setup);
+// Keys and rankings of rows under setup.assoc (setup's counts must be the ones rows came from).
+RecallResult score_recall(const ModelConfig& cfg, const RecallRows& rows, const RecallSetup& setup);
+
+// collect_recall_rows then score_recall, on a CpuForward of pool.
 RecallResult measure_recall(const Model& model, ThreadPool& pool, const RecallSetup& setup);
 
 }  // namespace infer::test
