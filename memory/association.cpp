@@ -13,10 +13,12 @@
 namespace infer::memory {
 namespace {
 
-std::vector<float> gaussian_matrix(size_t rows, size_t cols, uint64_t seed) {
+// A Gaussian matrix [rows, cols] drawn row by row, stored transposed ([cols, rows]) for matvec.
+std::vector<float> gaussian_matrix_t(size_t rows, size_t cols, uint64_t seed) {
   SplitMix64 r{seed};
   std::vector<float> m(rows * cols);
-  for (auto& x : m) x = r.gaussian();
+  for (size_t i = 0; i < rows; ++i)
+    for (size_t j = 0; j < cols; ++j) m[j * rows + i] = r.gaussian();
   return m;
 }
 
@@ -38,9 +40,16 @@ float dot(const float* a, const float* b, size_t n) {
   return t;
 }
 
-// out[r] = Σ_c m[r, c] x[c]; m [rows, cols].
-void matvec(const float* m, size_t rows, size_t cols, const float* x, float* out) {
-  for (size_t r = 0; r < rows; ++r) out[r] = dot(m + r * cols, x, cols);
+// out[r] = Σ_c m[r, c] x[c], from mt = m transposed [cols, rows]: column by column, so the inner
+// loop runs over contiguous rows and vectorizes without reassociating any sum.
+void matvec_t(const float* mt, size_t rows, size_t cols, const float* x, float* out) {
+  std::fill(out, out + rows, 0.0f);
+  for (size_t c = 0; c < cols; ++c) {
+    const float xc = x[c];
+    if (xc == 0.0f) continue;
+    const float* col = mt + c * rows;
+    for (size_t r = 0; r < rows; ++r) out[r] += col[r] * xc;
+  }
 }
 
 }  // namespace
@@ -57,10 +66,10 @@ Association::Association(const AssociationConfig& cfg, std::vector<int> row_floa
   INFER_CHECK(cfg_.dims > 0 && cfg_.sub_spans > 0 && cfg_.reduce_dims > 0, "association: dims");
   INFER_CHECK(cfg_.lift_active >= 0 && cfg_.lift_active <= cfg_.lift_dims, "association: lift");
   const size_t in = in_floats(), red = size_t(cfg_.reduce_dims);
-  p1_ = gaussian_matrix(red, in, cfg_.seed);
+  p1_ = gaussian_matrix_t(red, in, cfg_.seed);
   const size_t p2_cols = cfg_.lift_active > 0 ? size_t(cfg_.lift_dims) : red;
-  if (cfg_.lift_active > 0) lift_ = gaussian_matrix(size_t(cfg_.lift_dims), red, cfg_.seed + 1);
-  p2_ = gaussian_matrix(size_t(cfg_.dims), p2_cols, cfg_.seed + 2);
+  if (cfg_.lift_active > 0) lift_ = gaussian_matrix_t(size_t(cfg_.lift_dims), red, cfg_.seed + 1);
+  p2_ = gaussian_matrix_t(size_t(cfg_.dims), p2_cols, cfg_.seed + 2);
 }
 
 size_t Association::in_floats() const {
@@ -89,7 +98,7 @@ void Association::token_feature(const KvBlock& b, size_t t, float* reduced,
     for (size_t i = 0; i < in; ++i) x[i] -= mean_[i];
   }
   make_unit(x.data(), in);
-  matvec(p1_.data(), size_t(cfg_.reduce_dims), in, x.data(), reduced);
+  matvec_t(p1_.data(), size_t(cfg_.reduce_dims), in, x.data(), reduced);
   make_unit(reduced, size_t(cfg_.reduce_dims));
 }
 
@@ -98,7 +107,7 @@ void Association::active_units(const float* reduced, std::vector<float>& lifted,
                                std::vector<int>& active) const {
   const size_t m = size_t(cfg_.lift_dims);
   lifted.resize(m);
-  matvec(lift_.data(), m, size_t(cfg_.reduce_dims), reduced, lifted.data());
+  matvec_t(lift_.data(), m, size_t(cfg_.reduce_dims), reduced, lifted.data());
   active.resize(m);
   std::iota(active.begin(), active.end(), 0);
   std::nth_element(active.begin(), active.begin() + cfg_.lift_active, active.end(),
@@ -182,7 +191,7 @@ void Association::rows_key(const KvBlock& b, size_t i0, size_t n, float* out) co
       for (size_t i = 0; i < units; ++i) acc[i] += red[i];
     }
   }
-  matvec(p2_.data(), size_t(cfg_.dims), units, acc.data(), out);
+  matvec_t(p2_.data(), size_t(cfg_.dims), units, acc.data(), out);
   make_unit(out, size_t(cfg_.dims));
 }
 

@@ -84,7 +84,8 @@ class Association {
   AssociationConfig cfg_;
   std::vector<int> row_floats_, head_dim_;
   int n_layers_ = 0;
-  std::vector<float> p1_, lift_, p2_;  // [reduce, in], [lift, reduce], [dims, lift or reduce]
+  // Stored transposed: [in, reduce], [reduce, lift], [lift or reduce, dims].
+  std::vector<float> p1_, lift_, p2_;
   std::vector<float> mean_;            // [in] (empty until fit)
   std::vector<float> freq_;            // [lift_dims] or [reduce_dims]: expected per token
 };
