@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 #include <string>
 
@@ -29,13 +30,23 @@ void make_unit(float* x, size_t n) {
   for (size_t i = 0; i < n; ++i) x[i] *= inv;
 }
 
-// Eight partial sums: vectorizes without -ffast-math.
+// Two 4-lane partial sums (GCC/Clang vector extensions: plain SSE on the x86-64 baseline, NEON
+// on Arm), then the lanes in a fixed order: the same bits on every machine.
 float dot(const float* a, const float* b, size_t n) {
-  float s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  typedef float f4 __attribute__((vector_size(16)));
+  f4 s0 = {0, 0, 0, 0}, s1 = {0, 0, 0, 0};
   size_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (int j = 0; j < 8; ++j) s[j] += a[i + j] * b[i + j];
-  float t = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+  for (; i + 8 <= n; i += 8) {
+    f4 a0, a1, b0, b1;
+    std::memcpy(&a0, a + i, 16);
+    std::memcpy(&a1, a + i + 4, 16);
+    std::memcpy(&b0, b + i, 16);
+    std::memcpy(&b1, b + i + 4, 16);
+    s0 += a0 * b0;
+    s1 += a1 * b1;
+  }
+  const f4 s = s0 + s1;
+  float t = (s[0] + s[1]) + (s[2] + s[3]);
   for (; i < n; ++i) t += a[i] * b[i];
   return t;
 }
@@ -64,6 +75,7 @@ Association::Association(const AssociationConfig& cfg, std::vector<int> row_floa
   for (int l = 0; l < n_layers_; ++l)
     INFER_CHECK(head_dim_[l] > 0 && row_floats_[l] % head_dim_[l] == 0, "association: head dim");
   INFER_CHECK(cfg_.dims > 0 && cfg_.sub_spans > 0 && cfg_.reduce_dims > 0, "association: dims");
+  INFER_CHECK(cfg_.query_parts > 0 && cfg_.query_part_tokens > 0, "association: query parts");
   INFER_CHECK(cfg_.lift_active >= 0 && cfg_.lift_active <= cfg_.lift_dims, "association: lift");
   const size_t in = in_floats(), red = size_t(cfg_.reduce_dims);
   p1_ = gaussian_matrix_t(red, in, cfg_.seed);
@@ -236,13 +248,21 @@ void Association::episode_key(const KvBlock& b, size_t i0, size_t n, float* out)
 }
 
 void Association::query_key(const KvBlock& b, size_t i0, size_t n, float* out) const {
-  span_key(b, i0, n, out);
+  const size_t D = size_t(cfg_.dims), L = size_t(cfg_.query_part_tokens);
+  const size_t parts = std::min(size_t(cfg_.query_parts), std::max<size_t>(1, (n + L - 1) / L));
+  std::fill(out, out + query_floats(), 0.0f);
+  for (size_t p = 0; p < parts; ++p) {
+    const size_t a = i0 + n * p / parts, e = i0 + n * (p + 1) / parts;
+    span_key(b, a, e - a, out + p * D);
+  }
 }
 
 float Association::association(const float* query, const float* key) const {
   const size_t D = size_t(cfg_.dims);
-  float best = -2.0f;
-  for (int s = 0; s < cfg_.sub_spans; ++s) best = std::max(best, dot(query, key + size_t(s) * D, D));
+  float best = 0.0f;
+  for (int p = 0; p < cfg_.query_parts; ++p)
+    for (int s = 0; s < cfg_.sub_spans; ++s)
+      best = std::max(best, dot(query + size_t(p) * D, key + size_t(s) * D, D));
   return best;
 }
 

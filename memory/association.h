@@ -34,7 +34,10 @@ namespace infer::memory {
 // A span's key: unit(sqrt(1 - id_weight) rows key + sqrt(id_weight) ids key), so a cosine between
 // two keys is (1 - id_weight) cos(rows) + id_weight cos(ids) up to the small cross terms.
 // An episode's key is `sub_spans` such keys of consecutive equal parts (key_floats() =
-// sub_spans * dims); association(query, key) is the largest cosine over the parts.
+// sub_spans * dims). A query (a turn's input: a few tokens to hundreds) is cut the same way into
+// at most query_parts parts of about query_part_tokens (longer when the input is longer), so a
+// long input does not dilute the part that matches; association(query, key) is the largest
+// cosine over every (query part, key part) pair, 0 at least.
 struct AssociationConfig {
   int dims = 256;         // one sub-span key
   int sub_spans = 4;      // parts of an episode, each keyed
@@ -43,6 +46,8 @@ struct AssociationConfig {
   int lift_active = 32;   // step 4 (0: no lift; P2 applies to the reduced vector)
   int max_layers = 0;     // the first max_layers tiered layers (0: all)
   float id_weight = 0.5f; // share of the ids key (0: rows only, 1: ids only)
+  int query_parts = 4;        // the most parts a query is cut into
+  int query_part_tokens = 16; // a query part's length while the query has room (a key part's)
   uint64_t seed = 0x5eedULL;
 };
 
@@ -53,7 +58,7 @@ class Association {
               std::vector<int> head_dim);
   const AssociationConfig& config() const { return cfg_; }
   size_t key_floats() const { return size_t(cfg_.dims) * size_t(cfg_.sub_spans); }
-  size_t query_floats() const { return size_t(cfg_.dims); }
+  size_t query_floats() const { return size_t(cfg_.dims) * size_t(cfg_.query_parts); }
 
   // Learns the mean direction and the unit frequencies from b's rows (all of them; a few
   // hundred tokens are plenty). Must run before keys are made.
@@ -69,7 +74,8 @@ class Association {
   void episode_key(const KvBlock& b, size_t i0, size_t n, float* out) const;
   void query_key(const KvBlock& b, size_t i0, size_t n, float* out) const;
 
-  // The largest cosine between query [query_floats()] and the parts of key [key_floats()].
+  // The largest cosine between the parts of query [query_floats()] and of key [key_floats()],
+  // 0 at least (a query's unused parts are zero).
   float association(const float* query, const float* key) const;
 
  private:

@@ -87,7 +87,9 @@ KvBlock in_context(const std::vector<int32_t>& ids, uint32_t ctx) {
   return b;
 }
 
-int excerpts_found(const AssociationConfig& cfg) {
+// How many of 10 excerpts (16 tokens, then `tail` unrelated tokens in the same query) rank their
+// episode of 50 first.
+int excerpts_found(const AssociationConfig& cfg, int tail = 0) {
   Association a(cfg, {32}, {16});
   a.fit(in_context(ids(256, 99), 99));
   const int E = 50;
@@ -98,9 +100,10 @@ int excerpts_found(const AssociationConfig& cfg) {
   for (int e = 0; e < E; e += 5) {
     const std::vector<int32_t> all = ids(64, uint32_t(e));
     const size_t off = size_t(e % 48);
-    a.query_key(in_context({all.begin() + ptrdiff_t(off), all.begin() + ptrdiff_t(off + 16)},
-                           uint32_t(1000 + e)),
-                0, 16, q.data());
+    std::vector<int32_t> query(all.begin() + ptrdiff_t(off), all.begin() + ptrdiff_t(off + 16));
+    const std::vector<int32_t> other = ids(tail, uint32_t(5000 + e));
+    query.insert(query.end(), other.begin(), other.end());
+    a.query_key(in_context(query, uint32_t(1000 + e)), 0, query.size(), q.data());
     int best = 0;
     for (int j = 1; j < E; ++j)
       if (a.association(q.data(), &keys[size_t(j) * a.key_floats()]) >
@@ -117,6 +120,17 @@ TEST(Association, TokenIdsFindAnExcerptWhoseRowsCarryOnlyTheContext) {
   EXPECT_EQ(excerpts_found(cfg), 10);
   cfg.id_weight = 0.0f;  // the rows alone: chance (1 in 50 a query)
   EXPECT_LE(excerpts_found(cfg), 2);
+}
+
+TEST(Association, ALongQueryIsCutIntoPartsSoTheMatchingPartIsNotDiluted) {
+  AssociationConfig cfg;
+  // Rows that carry only the context leave the ids alone to find the excerpt (the hardest case).
+  cfg.query_parts = 4;
+  EXPECT_EQ(excerpts_found(cfg, 48), 10);  // 64 tokens: four parts of 16
+  const int parts4 = excerpts_found(cfg, 112);  // 128 tokens: four parts of 32
+  cfg.query_parts = 1;  // one key of the whole query: the excerpt's share shrinks with its length
+  EXPECT_LT(excerpts_found(cfg, 48), 10);
+  EXPECT_LT(excerpts_found(cfg, 112), parts4);
 }
 
 TEST(Association, KeysMixRowsAndIdsByTheirWeight) {

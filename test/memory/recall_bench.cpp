@@ -3,10 +3,11 @@
 //   recall_bench MODEL_DIR|CONFIG.json [--q4] [--gpu [--device N]] [--episodes N] [--queries Q]
 //                [--prefix P] [--excerpt X] [--sub-spans S] [--dims D] [--lift-active K]
 //                [--lift-dims M] [--layers L] [--id-weight W] [--threads T] [--diagnose]
-//                [--sweep]
+//                [--sweep] [--query-prefix]
 // --gpu runs the forward passes on the Vulkan backend (the keys are made on the CPU either way);
 // --diagnose prints, per tiered layer, how alike a token's K rows are in two contexts; --sweep
-// scores the same rows under other id weights, layer counts and lifts.
+// scores the same rows under other id weights, layer counts and lifts; --query-prefix makes the
+// query of the prefix and the excerpt together (a turn's whole input), not the excerpt alone.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -53,6 +54,7 @@ int main(int argc, char** argv) {
     else if (a == "--excerpt") su.excerpt_tokens = val();
     else if (a == "--diagnose") su.diagnose = true;
     else if (a == "--sweep") sweep = true;
+    else if (a == "--query-prefix") su.query_prefix = true;
     else if (a == "--gpu") gpu_opts.gpu = true;
     else if (a == "--device") gpu_opts.device = val();
     else {
@@ -90,12 +92,13 @@ int main(int argc, char** argv) {
   const auto r = test::score_recall(m.value()->config(), rows, su);
   std::printf(
       "model %s%s on %s: %d episodes x %d tokens (fresh context each), %d excerpts of %d tokens "
-      "(after %d random tokens)\n  key: dims %d x sub-spans %d, lift %d/%d, layers %d, "
+      "(after %d random tokens%s)\n  key: dims %d x sub-spans %d, lift %d/%d, layers %d, "
       "id weight %.2f\n"
       "  recall@1 %.3f  recall@3 %.3f  mean cos own %.3f  best other %.3f\n"
       "  forward %.1f s, keys %.1f ms\n",
       path.c_str(), q4 ? " (Q4_0)" : "", backend->name.c_str(), su.episodes, su.episode_tokens,
-      su.queries, su.excerpt_tokens, su.prefix_tokens, su.assoc.dims, su.assoc.sub_spans,
+      su.queries, su.excerpt_tokens, su.prefix_tokens, su.query_prefix ? ", in the query" : "",
+      su.assoc.dims, su.assoc.sub_spans,
       su.assoc.lift_active, su.assoc.lift_dims, su.assoc.max_layers,
       double(su.assoc.id_weight), r.recall_at1, r.recall_at3, r.mean_true_cos,
       r.mean_best_other_cos, r.forward_ms / 1000, r.key_ms);

@@ -32,9 +32,10 @@ double cosine(const float* a, const float* b, size_t n) {
   return aa > 0 && bb > 0 ? ab / std::sqrt(aa * bb) : 0.0;
 }
 
-// Per tiered layer, the mean over heads and tokens of cos(q row t, e row t + shift), t < n.
-void add_layer_cosines(const ModelConfig& cfg, const KvBlock& q, const KvBlock& e, size_t e0,
-                       size_t n, size_t shift, std::vector<double>& sum) {
+// Per tiered layer, the mean over heads and tokens of cos(q row q0 + t, e row e0 + t + shift),
+// t + shift < n.
+void add_layer_cosines(const ModelConfig& cfg, const KvBlock& q, size_t q0, const KvBlock& e,
+                       size_t e0, size_t n, size_t shift, std::vector<double>& sum) {
   for (size_t l = 0; l < q.layers.size(); ++l) {
     const LayerPlan& lp = cfg.layers[size_t(q.layers[l])];
     const size_t d = size_t(lp.head_dim), rf = size_t(lp.num_key_value_heads) * d;
@@ -42,7 +43,8 @@ void add_layer_cosines(const ModelConfig& cfg, const KvBlock& q, const KvBlock& 
     int count = 0;
     for (size_t t = 0; t + shift < n; ++t)
       for (size_t h = 0; h < rf; h += d, ++count)
-        s += cosine(q.k[l].data() + t * rf + h, e.k[l].data() + (e0 + t + shift) * rf + h, d);
+        s += cosine(q.k[l].data() + (q0 + t) * rf + h, e.k[l].data() + (e0 + t + shift) * rf + h,
+                    d);
     sum[l] += count > 0 ? s / count : 0.0;
   }
 }
@@ -101,7 +103,9 @@ RecallRows collect_recall_rows(Forward& fwd, const RecallSetup& su) {
     std::vector<int32_t> ids = random_ids(su.prefix_tokens, V, 0xabcdu + uint32_t(i));
     const std::vector<int32_t> ep = episode_ids(k);
     ids.insert(ids.end(), ep.begin() + off, ep.begin() + off + su.excerpt_tokens);
-    run(ids, su.prefix_tokens, su.excerpt_tokens, &rows.queries[size_t(i)]);
+    rows.excerpt_at = su.query_prefix ? size_t(su.prefix_tokens) : 0;
+    run(ids, su.prefix_tokens - int64_t(rows.excerpt_at), int64_t(rows.excerpt_at) + su.excerpt_tokens,
+        &rows.queries[size_t(i)]);
     rows.query_episode.push_back(k);
     rows.query_offset.push_back(off);
   }
@@ -141,8 +145,9 @@ RecallResult score_recall(const ModelConfig& cfg, const RecallRows& rows,
     const KvBlock& b = rows.queries[i];
     const size_t k = size_t(rows.query_episode[i]), off = size_t(rows.query_offset[i]);
     if (su.diagnose) {
-      add_layer_cosines(cfg, b, rows.episodes[k], off, b.size(), 0, r.layer_cos_same);
-      add_layer_cosines(cfg, b, rows.episodes[k], off, b.size(), 1, r.layer_cos_other);
+      const size_t q0 = rows.excerpt_at, n = b.size() - q0;
+      add_layer_cosines(cfg, b, q0, rows.episodes[k], off, n, 0, r.layer_cos_same);
+      add_layer_cosines(cfg, b, q0, rows.episodes[k], off, n, 1, r.layer_cos_other);
     }
     t0 = std::chrono::steady_clock::now();
     assoc.query_key(b, 0, b.size(), q.data());

@@ -21,6 +21,7 @@ struct RecallSetup {
   int excerpt_tokens = 16;
   int queries = 64;           // excerpts of episodes 0, e/q, 2e/q, ...
   int prefix_tokens = 0;      // random text before the excerpt (0: the excerpt opens a context)
+  bool query_prefix = false;  // the query is the prefix and the excerpt (a turn's whole input)
   int fit_episodes = 4;       // episodes whose rows fit the association (4 x 64 = 256 tokens)
   bool diagnose = false;      // fill RecallResult's per-layer cosines (keeps every episode's K)
   uint32_t seed = 1;
@@ -44,7 +45,8 @@ struct RecallResult {
 struct RecallRows {
   KvBlock fit;                       // the first fit_episodes episodes' rows
   std::vector<KvBlock> episodes;     // [episodes]
-  std::vector<KvBlock> queries;      // [queries]: the excerpts' rows
+  std::vector<KvBlock> queries;      // [queries]: the excerpts' rows (with the prefix's, if asked)
+  size_t excerpt_at = 0;             // where the excerpt starts in a query's rows
   std::vector<int> query_episode;    // [queries]: the episode each excerpt was cut from
   std::vector<int> query_offset;     // [queries]: its first token's index in that episode
   double forward_ms = 0;
