@@ -1,7 +1,7 @@
 // Association keys and the dual recall score (DESIGN.md §5, issue 29 item 4). An episode's key
-// and a query are both built from the pre-RoPE K rows of the tiered layers (KvBlock, as read_kv
-// and the eviction sink give them); random weights make the same tokens give nearly the same
-// early keys, so re-presenting an excerpt finds its episode.
+// and a query are both built from a KvBlock (as read_kv and the eviction sink give it): the
+// pre-RoPE K rows of the tiered layers and the token ids, so re-presenting an excerpt finds its
+// episode whether or not the rows kept the token's identity across contexts.
 #pragma once
 
 #include <cstddef>
