@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 #include <string>
 
@@ -13,11 +14,12 @@
 namespace infer::memory {
 namespace {
 
-
-std::vector<float> gaussian_matrix(size_t rows, size_t cols, uint64_t seed) {
+// A Gaussian matrix [rows, cols] drawn row by row, stored transposed ([cols, rows]) for matvec.
+std::vector<float> gaussian_matrix_t(size_t rows, size_t cols, uint64_t seed) {
   SplitMix64 r{seed};
   std::vector<float> m(rows * cols);
-  for (auto& x : m) x = r.gaussian();
+  for (size_t i = 0; i < rows; ++i)
+    for (size_t j = 0; j < cols; ++j) m[j * rows + i] = r.gaussian();
   return m;
 }
 
@@ -28,25 +30,37 @@ void make_unit(float* x, size_t n) {
   for (size_t i = 0; i < n; ++i) x[i] *= inv;
 }
 
-// out[r] = Σ_c m[r, c] x[c]; m [rows, cols].
-void matvec(const float* m, size_t rows, size_t cols, const float* x, float* out) {
-  for (size_t r = 0; r < rows; ++r) {
-    const float* row = m + r * cols;
-    float acc = 0;
-    for (size_t c = 0; c < cols; ++c) acc += row[c] * x[c];
-    out[r] = acc;
-  }
-}
-
-// Eight partial sums: vectorizes without -ffast-math.
+// Two 4-lane partial sums (GCC/Clang vector extensions: plain SSE on the x86-64 baseline, NEON
+// on Arm), then the lanes in a fixed order: the same bits on every machine.
 float dot(const float* a, const float* b, size_t n) {
-  float s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  typedef float f4 __attribute__((vector_size(16)));
+  f4 s0 = {0, 0, 0, 0}, s1 = {0, 0, 0, 0};
   size_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (int j = 0; j < 8; ++j) s[j] += a[i + j] * b[i + j];
-  float t = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+  for (; i + 8 <= n; i += 8) {
+    f4 a0, a1, b0, b1;
+    std::memcpy(&a0, a + i, 16);
+    std::memcpy(&a1, a + i + 4, 16);
+    std::memcpy(&b0, b + i, 16);
+    std::memcpy(&b1, b + i + 4, 16);
+    s0 += a0 * b0;
+    s1 += a1 * b1;
+  }
+  const f4 s = s0 + s1;
+  float t = (s[0] + s[1]) + (s[2] + s[3]);
   for (; i < n; ++i) t += a[i] * b[i];
   return t;
+}
+
+// out[r] = Σ_c m[r, c] x[c], from mt = m transposed [cols, rows]: column by column, so the inner
+// loop runs over contiguous rows and vectorizes without reassociating any sum.
+void matvec_t(const float* mt, size_t rows, size_t cols, const float* x, float* out) {
+  std::fill(out, out + rows, 0.0f);
+  for (size_t c = 0; c < cols; ++c) {
+    const float xc = x[c];
+    if (xc == 0.0f) continue;
+    const float* col = mt + c * rows;
+    for (size_t r = 0; r < rows; ++r) out[r] += col[r] * xc;
+  }
 }
 
 }  // namespace
@@ -61,12 +75,13 @@ Association::Association(const AssociationConfig& cfg, std::vector<int> row_floa
   for (int l = 0; l < n_layers_; ++l)
     INFER_CHECK(head_dim_[l] > 0 && row_floats_[l] % head_dim_[l] == 0, "association: head dim");
   INFER_CHECK(cfg_.dims > 0 && cfg_.sub_spans > 0 && cfg_.reduce_dims > 0, "association: dims");
+  INFER_CHECK(cfg_.query_parts > 0 && cfg_.query_part_tokens > 0, "association: query parts");
   INFER_CHECK(cfg_.lift_active >= 0 && cfg_.lift_active <= cfg_.lift_dims, "association: lift");
   const size_t in = in_floats(), red = size_t(cfg_.reduce_dims);
-  p1_ = gaussian_matrix(red, in, cfg_.seed);
+  p1_ = gaussian_matrix_t(red, in, cfg_.seed);
   const size_t p2_cols = cfg_.lift_active > 0 ? size_t(cfg_.lift_dims) : red;
-  if (cfg_.lift_active > 0) lift_ = gaussian_matrix(size_t(cfg_.lift_dims), red, cfg_.seed + 1);
-  p2_ = gaussian_matrix(size_t(cfg_.dims), p2_cols, cfg_.seed + 2);
+  if (cfg_.lift_active > 0) lift_ = gaussian_matrix_t(size_t(cfg_.lift_dims), red, cfg_.seed + 1);
+  p2_ = gaussian_matrix_t(size_t(cfg_.dims), p2_cols, cfg_.seed + 2);
 }
 
 size_t Association::in_floats() const {
@@ -95,7 +110,7 @@ void Association::token_feature(const KvBlock& b, size_t t, float* reduced,
     for (size_t i = 0; i < in; ++i) x[i] -= mean_[i];
   }
   make_unit(x.data(), in);
-  matvec(p1_.data(), size_t(cfg_.reduce_dims), in, x.data(), reduced);
+  matvec_t(p1_.data(), size_t(cfg_.reduce_dims), in, x.data(), reduced);
   make_unit(reduced, size_t(cfg_.reduce_dims));
 }
 
@@ -104,7 +119,7 @@ void Association::active_units(const float* reduced, std::vector<float>& lifted,
                                std::vector<int>& active) const {
   const size_t m = size_t(cfg_.lift_dims);
   lifted.resize(m);
-  matvec(lift_.data(), m, size_t(cfg_.reduce_dims), reduced, lifted.data());
+  matvec_t(lift_.data(), m, size_t(cfg_.reduce_dims), reduced, lifted.data());
   active.resize(m);
   std::iota(active.begin(), active.end(), 0);
   std::nth_element(active.begin(), active.begin() + cfg_.lift_active, active.end(),
@@ -173,9 +188,7 @@ Result<void> Association::set_state(std::span<const float> s) {
   return {};
 }
 
-void Association::span_key(const KvBlock& b, size_t i0, size_t n, float* out) const {
-  INFER_CHECK(fitted(), "association: keys before fit()");
-  INFER_CHECK(n > 0 && i0 + n <= b.size(), "association: span out of the block");
+void Association::rows_key(const KvBlock& b, size_t i0, size_t n, float* out) const {
   const bool lift = cfg_.lift_active > 0;
   const size_t units = freq_.size();
   std::vector<float> acc(units), red(size_t(cfg_.reduce_dims)), x, lifted;
@@ -190,8 +203,38 @@ void Association::span_key(const KvBlock& b, size_t i0, size_t n, float* out) co
       for (size_t i = 0; i < units; ++i) acc[i] += red[i];
     }
   }
-  matvec(p2_.data(), size_t(cfg_.dims), units, acc.data(), out);
+  matvec_t(p2_.data(), size_t(cfg_.dims), units, acc.data(), out);
   make_unit(out, size_t(cfg_.dims));
+}
+
+void Association::ids_key(const KvBlock& b, size_t i0, size_t n, float* out) const {
+  const size_t D = size_t(cfg_.dims);
+  std::fill(out, out + D, 0.0f);
+  auto add = [&](uint64_t feature) {
+    const uint64_t h = SplitMix64{cfg_.seed ^ feature}.next();
+    out[(h >> 1) % D] += (h & 1) ? 1.0f : -1.0f;
+  };
+  for (size_t t = i0; t < i0 + n; ++t) {
+    const uint64_t id = uint32_t(b.ids[t]);
+    add(id);
+    if (t > i0) add((uint64_t(uint32_t(b.ids[t - 1])) << 32 | id) * 0x9e3779b97f4a7c15ULL + 1);
+  }
+  make_unit(out, D);
+}
+
+void Association::span_key(const KvBlock& b, size_t i0, size_t n, float* out) const {
+  INFER_CHECK(fitted(), "association: keys before fit()");
+  INFER_CHECK(n > 0 && i0 + n <= b.size() && b.ids.size() == b.size(),
+              "association: span out of the block");
+  const size_t D = size_t(cfg_.dims);
+  const float w = std::clamp(cfg_.id_weight, 0.0f, 1.0f);
+  std::vector<float> ids(D, 0.0f);
+  if (w < 1.0f) rows_key(b, i0, n, out);
+  else std::fill(out, out + D, 0.0f);
+  if (w > 0.0f) ids_key(b, i0, n, ids.data());
+  const float a = std::sqrt(1.0f - w), c = std::sqrt(w);
+  for (size_t i = 0; i < D; ++i) out[i] = a * out[i] + c * ids[i];
+  make_unit(out, D);
 }
 
 void Association::episode_key(const KvBlock& b, size_t i0, size_t n, float* out) const {
@@ -205,13 +248,21 @@ void Association::episode_key(const KvBlock& b, size_t i0, size_t n, float* out)
 }
 
 void Association::query_key(const KvBlock& b, size_t i0, size_t n, float* out) const {
-  span_key(b, i0, n, out);
+  const size_t D = size_t(cfg_.dims), L = size_t(cfg_.query_part_tokens);
+  const size_t parts = std::min(size_t(cfg_.query_parts), std::max<size_t>(1, (n + L - 1) / L));
+  std::fill(out, out + query_floats(), 0.0f);
+  for (size_t p = 0; p < parts; ++p) {
+    const size_t a = i0 + n * p / parts, e = i0 + n * (p + 1) / parts;
+    span_key(b, a, e - a, out + p * D);
+  }
 }
 
 float Association::association(const float* query, const float* key) const {
   const size_t D = size_t(cfg_.dims);
-  float best = -2.0f;
-  for (int s = 0; s < cfg_.sub_spans; ++s) best = std::max(best, dot(query, key + size_t(s) * D, D));
+  float best = 0.0f;
+  for (int p = 0; p < cfg_.query_parts; ++p)
+    for (int s = 0; s < cfg_.sub_spans; ++s)
+      best = std::max(best, dot(query + size_t(p) * D, key + size_t(s) * D, D));
   return best;
 }
 

@@ -1,7 +1,7 @@
 // Association keys and the dual recall score (DESIGN.md §5, issue 29 item 4). An episode's key
-// and a query are both built from the pre-RoPE K rows of the tiered layers (KvBlock, as read_kv
-// and the eviction sink give them); random weights make the same tokens give nearly the same
-// early keys, so re-presenting an excerpt finds its episode.
+// and a query are both built from a KvBlock (as read_kv and the eviction sink give it): the
+// pre-RoPE K rows of the tiered layers and the token ids, so re-presenting an excerpt finds its
+// episode whether or not the rows kept the token's identity across contexts.
 #pragma once
 
 #include <cstddef>
@@ -23,10 +23,21 @@ namespace infer::memory {
 //   4. lifted by a fixed Gaussian matrix L [lift_dims, reduce_dims] and cut to its lift_active
 //      largest entries (winner-take-all, the "fly hash" of Dasgupta et al. 2017): distinct tokens
 //      share few active units, the same token in another context keeps most of them.
-// A span's key: the active-unit counts of its tokens minus their expected counts (the per-unit
-// frequency fit() measured), projected by a fixed Gaussian P2 [dims, lift_dims], made unit.
+// A span's rows key: the active-unit counts of its tokens minus their expected counts (the
+// per-unit frequency fit() measured), projected by a fixed Gaussian P2 [dims, lift_dims], made unit.
+// A span's ids key: its token ids and the bigrams of consecutive ids inside it, each hashed to
+// one of `dims` units with a sign (a count sketch), made unit. K rows of the tiered layers carry
+// the context as well as the token (on an E2B-shaped random checkpoint the same token's layer-4
+// K row in an excerpt and in its episode are barely alike, docs/MEMORY.md), so the ids are what
+// makes a re-presented excerpt find its episode whatever the weights; the rows add what the
+// model makes of the text.
+// A span's key: unit(sqrt(1 - id_weight) rows key + sqrt(id_weight) ids key), so a cosine between
+// two keys is (1 - id_weight) cos(rows) + id_weight cos(ids) up to the small cross terms.
 // An episode's key is `sub_spans` such keys of consecutive equal parts (key_floats() =
-// sub_spans * dims); association(query, key) is the largest cosine over the parts.
+// sub_spans * dims). A query (a turn's input: a few tokens to hundreds) is cut the same way into
+// at most query_parts parts of about query_part_tokens (longer when the input is longer), so a
+// long input does not dilute the part that matches; association(query, key) is the largest
+// cosine over every (query part, key part) pair, 0 at least.
 struct AssociationConfig {
   int dims = 256;         // one sub-span key
   int sub_spans = 4;      // parts of an episode, each keyed
@@ -34,6 +45,9 @@ struct AssociationConfig {
   int lift_dims = 2048;   // step 4
   int lift_active = 32;   // step 4 (0: no lift; P2 applies to the reduced vector)
   int max_layers = 0;     // the first max_layers tiered layers (0: all)
+  float id_weight = 0.5f; // share of the ids key (0: rows only, 1: ids only)
+  int query_parts = 4;        // the most parts a query is cut into
+  int query_part_tokens = 16; // a query part's length while the query has room (a key part's)
   uint64_t seed = 0x5eedULL;
 };
 
@@ -44,7 +58,7 @@ class Association {
               std::vector<int> head_dim);
   const AssociationConfig& config() const { return cfg_; }
   size_t key_floats() const { return size_t(cfg_.dims) * size_t(cfg_.sub_spans); }
-  size_t query_floats() const { return size_t(cfg_.dims); }
+  size_t query_floats() const { return size_t(cfg_.dims) * size_t(cfg_.query_parts); }
 
   // Learns the mean direction and the unit frequencies from b's rows (all of them; a few
   // hundred tokens are plenty). Must run before keys are made.
@@ -60,7 +74,8 @@ class Association {
   void episode_key(const KvBlock& b, size_t i0, size_t n, float* out) const;
   void query_key(const KvBlock& b, size_t i0, size_t n, float* out) const;
 
-  // The largest cosine between query [query_floats()] and the parts of key [key_floats()].
+  // The largest cosine between the parts of query [query_floats()] and of key [key_floats()],
+  // 0 at least (a query's unused parts are zero).
   float association(const float* query, const float* key) const;
 
  private:
@@ -69,11 +84,14 @@ class Association {
   void active_units(const float* reduced, std::vector<float>& lifted,
                     std::vector<int>& active) const;
   void span_key(const KvBlock& b, size_t i0, size_t n, float* out) const;
+  void rows_key(const KvBlock& b, size_t i0, size_t n, float* out) const;
+  void ids_key(const KvBlock& b, size_t i0, size_t n, float* out) const;
 
   AssociationConfig cfg_;
   std::vector<int> row_floats_, head_dim_;
   int n_layers_ = 0;
-  std::vector<float> p1_, lift_, p2_;  // [reduce, in], [lift, reduce], [dims, lift or reduce]
+  // Stored transposed: [in, reduce], [reduce, lift], [lift or reduce, dims].
+  std::vector<float> p1_, lift_, p2_;
   std::vector<float> mean_;            // [in] (empty until fit)
   std::vector<float> freq_;            // [lift_dims] or [reduce_dims]: expected per token
 };

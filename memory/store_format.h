@@ -13,7 +13,7 @@
 namespace infer::memory::format {
 
 inline constexpr char kMagic[8] = {'I', 'N', 'F', 'E', 'R', 'M', 'E', 'M'};
-inline constexpr uint32_t kVersion = 1;
+inline constexpr uint32_t kVersion = 2;  // 2: keys hash token ids with the K rows (association.h)
 inline constexpr uint64_t kPage = 4096;
 
 // Prefix (offset 0, one page): what a reader needs to find everything else.

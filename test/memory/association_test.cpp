@@ -67,6 +67,87 @@ TEST(Association, AnExcerptFindsItsEpisodeAndStateRoundTrips) {
   EXPECT_FALSE(b.set_state(std::vector<float>(3)).ok());
 }
 
+// Rows that carry only their context (seeded by ctx and the position), nothing of the token: what
+// deep layers of a random model come close to.
+KvBlock in_context(const std::vector<int32_t>& ids, uint32_t ctx) {
+  KvBlock b;
+  b.layers = {0};
+  b.k.resize(1);
+  b.v.resize(1);
+  std::mt19937 g(ctx);
+  std::normal_distribution<float> nd;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    b.pos.push_back(int64_t(i));
+    b.ids.push_back(ids[i]);
+    for (int j = 0; j < 32; ++j) {
+      b.k[0].push_back(5.0f + nd(g));
+      b.v[0].push_back(0.0f);
+    }
+  }
+  return b;
+}
+
+// How many of 10 excerpts (16 tokens, then `tail` unrelated tokens in the same query) rank their
+// episode of 50 first.
+int excerpts_found(const AssociationConfig& cfg, int tail = 0) {
+  Association a(cfg, {32}, {16});
+  a.fit(in_context(ids(256, 99), 99));
+  const int E = 50;
+  std::vector<float> keys(size_t(E) * a.key_floats()), q(a.query_floats());
+  for (int e = 0; e < E; ++e)
+    a.episode_key(in_context(ids(64, uint32_t(e)), uint32_t(e)), 0, 64, &keys[size_t(e) * a.key_floats()]);
+  int hits = 0;
+  for (int e = 0; e < E; e += 5) {
+    const std::vector<int32_t> all = ids(64, uint32_t(e));
+    const size_t off = size_t(e % 48);
+    std::vector<int32_t> query(all.begin() + ptrdiff_t(off), all.begin() + ptrdiff_t(off + 16));
+    const std::vector<int32_t> other = ids(tail, uint32_t(5000 + e));
+    query.insert(query.end(), other.begin(), other.end());
+    a.query_key(in_context(query, uint32_t(1000 + e)), 0, query.size(), q.data());
+    int best = 0;
+    for (int j = 1; j < E; ++j)
+      if (a.association(q.data(), &keys[size_t(j) * a.key_floats()]) >
+          a.association(q.data(), &keys[size_t(best) * a.key_floats()]))
+        best = j;
+    hits += best == e;
+  }
+  return hits;
+}
+
+TEST(Association, TokenIdsFindAnExcerptWhoseRowsCarryOnlyTheContext) {
+  AssociationConfig cfg;
+  ASSERT_GT(cfg.id_weight, 0.0f);
+  EXPECT_EQ(excerpts_found(cfg), 10);
+  cfg.id_weight = 0.0f;  // the rows alone: chance (1 in 50 a query)
+  EXPECT_LE(excerpts_found(cfg), 2);
+}
+
+TEST(Association, ALongQueryIsCutIntoPartsSoTheMatchingPartIsNotDiluted) {
+  AssociationConfig cfg;
+  // Rows that carry only the context leave the ids alone to find the excerpt (the hardest case).
+  cfg.query_parts = 4;
+  EXPECT_EQ(excerpts_found(cfg, 48), 10);  // 64 tokens: four parts of 16
+  const int parts4 = excerpts_found(cfg, 112);  // 128 tokens: four parts of 32
+  cfg.query_parts = 1;  // one key of the whole query: the excerpt's share shrinks with its length
+  EXPECT_LT(excerpts_found(cfg, 48), 10);
+  EXPECT_LT(excerpts_found(cfg, 112), parts4);
+}
+
+TEST(Association, KeysMixRowsAndIdsByTheirWeight) {
+  AssociationConfig cfg;
+  cfg.sub_spans = 1;
+  Association a(cfg, {32}, {16});
+  a.fit(synthetic(ids(256, 99)));
+  // The same ids over rows of another context: the ids part agrees, the rows part (nearly) not.
+  const std::vector<int32_t> x = ids(16, 7);
+  std::vector<float> k(a.key_floats()), q(a.query_floats());
+  a.episode_key(in_context(x, 1), 0, 16, k.data());
+  a.query_key(in_context(x, 2), 0, 16, q.data());
+  EXPECT_NEAR(a.association(q.data(), k.data()), cfg.id_weight, 0.15);
+  a.query_key(in_context(x, 1), 0, 16, q.data());  // the very same rows and ids
+  EXPECT_NEAR(a.association(q.data(), k.data()), 1.0f, 1e-5);
+}
+
 TEST(ScoreRule, StrengthOrdersTiesAndDecaysWithItsHalfLife) {
   ScoreRule r;
   const int64_t now = 10 * 86400000LL;

@@ -1,7 +1,13 @@
 // Prints the retrieval accuracy (recall_harness.h) of one model and the time to score 64, 1,000
 // and 10,000 episode keys on one core. Usage:
-//   recall_bench MODEL_DIR|CONFIG.json [--q4] [--episodes N] [--queries Q] [--prefix P]
-//                [--sub-spans S] [--dims D] [--lift-active K] [--layers L] [--threads T]
+//   recall_bench MODEL_DIR|CONFIG.json [--q4] [--gpu [--device N]] [--episodes N] [--queries Q]
+//                [--prefix P] [--excerpt X] [--sub-spans S] [--dims D] [--lift-active K]
+//                [--lift-dims M] [--layers L] [--id-weight W] [--threads T] [--diagnose]
+//                [--sweep] [--query-prefix]
+// --gpu runs the forward passes on the Vulkan backend (the keys are made on the CPU either way);
+// --diagnose prints, per tiered layer, how alike a token's K rows are in two contexts; --sweep
+// scores the same rows under other id weights, layer counts and lifts; --query-prefix makes the
+// query of the prefix and the excerpt together (a turn's whole input), not the excerpt alone.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -11,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/backend.h"
 #include "memory/association.h"
 #include "model/model.h"
 #include "model/safetensors.h"
@@ -27,6 +34,8 @@ int main(int argc, char** argv) {
   std::string path = argv[1];
   bool q4 = false;
   int threads = 2;
+  cli::Options gpu_opts;
+  bool sweep = false;
   test::RecallSetup su;
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
@@ -41,6 +50,13 @@ int main(int argc, char** argv) {
     else if (a == "--lift-dims") su.assoc.lift_dims = val();
     else if (a == "--layers") su.assoc.max_layers = val();
     else if (a == "--threads") threads = val();
+    else if (a == "--id-weight") su.assoc.id_weight = i + 1 < argc ? float(std::atof(argv[++i])) : 0.0f;
+    else if (a == "--excerpt") su.excerpt_tokens = val();
+    else if (a == "--diagnose") su.diagnose = true;
+    else if (a == "--sweep") sweep = true;
+    else if (a == "--query-prefix") su.query_prefix = true;
+    else if (a == "--gpu") gpu_opts.gpu = true;
+    else if (a == "--device") gpu_opts.device = val();
     else {
       std::fprintf(stderr, "unknown option %s\n", a.c_str());
       return 2;
@@ -61,16 +77,54 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", m.error().message.c_str());
     return 1;
   }
-  const auto r = test::measure_recall(*m.value(), pool, su);
+  auto ctx = cli::open_gpu(gpu_opts);
+  if (!ctx.ok()) {
+    std::fprintf(stderr, "%s\n", ctx.error().message.c_str());
+    return 1;
+  }
+  auto backend = cli::make_backend(std::move(ctx).value(), *m.value(), pool, 0,
+                                   test::recall_ring(su));
+  if (!backend.ok()) {
+    std::fprintf(stderr, "%s\n", backend.error().message.c_str());
+    return 1;
+  }
+  const test::RecallRows rows = test::collect_recall_rows(*backend->forward, su);
+  const auto r = test::score_recall(m.value()->config(), rows, su);
   std::printf(
-      "model %s%s: %d episodes x %d tokens (fresh context each), %d excerpts of %d tokens "
-      "(after %d random tokens)\n  key: dims %d x sub-spans %d, lift %d/%d, layers %d\n"
+      "model %s%s on %s: %d episodes x %d tokens (fresh context each), %d excerpts of %d tokens "
+      "(after %d random tokens%s)\n  key: dims %d x sub-spans %d, lift %d/%d, layers %d, "
+      "id weight %.2f\n"
       "  recall@1 %.3f  recall@3 %.3f  mean cos own %.3f  best other %.3f\n"
       "  forward %.1f s, keys %.1f ms\n",
-      path.c_str(), q4 ? " (Q4_0)" : "", su.episodes, su.episode_tokens, su.queries,
-      su.excerpt_tokens, su.prefix_tokens, su.assoc.dims, su.assoc.sub_spans,
-      su.assoc.lift_active, su.assoc.lift_dims, su.assoc.max_layers, r.recall_at1, r.recall_at3,
-      r.mean_true_cos, r.mean_best_other_cos, r.forward_ms / 1000, r.key_ms);
+      path.c_str(), q4 ? " (Q4_0)" : "", backend->name.c_str(), su.episodes, su.episode_tokens,
+      su.queries, su.excerpt_tokens, su.prefix_tokens, su.query_prefix ? ", in the query" : "",
+      su.assoc.dims, su.assoc.sub_spans,
+      su.assoc.lift_active, su.assoc.lift_dims, su.assoc.max_layers,
+      double(su.assoc.id_weight), r.recall_at1, r.recall_at3, r.mean_true_cos,
+      r.mean_best_other_cos, r.forward_ms / 1000, r.key_ms);
+  for (size_t l = 0; l < r.layers.size(); ++l) {
+    std::printf("  layer %2d: K cos same token %.3f, next token %.3f\n", r.layers[l],
+                r.layer_cos_same[l], r.layer_cos_other[l]);
+  }
+  if (sweep) {  // the same rows under other key configurations
+    for (float w : {0.0f, 0.25f, 0.5f, 0.75f, 1.0f}) {
+      for (int layers : {1, 0}) {
+        for (int lift : {32, 0}) {
+          if (w == 1.0f && (layers != 1 || lift != 32)) continue;  // ids only: rows unused
+          test::RecallSetup v = su;
+          v.diagnose = false;
+          v.assoc.id_weight = w;
+          v.assoc.max_layers = layers;
+          v.assoc.lift_active = lift;
+          const auto x = test::score_recall(m.value()->config(), rows, v);
+          std::printf("  sweep id weight %.2f layers %d lift %2d: recall@1 %.3f @3 %.3f  "
+                      "cos own %.3f other %.3f\n",
+                      double(w), layers, lift, x.recall_at1, x.recall_at3, x.mean_true_cos,
+                      x.mean_best_other_cos);
+        }
+      }
+    }
+  }
 
   // Scoring cost: association + dual score over n keys of this geometry, one core.
   memory::Association a(su.assoc, {64}, {32});

@@ -151,11 +151,13 @@ TEST_F(StoreTest, RefusesOtherFilesModelsVersionsAndGeometries) {
 
   std::vector<uint8_t> bytes = read_bytes(path());
   std::vector<uint8_t> v2 = bytes;
-  format::put<uint32_t>(v2.data(), format::kPrefixVersion, 2);
+  format::put<uint32_t>(v2.data(), format::kPrefixVersion, format::kVersion + 1);
   write_bytes(path("v2.bin"), v2);
   r = EpisodeStore::open(path("v2.bin"), g);
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().message, path("v2.bin") + ": format version 2 (this build reads 1)");
+  EXPECT_EQ(r.error().message, path("v2.bin") + ": format version " +
+                                   std::to_string(format::kVersion + 1) + " (this build reads " +
+                                   std::to_string(format::kVersion) + ")");
 
   write_bytes(path("text.bin"), std::vector<uint8_t>(10000, 'x'));
   r = EpisodeStore::open(path("text.bin"), g);
