@@ -72,11 +72,13 @@ class Association {
 
   // Tokens [i0, i0 + n) of b. out: [key_floats()] (episode) or [query_floats()] (query).
   void episode_key(const KvBlock& b, size_t i0, size_t n, float* out) const;
-  void query_key(const KvBlock& b, size_t i0, size_t n, float* out) const;
+  // query_key returns how many query parts it filled (the rest are zero).
+  size_t query_key(const KvBlock& b, size_t i0, size_t n, float* out) const;
 
   // The largest cosine between the parts of query [query_floats()] and of key [key_floats()],
   // 0 at least (a query's unused parts are zero).
-  float association(const float* query, const float* key) const;
+  // parts: the query's filled parts (query_key's answer); the rest are skipped.
+  float association(const float* query, const float* key, size_t parts = SIZE_MAX) const;
 
  private:
   size_t in_floats() const;

@@ -354,37 +354,45 @@ Result<void> EpisodicMemory::recall(const KvBlock& query, size_t max_tokens, KvB
   const Association& assoc = learned->assoc;
   const int64_t now = now_();
   std::vector<float> q(assoc.query_floats());
-  assoc.query_key(query, 0, query.size(), q.data());
+  const size_t parts = assoc.query_key(query, 0, query.size(), q.data());
   struct Scored {
-    EpisodeInfo info;
+    size_t k;  // in index_
     float association;
     double score;
   };
   std::vector<Scored> scored;
+  scored.reserve(index_.size());
   for (size_t k = 0; k < index_.size(); ++k) {
-    const float a = assoc.association(q.data(), index_.key(k));
+    const float a = assoc.association(q.data(), index_.key(k), parts);
     if (a < opts_.min_association) continue;
     const EpisodeInfo& info = index_.info(k);
-    scored.push_back({info, a,
-                      opts_.rule.score(a, info.strength,
-                                       std::max(info.written_ms, info.recalled_ms), now)});
+    scored.push_back(
+        {k, a, opts_.rule.score(a, info.strength, std::max(info.written_ms, info.recalled_ms), now)});
   }
-  std::sort(scored.begin(), scored.end(),
-            [](const Scored& a, const Scored& b) { return a.score > b.score; });
+  // Best first, sorted only as far as the walk below goes (a few of thousands, usually).
+  const auto better = [](const Scored& a, const Scored& b) { return a.score > b.score; };
+  size_t sorted = 0;
   const size_t budget = std::min<size_t>(max_tokens, opts_.recall_tokens);
-  for (const Scored& s : scored) {
-    if (out->size() + s.info.n_tokens > budget) continue;  // whole episodes only
-    auto e = store_->read(s.info.id);
+  for (size_t j = 0; j < scored.size() && out->size() < budget; ++j) {
+    if (j == sorted) {
+      sorted = std::min(scored.size(), std::max<size_t>(16, 2 * sorted));
+      std::partial_sort(scored.begin() + std::ptrdiff_t(j), scored.begin() + std::ptrdiff_t(sorted),
+                        scored.end(), better);
+    }
+    const Scored& s = scored[j];
+    const EpisodeInfo info = index_.info(s.k);
+    if (out->size() + info.n_tokens > budget) continue;  // whole episodes only
+    auto e = store_->read(info.id);
     if (!e.ok()) return e.error();
     decode_episode(*learned, e.value(), out);
     const float strength = opts_.rule.after_recall(
-        s.info.strength, std::max(s.info.written_ms, s.info.recalled_ms), now);
+        info.strength, std::max(info.written_ms, info.recalled_ms), now);
     if (hits) {
-      hits->push_back({s.info.id, s.info.pos0, s.info.n_tokens, s.association, s.score, strength,
-                       s.info.written_ms, now, s.info.recalls + 1});
+      hits->push_back({info.id, info.pos0, info.n_tokens, s.association, s.score, strength,
+                       info.written_ms, now, info.recalls + 1});
     }
-    report({MemoryEvent::kRecalled, s.info.id, s.info.pos0, s.info.n_tokens, s.score,
-            s.association, strength});
+    report({MemoryEvent::kRecalled, info.id, info.pos0, info.n_tokens, s.score, s.association,
+            strength});
   }
   return {};
 }
