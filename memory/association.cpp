@@ -316,7 +316,8 @@ size_t Association::query_key(const KvBlock& b, size_t i0, size_t n, float* out)
 float Association::association(const float* query, const float* key, size_t parts) const {
   const size_t D = size_t(cfg_.dims);
   float best = 0.0f;  // an unused (zero) part's cosine: skipping it changes nothing
-  for (int p = 0; p < std::min(cfg_.query_parts, int(parts)); ++p)
+  const size_t used = std::min(size_t(cfg_.query_parts), parts);
+  for (size_t p = 0; p < used; ++p)
     for (int s = 0; s < cfg_.sub_spans; ++s)
       best = std::max(best, dot(query + size_t(p) * D, key + size_t(s) * D, D));
   return best;
