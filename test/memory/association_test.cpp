@@ -5,6 +5,8 @@
 
 #include <cmath>
 #include <random>
+#include <vector>
+#include <algorithm>
 
 namespace infer::memory {
 namespace {
@@ -146,6 +148,47 @@ TEST(Association, KeysMixRowsAndIdsByTheirWeight) {
   EXPECT_NEAR(a.association(q.data(), k.data()), cfg.id_weight, 0.15);
   a.query_key(in_context(x, 1), 0, 16, q.data());  // the very same rows and ids
   EXPECT_NEAR(a.association(q.data(), k.data()), 1.0f, 1e-5);
+}
+
+// The portable dot's arithmetic, written out: two 4-lane partial sums over steps of 8, the
+// lanes added in a fixed order, then the tail.
+float reference_dot(const float* a, const float* b, size_t n) {
+  float s0[4] = {0, 0, 0, 0}, s1[4] = {0, 0, 0, 0};
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (int j = 0; j < 4; ++j) s0[j] += a[i + size_t(j)] * b[i + size_t(j)];
+    for (int j = 0; j < 4; ++j) s1[j] += a[i + 4 + size_t(j)] * b[i + 4 + size_t(j)];
+  }
+  float s[4];
+  for (int j = 0; j < 4; ++j) s[j] = s0[j] + s1[j];
+  float t = (s[0] + s[1]) + (s[2] + s[3]);
+  for (; i < n; ++i) t += a[i] * b[i];
+  return t;
+}
+
+// Scoring may take a wider path on this CPU; it must give the same bits as the portable one, so
+// a store ranks its episodes alike everywhere.
+TEST(Association, ScoresAreTheSameBitsOnEveryPath) {
+  for (const int dims : {256, 100}) {
+    AssociationConfig cfg;
+    cfg.dims = dims;
+    Association a(cfg, {32}, {16});
+    std::mt19937 rng(11);
+    std::normal_distribution<float> g;
+    std::vector<float> q(a.query_floats()), k(a.key_floats());
+    for (int trial = 0; trial < 50; ++trial) {
+      for (float& x : q) x = g(rng);
+      for (float& x : k) x = g(rng);
+      for (size_t parts = 1; parts <= size_t(cfg.query_parts); ++parts) {
+        float best = 0.0f;
+        for (size_t p = 0; p < parts; ++p)
+          for (size_t s = 0; s < size_t(cfg.sub_spans); ++s)
+            best = std::max(best, reference_dot(q.data() + p * size_t(dims),
+                                                k.data() + s * size_t(dims), size_t(dims)));
+        ASSERT_EQ(a.association(q.data(), k.data(), parts), best) << dims << " " << parts;
+      }
+    }
+  }
 }
 
 TEST(ScoreRule, StrengthOrdersTiesAndDecaysWithItsHalfLife) {
