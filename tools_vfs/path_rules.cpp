@@ -22,7 +22,10 @@ Result<SplitPath> split_path(std::string_view path) {
                           std::to_string(kMaxPathBytes));
   }
   SplitPath out;
-  out.trailing_slash = !path.empty() && path.back() == '/';
+  // "f/" and "f/." both name a directory (ENOTDIR on a file), though "." is dropped below.
+  const size_t last_slash = path.rfind('/');
+  const std::string_view last = last_slash == std::string_view::npos ? path : path.substr(last_slash + 1);
+  out.trailing_slash = last_slash != std::string_view::npos && (last.empty() || last == ".");
   size_t start = 0;
   while (start <= path.size()) {
     size_t end = path.find('/', start);

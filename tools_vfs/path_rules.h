@@ -18,7 +18,7 @@ inline constexpr int kMaxSymlinkHops = 40;     // the kernel's MAXSYMLINKS
 
 // PATH's components in order, "" and "." dropped, ".." kept (the resolver decides what it may
 // climb). Refuses a NUL byte, an absolute path, an over-long path or name. `trailing_slash` is
-// set when PATH ends in '/' (the final component must then be a directory).
+// set when PATH ends in "/" or "/." (the final component must then be a directory).
 struct SplitPath {
   std::vector<std::string> components;
   bool trailing_slash = false;

@@ -203,6 +203,18 @@ TEST_P(HostilePath, RemovingALinkOutRemovesTheLinkNotItsTarget) {
   ASSERT_FALSE(vfs_->remove("").ok());  // ROOT itself
 }
 
+// Found by path_resolver_fuzz: the walk dropped a final "." and opened the file itself.
+TEST_P(HostilePath, ATrailingSlashOrDotOnAFileIsNotADirectory) {
+  for (const char* p : {"etc/passwd/", "etc/passwd/.", "relsym/.", "cheeky/passwd/./"}) {
+    SCOPED_TRACE(p);
+    auto s = vfs_->stat(p);
+    ASSERT_FALSE(s.ok());
+    EXPECT_EQ(s.error().code, ErrorCode::kIo) << s.error().message;  // ENOTDIR
+  }
+  EXPECT_TRUE(vfs_->stat("reletc/.").ok());
+  EXPECT_TRUE(vfs_->stat("etc/.").ok());
+}
+
 TEST_P(HostilePath, NulBytesAreRefused) {
   const std::string p("etc/passwd\0../../secret", 23);
   expect_refused(p);
