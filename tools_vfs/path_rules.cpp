@@ -12,19 +12,20 @@ Result<SplitPath> split_path(std::string_view path) {
                       "path \"" + printable_path(path) + "\" holds a NUL byte");
   }
   if (!path.empty() && path.front() == '/') {
-    return make_error(ErrorCode::kInvalidArgument,
-                      "path \"" + printable_path(path) +
-                          "\" is absolute: give a path relative to ROOT");
+    return make_error(
+        ErrorCode::kInvalidArgument,
+        "path \"" + printable_path(path) + "\" is absolute: give a path relative to ROOT");
   }
   if (path.size() > kMaxPathBytes) {
-    return make_error(ErrorCode::kInvalidArgument,
-                      "path of " + std::to_string(path.size()) + " bytes is over the limit of " +
-                          std::to_string(kMaxPathBytes));
+    return make_error(ErrorCode::kInvalidArgument, "path of " + std::to_string(path.size()) +
+                                                       " bytes is over the limit of " +
+                                                       std::to_string(kMaxPathBytes));
   }
   SplitPath out;
   // "f/" and "f/." both name a directory (ENOTDIR on a file), though "." is dropped below.
   const size_t last_slash = path.rfind('/');
-  const std::string_view last = last_slash == std::string_view::npos ? path : path.substr(last_slash + 1);
+  const std::string_view last =
+      last_slash == std::string_view::npos ? path : path.substr(last_slash + 1);
   out.trailing_slash = last_slash != std::string_view::npos && (last.empty() || last == ".");
   size_t start = 0;
   while (start <= path.size()) {
@@ -82,8 +83,9 @@ Error errno_error(int err, std::string_view op, std::string_view path) {
       return escape_error(path, "it resolves outside ROOT");
     case ELOOP:
       return make_error(ErrorCode::kInvalidArgument,
-                        where + "too many symbolic links, a /proc magic link, or a symbolic link "
-                                "where none may be followed");
+                        where +
+                            "too many symbolic links, a /proc magic link, or a symbolic link "
+                            "where none may be followed");
     case ENAMETOOLONG:
       return make_error(ErrorCode::kInvalidArgument, where + "name too long");
     case ENOENT:

@@ -29,9 +29,12 @@ long raw_openat2(int dirfd, const char* path, int flags) {
 
 const char* resolver_kind_name(ResolverKind kind) {
   switch (kind) {
-    case ResolverKind::kAuto: return "auto";
-    case ResolverKind::kOpenat2: return "openat2";
-    case ResolverKind::kWalk: return "walk";
+    case ResolverKind::kAuto:
+      return "auto";
+    case ResolverKind::kOpenat2:
+      return "openat2";
+    case ResolverKind::kWalk:
+      return "walk";
   }
   return "?";
 }
@@ -40,9 +43,10 @@ Result<BeneathResolver> BeneathResolver::open_root(const std::string& root, Reso
   UniqueFd fd(::open(root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (!fd.valid()) {
     const int err = errno;
-    return make_error(err == ENOENT ? ErrorCode::kNotFound : ErrorCode::kInvalidArgument,
-                      "tools root \"" + printable_path(root) +
-                          "\" cannot be opened as a directory: " + errno_error(err, "open", root).message);
+    return make_error(
+        err == ENOENT ? ErrorCode::kNotFound : ErrorCode::kInvalidArgument,
+        "tools root \"" + printable_path(root) +
+            "\" cannot be opened as a directory: " + errno_error(err, "open", root).message);
   }
   if (kind == ResolverKind::kWalk) return BeneathResolver(std::move(fd), kind);
   const long probe = raw_openat2(fd.get(), ".", O_PATH);
@@ -87,8 +91,9 @@ Result<ParentAndName> BeneathResolver::parent(std::string_view path, bool follow
   std::vector<std::string> comps = std::move(split.components);
   for (int hops = 0;; ++hops) {
     if (comps.empty() || comps.back() == "..") {
-      return make_error(ErrorCode::kInvalidArgument,
-                        "path \"" + printable_path(path) + "\" names no entry (ROOT itself or \"..\")");
+      return make_error(
+          ErrorCode::kInvalidArgument,
+          "path \"" + printable_path(path) + "\" names no entry (ROOT itself or \"..\")");
     }
     const std::string parent_path = join_path(comps, comps.size() - 1);
     INFER_TRY(UniqueFd dir, open(parent_path, O_PATH | O_DIRECTORY));
@@ -101,7 +106,8 @@ Result<ParentAndName> BeneathResolver::parent(std::string_view path, bool follow
     }
     if (hops >= kMaxSymlinkHops) return errno_error(ELOOP, "resolve", path);
     INFER_TRY(std::string target, read_link_beneath(out.dir.get(), out.name, path));
-    INFER_TRY(SplitPath next, split_path(parent_path.empty() ? target : parent_path + "/" + target));
+    INFER_TRY(SplitPath next,
+              split_path(parent_path.empty() ? target : parent_path + "/" + target));
     comps = std::move(next.components);
   }
 }

@@ -55,10 +55,14 @@ Result<void> write_all(int fd, std::string_view bytes, std::string_view path) {
 
 const char* entry_type_name(EntryType type) {
   switch (type) {
-    case EntryType::kFile: return "file";
-    case EntryType::kDirectory: return "directory";
-    case EntryType::kSymlink: return "symlink";
-    case EntryType::kOther: return "other";
+    case EntryType::kFile:
+      return "file";
+    case EntryType::kDirectory:
+      return "directory";
+    case EntryType::kSymlink:
+      return "symlink";
+    case EntryType::kOther:
+      return "other";
   }
   return "?";
 }
@@ -169,8 +173,8 @@ Result<void> Vfs::write(std::string_view path, std::string_view bytes) const {
   if (!out.valid()) return errno_error(EEXIST, "create temporary for", path);
   Result<void> written = write_all(out.get(), bytes, path);
   if (written.ok() && ::fchmod(out.get(), mode) != 0) written = errno_error(errno, "chmod", path);
-  if (written.ok() && ::renameat(real_dir.get(), tmp.c_str(), real_dir.get(),
-                                 target.name.c_str()) != 0) {
+  if (written.ok() &&
+      ::renameat(real_dir.get(), tmp.c_str(), real_dir.get(), target.name.c_str()) != 0) {
     written = errno_error(errno, "rename into", path);
   }
   if (!written.ok()) ::unlinkat(real_dir.get(), tmp.c_str(), 0);

@@ -20,17 +20,17 @@ struct VfsLimits {
   size_t max_write_bytes = size_t(64) << 20;  // one write() at most
   size_t max_list_entries = 1000;             // list() keeps the first (by name) and counts all
   size_t max_search_hits = 100;
-  size_t max_search_files = 10000;            // entries visited by one search
+  size_t max_search_files = 10000;                 // entries visited by one search
   size_t max_search_file_bytes = size_t(1) << 20;  // larger files are not searched by content
   int max_search_depth = 32;
-  size_t max_hit_line_bytes = 200;            // a content hit's line is cut to this
+  size_t max_hit_line_bytes = 200;  // a content hit's line is cut to this
 };
 
 enum class EntryType { kFile, kDirectory, kSymlink, kOther };
 const char* entry_type_name(EntryType type);
 
 struct EntryInfo {
-  std::string name;         // the final name (list) or the path asked for (stat)
+  std::string name;  // the final name (list) or the path asked for (stat)
   EntryType type = EntryType::kOther;
   uint64_t size_bytes = 0;
   int64_t mtime_s = 0;
@@ -51,14 +51,14 @@ struct ReadChunk {
 };
 
 struct SearchHit {
-  std::string path;  // relative to ROOT
+  std::string path;   // relative to ROOT
   uint64_t line = 0;  // 1-based line of a content hit; 0 for a name hit
   std::string text;   // the matching line (cut), empty for a name hit
 };
 
 struct SearchResult {
   std::vector<SearchHit> hits;
-  bool truncated = false;    // a limit stopped the search: there may be more
+  bool truncated = false;  // a limit stopped the search: there may be more
   size_t entries_visited = 0;
 };
 

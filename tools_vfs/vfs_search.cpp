@@ -107,8 +107,8 @@ void walk(int dir, const std::string& rel_dir, int depth, SearchState* s) {
         s->result.truncated = true;
         continue;
       }
-      UniqueFd sub(::openat(::dirfd(stream), name.c_str(),
-                            O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      UniqueFd sub(
+          ::openat(::dirfd(stream), name.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
       if (sub.valid()) walk(sub.get(), rel, depth + 1, s);
     }
   }

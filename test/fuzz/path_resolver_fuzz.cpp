@@ -22,8 +22,8 @@ using infer::tools::BeneathResolver;
 using infer::tools::ResolverKind;
 
 struct Tree {
-  std::string base;   // holds root/ and what is outside it
-  std::string root;   // realpath of ROOT
+  std::string base;  // holds root/ and what is outside it
+  std::string root;  // realpath of ROOT
   BeneathResolver* openat2 = nullptr;
   BeneathResolver* walk = nullptr;
 };
@@ -43,9 +43,15 @@ Tree* make_tree() {
   must(::mkdir((r + "/a/b").c_str(), 0755) == 0);
   must(::mkdir((t->base + "/out").c_str(), 0755) == 0);
   const std::pair<const char*, const char*> links[] = {
-      {"a/b", "in"},           {"../a", "a/up"},        {"../../../out", "a/b/esc"},
-      {"..", "dotdot"},        {"/tmp", "abs"},         {"self", "self"},
-      {"/proc/self/root", "proc"}, {"a/b/../../a/b/.", "round"}, {"../root/a", "back"},
+      {"a/b", "in"},
+      {"../a", "a/up"},
+      {"../../../out", "a/b/esc"},
+      {"..", "dotdot"},
+      {"/tmp", "abs"},
+      {"self", "self"},
+      {"/proc/self/root", "proc"},
+      {"a/b/../../a/b/.", "round"},
+      {"../root/a", "back"},
   };
   for (const auto& [target, name] : links) must(::symlink(target, (r + "/" + name).c_str()) == 0);
   must(::close(::open((r + "/a/b/f").c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0644)) == 0);
@@ -96,7 +102,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (a.ok()) {
     check_beneath(a->get());
     check_beneath(b->get());
-    struct stat sa {}, sb {};
+    struct stat sa {
+    }, sb{};
     must(::fstat(a->get(), &sa) == 0 && ::fstat(b->get(), &sb) == 0);
     must(sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino);
   } else {

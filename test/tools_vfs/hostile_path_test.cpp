@@ -99,9 +99,9 @@ class HostilePath : public ::testing::TestWithParam<ResolverKind> {
 };
 
 TEST_P(HostilePath, DotDotChainsAreRefused) {
-  for (const char* p : {"..", "../", "../root/etc/passwd", "etc/../..", "etc/../../secret",
-                        "cheeky/../../root/etc/passwd", "./../secret",
-                        "etc/../../../../../../../../etc/passwd"}) {
+  for (const char* p :
+       {"..", "../", "../root/etc/passwd", "etc/../..", "etc/../../secret",
+        "cheeky/../../root/etc/passwd", "./../secret", "etc/../../../../../../../../etc/passwd"}) {
     expect_refused(p);
   }
   expect_inside("etc/../etc/passwd");
@@ -109,8 +109,8 @@ TEST_P(HostilePath, DotDotChainsAreRefused) {
 }
 
 TEST_P(HostilePath, AbsolutePathsAreRefused) {
-  for (const std::string& p : {std::string("/"), std::string("/etc/passwd"),
-                               tree_.at("secret"), tree_.at("root/etc/passwd")}) {
+  for (const std::string& p : {std::string("/"), std::string("/etc/passwd"), tree_.at("secret"),
+                               tree_.at("root/etc/passwd")}) {
     expect_refused(p);
   }
 }
@@ -145,9 +145,9 @@ TEST_P(HostilePath, ProcSelfMagicLinksThroughSymlinksAreRefused) {
 TEST_P(HostilePath, MagicLinksAreRefusedWhenRootIsInProc) {
   auto proc = Vfs::open("/proc/self", GetParam());
   ASSERT_TRUE(proc.ok()) << proc.error().message;
-  for (const std::string& p : {std::string("root"), std::string("root/etc/passwd"),
-                               std::string("cwd"), std::string("exe"),
-                               "fd/" + std::to_string(held_fd_)}) {
+  for (const std::string& p :
+       {std::string("root"), std::string("root/etc/passwd"), std::string("cwd"), std::string("exe"),
+        "fd/" + std::to_string(held_fd_)}) {
     SCOPED_TRACE(p);
     auto r = proc->read(p, 0, 100);
     ASSERT_FALSE(r.ok()) << r->bytes;
@@ -159,8 +159,8 @@ TEST_P(HostilePath, MagicLinksAreRefusedWhenRootIsInProc) {
 }
 
 TEST_P(HostilePath, SymlinksThatStayInsideWork) {
-  for (const char* p : {"relsym", "reletc/passwd", "reletc/../etc/passwd", "cheeky/passwd",
-                        "chainin1"}) {
+  for (const char* p :
+       {"relsym", "reletc/passwd", "reletc/../etc/passwd", "cheeky/passwd", "chainin1"}) {
     expect_inside(p);
   }
   auto listing = vfs_->list("reletc");

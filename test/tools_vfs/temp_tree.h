@@ -17,8 +17,8 @@ class TempTree {
  public:
   TempTree() {
     const char* tmp = std::getenv("TMPDIR");
-    std::string tmpl = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") +
-                       "/infer-vfs-test.XXXXXX";
+    std::string tmpl =
+        std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/infer-vfs-test.XXXXXX";
     if (::mkdtemp(tmpl.data()) == nullptr) ADD_FAILURE() << "mkdtemp " << tmpl << " failed";
     base_ = tmpl;
   }
@@ -32,9 +32,7 @@ class TempTree {
   const std::string& base() const { return base_; }
   std::string at(const std::string& rel) const { return base_ + "/" + rel; }
 
-  void dir(const std::string& rel) const {
-    ASSERT_EQ(::mkdir(at(rel).c_str(), 0755), 0) << rel;
-  }
+  void dir(const std::string& rel) const { ASSERT_EQ(::mkdir(at(rel).c_str(), 0755), 0) << rel; }
   void file(const std::string& rel, const std::string& bytes) const {
     std::ofstream out(at(rel), std::ios::binary);
     out << bytes;
