@@ -89,6 +89,7 @@ Result<UniqueFd> BeneathResolver::open_walk(std::string_view path, int flags) co
 Result<ParentAndName> BeneathResolver::parent(std::string_view path, bool follow_final) const {
   INFER_TRY(SplitPath split, split_path(path));
   std::vector<std::string> comps = std::move(split.components);
+  bool must_be_dir = split.trailing_slash;
   for (int hops = 0;; ++hops) {
     if (comps.empty() || comps.back() == "..") {
       return make_error(
@@ -97,7 +98,7 @@ Result<ParentAndName> BeneathResolver::parent(std::string_view path, bool follow
     }
     const std::string parent_path = join_path(comps, comps.size() - 1);
     INFER_TRY(UniqueFd dir, open(parent_path, O_PATH | O_DIRECTORY));
-    ParentAndName out{std::move(dir), comps.back(), join_path(comps, comps.size())};
+    ParentAndName out{std::move(dir), comps.back(), join_path(comps, comps.size()), must_be_dir};
     if (!follow_final) return out;
     struct stat st {};
     if (::fstatat(out.dir.get(), out.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 ||
@@ -109,6 +110,7 @@ Result<ParentAndName> BeneathResolver::parent(std::string_view path, bool follow
     INFER_TRY(SplitPath next,
               split_path(parent_path.empty() ? target : parent_path + "/" + target));
     comps = std::move(next.components);
+    must_be_dir = next.trailing_slash;
   }
 }
 

@@ -22,9 +22,10 @@ const char* resolver_kind_name(ResolverKind kind);
 
 // The directory that holds a path's final component, and that component (never "." or "..").
 struct ParentAndName {
-  UniqueFd dir;      // O_PATH | O_DIRECTORY, beneath ROOT
-  std::string name;  // one name, for the *at syscalls
-  std::string path;  // the resolved path relative to ROOT, for messages only
+  UniqueFd dir;              // O_PATH | O_DIRECTORY, beneath ROOT
+  std::string name;          // one name, for the *at syscalls
+  std::string path;          // the resolved path relative to ROOT, for messages only
+  bool must_be_dir = false;  // the path (or a final link's target) ends in "/" or "/."
 };
 
 class BeneathResolver {

@@ -152,6 +152,7 @@ Result<void> Vfs::write(std::string_view path, std::string_view bytes) const {
                           " bytes, over the limit of " + std::to_string(limits_.max_write_bytes));
   }
   INFER_TRY(ParentAndName target, resolver_.parent(path, /*follow_final=*/true));
+  if (target.must_be_dir) return errno_error(EISDIR, "write", path);  // as open(O_CREAT) on "f/"
   const int dir = target.dir.get();
   mode_t mode = 0644;
   struct stat st {};
@@ -195,6 +196,7 @@ Result<void> Vfs::remove(std::string_view path) const {
   if (::fstatat(target.dir.get(), target.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
     return errno_error(errno, "remove", path);
   }
+  if (target.must_be_dir && !S_ISDIR(st.st_mode)) return errno_error(ENOTDIR, "remove", path);
   const int flag = S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0;
   if (::unlinkat(target.dir.get(), target.name.c_str(), flag) != 0) {
     return errno_error(errno, "remove", path);

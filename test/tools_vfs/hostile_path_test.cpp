@@ -213,6 +213,12 @@ TEST_P(HostilePath, ATrailingSlashOrDotOnAFileIsNotADirectory) {
   }
   EXPECT_TRUE(vfs_->stat("reletc/.").ok());
   EXPECT_TRUE(vfs_->stat("etc/.").ok());
+  // Writes and removes agree: "new/" is no file name, "etc/passwd/" no directory.
+  EXPECT_EQ(vfs_->write("new/", "x").error().code, ErrorCode::kIo);  // EISDIR
+  EXPECT_EQ(vfs_->write("new/.", "x").error().code, ErrorCode::kIo);
+  EXPECT_FALSE(tree_.exists("root/new"));
+  EXPECT_EQ(vfs_->remove("etc/passwd/").error().code, ErrorCode::kIo);  // ENOTDIR
+  EXPECT_TRUE(tree_.exists("root/etc/passwd"));
 }
 
 TEST_P(HostilePath, NulBytesAreRefused) {
