@@ -154,31 +154,31 @@ Result<void> Vfs::write(std::string_view path, std::string_view bytes) const {
   INFER_TRY(ParentAndName target, resolver_.parent(path, /*follow_final=*/true));
   if (target.must_be_dir) return errno_error(EISDIR, "write", path);  // as open(O_CREAT) on "f/"
   const int dir = target.dir.get();
-  mode_t mode = 0644;
+  mode_t mode = 0644;      // a new file: less the umask, as open(2) does
+  bool replacing = false;  // an existing file: its exact permissions
   struct stat st {};
   if (::fstatat(dir, target.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
     if (S_ISDIR(st.st_mode)) return errno_error(EISDIR, "write", path);
-    if (S_ISREG(st.st_mode)) mode = st.st_mode & 07777;  // keep the file's permissions
+    replacing = S_ISREG(st.st_mode);
+    if (replacing) mode = st.st_mode & 07777;
   }
-  // O_PATH cannot create: open the same directory for real, by its fd, not by a name.
-  UniqueFd real_dir(::openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!real_dir.valid()) return errno_error(errno, "open directory of", path);
   std::string tmp;
   UniqueFd out;
   for (int attempt = 0; attempt < 16 && !out.valid(); ++attempt) {
     tmp = temp_name();
-    out.reset(::openat(real_dir.get(), tmp.c_str(),
-                       O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode));
+    out.reset(
+        ::openat(dir, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode));
     if (!out.valid() && errno != EEXIST) return errno_error(errno, "create temporary for", path);
   }
   if (!out.valid()) return errno_error(EEXIST, "create temporary for", path);
   Result<void> written = write_all(out.get(), bytes, path);
-  if (written.ok() && ::fchmod(out.get(), mode) != 0) written = errno_error(errno, "chmod", path);
-  if (written.ok() &&
-      ::renameat(real_dir.get(), tmp.c_str(), real_dir.get(), target.name.c_str()) != 0) {
+  if (written.ok() && replacing && ::fchmod(out.get(), mode) != 0) {
+    written = errno_error(errno, "chmod", path);
+  }
+  if (written.ok() && ::renameat(dir, tmp.c_str(), dir, target.name.c_str()) != 0) {
     written = errno_error(errno, "rename into", path);
   }
-  if (!written.ok()) ::unlinkat(real_dir.get(), tmp.c_str(), 0);
+  if (!written.ok()) ::unlinkat(dir, tmp.c_str(), 0);
   return written;
 }
 
