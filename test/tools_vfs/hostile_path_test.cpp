@@ -120,6 +120,26 @@ TEST_P(HostilePath, SymlinksOutAreRefused) {
                         "cheeky/outrel", "abscheeky/passwd", "dirout", "dirout/x"}) {
     expect_refused(p);
   }
+  for (const char* p : {"dirout", "cheeky/self", "abscheeky", "procroot", ".."}) {
+    SCOPED_TRACE(p);
+    EXPECT_EQ(vfs_->list(p).error().code, ErrorCode::kInvalidArgument);
+    EXPECT_EQ(vfs_->search_names(p, "x").error().code, ErrorCode::kInvalidArgument);
+    EXPECT_EQ(vfs_->search_content(p, "x").error().code, ErrorCode::kInvalidArgument);
+  }
+}
+
+TEST_P(HostilePath, SearchesFromRootNeverFollowLinksOut) {
+  tree_.file("outdir/needle-out", "outside");
+  auto names = vfs_->search_names("", "needle");
+  ASSERT_TRUE(names.ok()) << names.error().message;
+  EXPECT_TRUE(names->hits.empty()) << names->hits[0].path;
+  auto content = vfs_->search_content("", "outside");  // B/secret and outdir/ hold it
+  ASSERT_TRUE(content.ok()) << content.error().message;
+  EXPECT_TRUE(content->hits.empty()) << content->hits[0].path;
+  auto inside = vfs_->search_content("", "inside");
+  ASSERT_TRUE(inside.ok());
+  ASSERT_EQ(inside->hits.size(), 1u);  // etc/passwd itself, not again through relsym
+  EXPECT_EQ(inside->hits[0].path, "etc/passwd");
 }
 
 TEST_P(HostilePath, AbsoluteSymlinksAreRefusedEvenWhenTheyPointInside) {
