@@ -15,8 +15,10 @@
 namespace infer::tools {
 namespace {
 
-// openat2 answers EAGAIN when a rename elsewhere raced its ".." checks; it is safe to retry.
-constexpr int kOpenat2Retries = 128;
+// openat2 answers EAGAIN when a rename anywhere on the system raced its ".." checks; under a
+// storm of renames (a build nearby) it can keep answering it, so after a few tries the call takes
+// the walk, which gives the same guarantees without that check.
+constexpr int kOpenat2Retries = 16;
 
 long raw_openat2(int dirfd, const char* path, int flags) {
   open_how how{};
@@ -78,8 +80,7 @@ Result<UniqueFd> BeneathResolver::open_openat2(std::string_view path, int flags)
     if (fd >= 0) return UniqueFd(int(fd));
     if (errno != EAGAIN) return errno_error(errno, "open", path);
   }
-  return make_error(ErrorCode::kIo, "open \"" + printable_path(path) + "\": ROOT kept changing (" +
-                                        std::to_string(kOpenat2Retries) + " EAGAIN retries)");
+  return open_walk(path, flags);
 }
 
 Result<UniqueFd> BeneathResolver::open_walk(std::string_view path, int flags) const {

@@ -1,8 +1,10 @@
 // BeneathResolver: opens paths beneath ROOT and nowhere else (docs/TOOLS.md). Two ways, one
 // contract: openat2(2) with RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS where the kernel has it, and
 // a walk one component at a time with O_NOFOLLOW that expands symbolic links itself where it
-// does not (ENOSYS, or a seccomp filter's EPERM). Both refuse absolute paths, absolute link
-// targets, ".." above ROOT (even if a later component would come back) and /proc magic links.
+// does not (ENOSYS, or a seccomp filter's EPERM), or for one call when openat2 keeps answering
+// EAGAIN (renames elsewhere on the system racing its ".." checks). Both refuse absolute paths,
+// absolute link targets, ".." above ROOT (even if a later component would come back) and /proc
+// magic links.
 #pragma once
 
 #include <string>
