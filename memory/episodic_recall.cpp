@@ -1,0 +1,133 @@
+// The episodic memory's recall side (episodic_memory.h): decoding stored episodes, scoring the
+// store against a query, and what a recall or a forget commits. Ingestion is episodic_memory.cpp.
+#include <algorithm>
+#include <cstdint>
+
+#include "memory/episodic_memory.h"
+
+namespace infer::memory {
+
+void EpisodicMemory::decode_episode(const Learned& learned, const Episode& e,
+                                    KvBlock* out) const {
+  const size_t n = e.ids.size();
+  std::vector<float> row;
+  size_t o = 0;
+  std::vector<std::vector<float>> k(shapes_.size()), v(shapes_.size());
+  for (size_t t = 0; t < n; ++t) {
+    out->pos.push_back(e.info.pos0 + int64_t(t));
+    out->ids.push_back(e.ids[t]);
+    for (size_t l = 0; l < shapes_.size(); ++l) {
+      const size_t d = size_t(shapes_[l].head_dim), rf = size_t(shapes_[l].row_floats());
+      for (int kv = 0; kv < 2; ++kv) {
+        const SrvqCodec& c = learned.codecs[l * 2 + size_t(kv)];
+        auto& dst = kv == 0 ? out->k[l] : out->v[l];
+        const size_t at = dst.size();
+        dst.resize(at + rf);
+        for (size_t h = 0; h < rf; h += d) {
+          c.decode(e.payload.data() + o, dst.data() + at + h);
+          o += c.row_bytes();
+        }
+      }
+    }
+  }
+}
+
+Result<void> EpisodicMemory::decode(uint64_t id, KvBlock* out) const {
+  *out = KvBlock{};
+  for (const auto& s : shapes_) out->layers.push_back(s.layer);
+  out->k.assign(shapes_.size(), {});
+  out->v.assign(shapes_.size(), {});
+  const std::shared_ptr<const Learned> learned = learned_;
+  if (!learned) return Error{ErrorCode::kInvalidArgument, "episodic memory: no codebooks yet"};
+  auto e = store_->read(id);
+  if (!e.ok()) return e.error();
+  decode_episode(*learned, e.value(), out);
+  return {};
+}
+
+Result<void> EpisodicMemory::recall(const KvBlock& query, size_t max_tokens, KvBlock* out,
+                                    std::vector<RecallHit>* hits) {
+  *out = KvBlock{};
+  for (const auto& s : shapes_) out->layers.push_back(s.layer);
+  out->k.assign(shapes_.size(), {});
+  out->v.assign(shapes_.size(), {});
+  if (hits) hits->clear();
+  const std::shared_ptr<const Learned> learned = learned_;
+  if (query.size() == 0 || !learned || !learned->assoc.fitted()) return {};
+  const Association& assoc = learned->assoc;
+  const int64_t now = now_();
+  std::vector<float> q(assoc.query_floats());
+  const size_t parts = assoc.query_key(query, 0, query.size(), q.data());
+  struct Scored {
+    size_t k;  // in index_
+    float association;
+    double score;
+  };
+  std::vector<Scored> scored;
+  scored.reserve(index_.size());
+  for (size_t k = 0; k < index_.size(); ++k) {
+    const float a = assoc.association(q.data(), index_.key(k), parts);
+    if (a < opts_.min_association) continue;
+    const EpisodeInfo& info = index_.info(k);
+    scored.push_back(
+        {k, a, opts_.rule.score(a, info.strength, std::max(info.written_ms, info.recalled_ms), now)});
+  }
+  // Best first, sorted only as far as the walk below goes (a few of thousands, usually).
+  const auto better = [](const Scored& a, const Scored& b) { return a.score > b.score; };
+  size_t sorted = 0;
+  const size_t budget = std::min<size_t>(max_tokens, opts_.recall_tokens);
+  for (size_t j = 0; j < scored.size() && out->size() < budget; ++j) {
+    if (j == sorted) {
+      sorted = std::min(scored.size(), std::max<size_t>(16, 2 * sorted));
+      std::partial_sort(scored.begin() + std::ptrdiff_t(j), scored.begin() + std::ptrdiff_t(sorted),
+                        scored.end(), better);
+    }
+    const Scored& s = scored[j];
+    const EpisodeInfo info = index_.info(s.k);
+    if (out->size() + info.n_tokens > budget) continue;  // whole episodes only
+    auto e = store_->read(info.id);
+    if (!e.ok()) return e.error();
+    decode_episode(*learned, e.value(), out);
+    const float strength = opts_.rule.after_recall(
+        info.strength, std::max(info.written_ms, info.recalled_ms), now);
+    if (hits) {
+      hits->push_back({info.id, info.pos0, info.n_tokens, s.association, s.score, strength,
+                       info.written_ms, now, info.recalls + 1});
+    }
+    report({MemoryEvent::kRecalled, info.id, info.pos0, info.n_tokens, s.score, s.association,
+            strength});
+  }
+  return {};
+}
+
+Result<void> EpisodicMemory::strengthen(std::span<const RecallHit> hits) {
+  for (const RecallHit& h : hits) {
+    // Forgotten or replaced since the recall: nothing to strengthen.
+    if (auto r = store_->touch(h.id, h.strength, h.recalled_ms, h.recalls);
+        !r.ok() && r.error().code != ErrorCode::kNotFound) {
+      return r;
+    }
+    index_.touch(h.id, h.strength, h.recalled_ms, h.recalls);
+  }
+  return {};
+}
+
+Result<void> EpisodicMemory::forget(uint64_t id) {
+  EpisodeInfo gone;
+  for (const EpisodeInfo& i : store_->list()) {
+    if (i.id == id) gone = i;
+  }
+  if (gone.id == 0) {
+    return make_error(ErrorCode::kNotFound, store_->path() + ": no episode " + std::to_string(id));
+  }
+  if (auto r = store_->forget(id); !r.ok()) return r;
+  index_.remove(id);
+  report({MemoryEvent::kForgotten, id, gone.pos0, gone.n_tokens, 0, 0, strength_now(gone)});
+  return {};
+}
+
+float EpisodicMemory::strength_now(const EpisodeInfo& i) const {
+  return float(opts_.rule.strength_now(i.strength, std::max(i.written_ms, i.recalled_ms), now_()));
+}
+
+}  // namespace infer::memory
