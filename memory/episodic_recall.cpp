@@ -65,10 +65,12 @@ Result<void> EpisodicMemory::recall(const KvBlock& query, size_t max_tokens, KvB
   };
   std::vector<Scored> scored;
   scored.reserve(index_.size());
+  size_t shortest = SIZE_MAX;  // of the candidates: once less room is left, the walk is over
   for (size_t k = 0; k < index_.size(); ++k) {
     const float a = assoc.association(q.data(), index_.key(k), parts);
     if (a < opts_.min_association) continue;
     const EpisodeInfo& info = index_.info(k);
+    shortest = std::min<size_t>(shortest, info.n_tokens);
     scored.push_back(
         {k, a, opts_.rule.score(a, info.strength, std::max(info.written_ms, info.recalled_ms), now)});
   }
@@ -76,14 +78,14 @@ Result<void> EpisodicMemory::recall(const KvBlock& query, size_t max_tokens, KvB
   const auto better = [](const Scored& a, const Scored& b) { return a.score > b.score; };
   size_t sorted = 0;
   const size_t budget = std::min<size_t>(max_tokens, opts_.recall_tokens);
-  for (size_t j = 0; j < scored.size() && out->size() < budget; ++j) {
+  for (size_t j = 0; j < scored.size() && out->size() + shortest <= budget; ++j) {
     if (j == sorted) {
       sorted = std::min(scored.size(), std::max<size_t>(16, 2 * sorted));
       std::partial_sort(scored.begin() + std::ptrdiff_t(j), scored.begin() + std::ptrdiff_t(sorted),
                         scored.end(), better);
     }
     const Scored& s = scored[j];
-    const EpisodeInfo info = index_.info(s.k);
+    const EpisodeInfo& info = index_.info(s.k);
     if (out->size() + info.n_tokens > budget) continue;  // whole episodes only
     auto e = store_->read(info.id);
     if (!e.ok()) return e.error();
