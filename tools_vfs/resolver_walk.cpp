@@ -38,16 +38,16 @@ Result<std::string> read_link_beneath(int dir, const std::string& name, std::str
 
 Result<UniqueFd> walk_beneath(int root_fd, std::string_view path, int flags) {
   INFER_TRY(SplitPath split, split_path(path));
-  std::deque<std::string> todo(split.components.begin(), split.components.end());
+  std::deque<std::string> pending(split.components.begin(), split.components.end());
   bool want_dir = split.trailing_slash;
   const bool follow_final = (flags & O_NOFOLLOW) == 0;
   std::vector<UniqueFd> dirs;  // directories below ROOT walked through; ROOT itself is depth 0
   auto top = [&] { return dirs.empty() ? root_fd : dirs.back().get(); };
   int hops = 0;
-  while (!todo.empty()) {
-    const std::string name = std::move(todo.front());
-    todo.pop_front();
-    const bool last = todo.empty();
+  while (!pending.empty()) {
+    const std::string name = std::move(pending.front());
+    pending.pop_front();
+    const bool last = pending.empty();
     if (name == "..") {
       if (dirs.empty()) return escape_error(path, "\"..\" climbs above ROOT");
       dirs.pop_back();
@@ -66,7 +66,7 @@ Result<UniqueFd> walk_beneath(int root_fd, std::string_view path, int flags) {
       INFER_TRY(std::string target, read_link_beneath(top(), name, path));
       INFER_TRY(SplitPath expanded, split_path(target));
       if (last && expanded.trailing_slash) want_dir = true;
-      todo.insert(todo.begin(), expanded.components.begin(), expanded.components.end());
+      pending.insert(pending.begin(), expanded.components.begin(), expanded.components.end());
       continue;
     }
     if (!last) {
