@@ -240,8 +240,10 @@ def main():
         paste_tokens = len(ids.stdout.split()) - 1  # without <bos>
         pane.type("Summarize: ")
         pane.wait_prompt("Summarize:")
+        # /help's text also says "[pasted N lines, B bytes]": wait for one more than it showed.
+        pasted_before = pane.screen().count("[pasted ")
         pane.paste(paste_path)
-        s = pane.wait("the paste's summary", lambda s: "[pasted " in s)
+        s = pane.wait_count("[pasted ", pasted_before + 1)
         # The paste's last newline is dropped: 20479 bytes on the lines before it.
         summary = "[pasted %d lines, %d bytes]" % (text.count("\n"), len(text) - 1)
         check(summary in s, "the paste is summarised as " + summary, s)
