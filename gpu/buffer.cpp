@@ -191,6 +191,29 @@ Result<void> upload(const VulkanContext& ctx, Buffer& dst, VkDeviceSize offset, 
   return Ok{};
 }
 
+Result<void> download_gather(const VulkanContext& ctx, std::span<const GatherRegion> regions,
+                             void* dst, size_t dst_bytes) {
+  for (const GatherRegion& r : regions) {
+    INFER_CHECK(r.src_offset + r.bytes <= r.src->size() && r.dst_offset + r.bytes <= dst_bytes,
+                "gather of %zu bytes at %llu from \"%s\" (%llu) to %zu of %zu", r.bytes,
+                (unsigned long long)r.src_offset, r.src->name().c_str(),
+                (unsigned long long)r.src->size(), r.dst_offset, dst_bytes);
+  }
+  if (dst_bytes == 0 || regions.empty()) return Ok{};
+  INFER_TRY_VOID(vk_check(vkQueueWaitIdle(ctx.queue()), "vkQueueWaitIdle"));
+  INFER_TRY(Buffer staging, Buffer::create(ctx, dst_bytes, BufferKind::kHost, "staging gather"));
+  INFER_TRY_VOID(run_one_shot(ctx, [&](VkCommandBuffer cb) {
+    for (const GatherRegion& r : regions) {
+      if (r.bytes == 0) continue;
+      const VkBufferCopy region{r.src_offset, r.dst_offset, r.bytes};
+      vkCmdCopyBuffer(cb, r.src->handle(), staging.handle(), 1, &region);
+    }
+    record_make_visible(cb, VK_PIPELINE_STAGE_2_COPY_BIT, VK_ACCESS_2_TRANSFER_WRITE_BIT);
+  }));
+  std::memcpy(dst, staging.mapped(), dst_bytes);
+  return Ok{};
+}
+
 Result<void> fill(const VulkanContext& ctx, Buffer& dst, uint32_t word) {
   return run_one_shot(ctx, [&](VkCommandBuffer cb) {
     vkCmdFillBuffer(cb, dst.handle(), 0, VK_WHOLE_SIZE, word);

@@ -5,6 +5,7 @@
 #include <volk.h>
 
 #include <cstddef>
+#include <span>
 #include <string>
 
 #include "base/result.h"
@@ -55,6 +56,20 @@ Result<void> upload(const VulkanContext& ctx, Buffer& dst, VkDeviceSize offset, 
 // Copies `bytes` of src at `offset` into host memory, after all submitted GPU work is done.
 Result<void> download(const VulkanContext& ctx, const Buffer& src, VkDeviceSize offset, void* dst,
                       size_t bytes);
+
+// One piece of a gather: `bytes` of src at src_offset, to dst_offset in the host memory.
+struct GatherRegion {
+  const Buffer* src;
+  VkDeviceSize src_offset;
+  size_t dst_offset;
+  size_t bytes;
+};
+// Copies every region into host memory dst ([dst_bytes]) after all submitted GPU work is done,
+// with one submission and one wait: the GPU copies them into a host-cached staging buffer, also
+// from mapped device-local buffers, whose host reads cross the bus uncached (a row at a time
+// through download cost 0.6 ms a token of 15 layers on an H100).
+Result<void> download_gather(const VulkanContext& ctx, std::span<const GatherRegion> regions,
+                             void* dst, size_t dst_bytes);
 
 // Fills the whole of dst with copies of `word` (vkCmdFillBuffer) and waits.
 Result<void> fill(const VulkanContext& ctx, Buffer& dst, uint32_t word);

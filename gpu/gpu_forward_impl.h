@@ -97,10 +97,13 @@ class GpuKvRows final : public KvRows {
   std::span<const int> tiered_layers() const override { return tiered_; }
   int64_t row_floats(int layer) const override;
   void read_row(int layer, int32_t slot, float* k, float* v) const override;
+  // Every layer's rows in one gather (download_gather): runs of consecutive slots are one copy.
+  void read_rows(std::span<const int32_t> slots, std::span<float* const> k,
+                 std::span<float* const> v) const override;
   // n rows at slots first .. first + n - 1: one K and one V transfer (each waits).
   Result<void> write_rows(int layer, int32_t first, int32_t n, const float* k,
                           const float* v) const;
-  int64_t downloads() const { return downloads_; }  // read_row calls so far
+  int64_t downloads() const { return downloads_; }  // transfers that waited, so far
 
  private:
   const VulkanContext& ctx_;

@@ -41,6 +41,42 @@ void GpuKvRows::read_row(int layer, int32_t slot, float* k, float* v) const {
   INFER_CHECK(rv.ok(), "reading V row %d of layer %d: %s", slot, layer, rv.error().message.c_str());
 }
 
+void GpuKvRows::read_rows(std::span<const int32_t> slots, std::span<float* const> k,
+                          std::span<float* const> v) const {
+  if (slots.empty()) return;
+  // Staging holds layer i's K rows then its V rows, in the order of slots.
+  std::vector<GatherRegion> regions;
+  std::vector<size_t> at(tiered_.size());
+  size_t bytes = 0;
+  for (size_t i = 0; i < tiered_.size(); ++i) {
+    const KvRing& r = kv_.ring(tiered_[i]);
+    const size_t row = size_t(row_floats(tiered_[i])) * sizeof(float);
+    at[i] = bytes;
+    for (const Buffer* b : {&r.k, &r.v}) {
+      for (size_t j = 0; j < slots.size();) {
+        INFER_CHECK(slots[j] >= 0 && uint32_t(slots[j]) < r.slots, "layer %d slot %d of %u",
+                    tiered_[i], slots[j], r.slots);
+        size_t n = 1;
+        while (j + n < slots.size() && slots[j + n] == slots[j] + int32_t(n)) ++n;
+        regions.push_back({b, VkDeviceSize(slots[j]) * row, bytes + j * row, n * row});
+        j += n;
+      }
+      bytes += slots.size() * row;
+    }
+  }
+  std::vector<float> staged(bytes / sizeof(float));
+  ++downloads_;
+  // KvRows reads cannot fail by contract: a lost device ends the stream here.
+  const Result<void> got = download_gather(ctx_, regions, staged.data(), bytes);
+  INFER_CHECK(got.ok(), "reading %zu rows of the tiered layers: %s", slots.size(),
+              got.error().message.c_str());
+  for (size_t i = 0; i < tiered_.size(); ++i) {
+    const size_t n = slots.size() * size_t(row_floats(tiered_[i]));
+    std::memcpy(k[i], staged.data() + at[i] / sizeof(float), n * sizeof(float));
+    std::memcpy(v[i], staged.data() + at[i] / sizeof(float) + n, n * sizeof(float));
+  }
+}
+
 Result<void> GpuKvRows::write_rows(int layer, int32_t first, int32_t n, const float* k,
                                    const float* v) const {
   KvRing& r = const_cast<KvRing&>(kv_.ring(layer));  // the rows, not the ring's shape

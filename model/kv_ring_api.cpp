@@ -6,6 +6,17 @@
 
 namespace infer {
 
+void KvRows::read_rows(std::span<const int32_t> slots, std::span<float* const> k,
+                       std::span<float* const> v) const {
+  const std::span<const int> layers = tiered_layers();
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const size_t row = size_t(row_floats(layers[i]));
+    for (size_t j = 0; j < slots.size(); ++j) {
+      read_row(layers[i], slots[j], k[i] + j * row, v[i] + j * row);
+    }
+  }
+}
+
 void KvBlock::append(std::span<const EvictedToken> tokens, const KvRows& rows) {
   const std::span<const int> tl = rows.tiered_layers();
   if (layers.empty() && pos.empty()) {
@@ -13,17 +24,22 @@ void KvBlock::append(std::span<const EvictedToken> tokens, const KvRows& rows) {
     k.resize(layers.size());
     v.resize(layers.size());
   }
+  std::vector<int32_t> slots;
+  slots.reserve(tokens.size());
   for (const EvictedToken& e : tokens) {
     pos.push_back(e.pos);
     ids.push_back(e.id);
-    for (size_t i = 0; i < layers.size(); ++i) {
-      const int64_t row = rows.row_floats(layers[i]);
-      k[i].resize(k[i].size() + size_t(row));
-      v[i].resize(v[i].size() + size_t(row));
-      rows.read_row(layers[i], e.slot, k[i].data() + k[i].size() - size_t(row),
-                    v[i].data() + v[i].size() - size_t(row));
-    }
+    slots.push_back(e.slot);
   }
+  std::vector<float*> k_at(layers.size()), v_at(layers.size());
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const size_t grow = tokens.size() * size_t(rows.row_floats(layers[i]));
+    k[i].resize(k[i].size() + grow);
+    v[i].resize(v[i].size() + grow);
+    k_at[i] = k[i].data() + k[i].size() - grow;
+    v_at[i] = v[i].data() + v[i].size() - grow;
+  }
+  rows.read_rows(slots, k_at, v_at);
 }
 
 Result<void> place_recall(KvRing& ring, const KvRows& rows, const KvBlock& b,

@@ -23,6 +23,11 @@ class KvRows {
   virtual int64_t row_floats(int layer) const = 0;         // n_kv * d
   // k, v: [row_floats(layer)] each.
   virtual void read_row(int layer, int32_t slot, float* k, float* v) const = 0;
+  // The rows of `slots` of every tiered layer i into k[i] and v[i] ([slots.size() *
+  // row_floats] each, in the order of slots). Row by row here; a backend whose rows are far
+  // from the host reads them all in one transfer.
+  virtual void read_rows(std::span<const int32_t> slots, std::span<float* const> k,
+                         std::span<float* const> v) const;
 };
 
 // Receives the tokens a chunk evicts from the window, in position order, with their rows as

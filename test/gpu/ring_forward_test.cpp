@@ -195,7 +195,7 @@ TEST_F(RingGpu, FifoHandsOnTheCpuRingsTokensAndRows) {
 // The sink's rows come from the host staging the chunk's own command buffer fills, with no
 // download of their own (kv_row_downloads stays 0: no wait per evicted token), and they are the
 // CPU ring's rows: decode steps (one eviction each), then prefill chunks evicting max_chunk
-// tokens each, then decode again, under FIFO and mass eviction. read_kv still downloads.
+// tokens each, then decode again, under FIFO and mass eviction. read_kv downloads, in one transfer.
 TEST_F(RingGpu, SinkRowsComeFromStagingWithoutDownloads) {
   auto model = load("e2b-mini");
   ASSERT_NE(model, nullptr);
@@ -234,9 +234,21 @@ TEST_F(RingGpu, SinkRowsComeFromStagingWithoutDownloads) {
     f->set_eviction_sink(nullptr);
     ASSERT_TRUE(f->decode(ids[0], logits.data()).ok());
     EXPECT_EQ(gpu_sink.block.size(), size_t(n - A - W));
-    KvBlock b;
-    ASSERT_TRUE(f->read_kv(n - 2, 2, &b).ok());
-    EXPECT_GT(f->kv_row_downloads(), 0);
+    // read_kv gathers every tiered layer's rows in one transfer (one wait), the window's slots
+    // wrapping around included (FIFO keeps the last W tokens; mass eviction only the newest
+    // surely), and they are the CPU ring's rows.
+    const int64_t span = policy == EvictPolicy::kFifo ? W - 1 : 2;
+    KvBlock g, c2;
+    ASSERT_TRUE(f->read_kv(n - span, span, &g).ok());
+    EXPECT_EQ(f->kv_row_downloads(), 1);
+    ASSERT_TRUE(cpu.read_kv(n - span, span, &c2).ok());
+    EXPECT_EQ(g.pos, c2.pos);
+    EXPECT_EQ(g.ids, c2.ids);
+    ASSERT_EQ(g.layers, c2.layers);
+    for (size_t i = 0; i < g.layers.size(); ++i) {
+      EXPECT_LE(max_diff(g.k[i], c2.k[i]), 1e-4f) << "layer " << i;
+      EXPECT_LE(max_diff(g.v[i], c2.v[i]), 1e-4f) << "layer " << i;
+    }
   }
 }
 
