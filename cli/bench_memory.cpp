@@ -155,15 +155,21 @@ Result<void> fill_store(const memory::EpisodicMemory& src, const std::string& pa
   return Ok{};
 }
 
+// One query length's turns: the whole turn and its phases (EpisodicMemory::last_recall_profile).
+struct TurnTimes {
+  std::vector<double> total_ms, recall_ms, place_ms;
+  std::vector<double> read_kv_ms, query_key_ms, score_ms, select_ms, decode_ms;
+};
+
 struct RecallFigures {
   uint32_t episodes = 0;
   double open_ms = 0;
   double file_bytes_per_episode = 0;
-  std::vector<double> total_ms, recall_ms, place_ms;
+  TurnTimes turn;                     // a 32-token input
   std::vector<double> strengthen_ms;  // the commit after the turn, off its path
   size_t placed_tokens = 0;
-  int64_t long_query_tokens = 0;    // the longest query a turn makes (kMaxRecall, or the window)
-  std::vector<double> long_total_ms;  // a turn's whole recall with that query
+  int64_t long_query_tokens = 0;  // the longest query a turn makes (kMaxRecall, or the window)
+  TurnTimes long_turn;            // a turn's whole recall with that query
 };
 
 Result<RecallFigures> bench_recall(Session& s, const memory::EpisodicMemory& src,
@@ -189,25 +195,31 @@ Result<RecallFigures> bench_recall(Session& s, const memory::EpisodicMemory& src
   // A turn's input of 32 tokens, then the longest query recall_for_turn makes.
   f.long_query_tokens = std::min({kMaxRecall, ring->ring().n_window(), end});
   for (const int64_t q : {std::min<int64_t>(32, end), f.long_query_tokens}) {
+    TurnTimes& t = q == f.long_query_tokens ? f.long_turn : f.turn;
     for (int r = 0; r < reps; ++r) {
       // What recall_for_turn does for a turn: read the input's rows, recall, place.
       const Clock::time_point t0 = Clock::now();
       INFER_TRY_VOID(ring->read_kv(end - q, q, &query));
+      const double t_read = ms_since(t0);
       INFER_TRY_VOID(m->recall(query, size_t(mo.recall_tokens), &rows, &hits));
       const double t_recall = ms_since(t0);
       INFER_TRY_VOID(ring->set_recall(rows));
       const double total = ms_since(t0);
       const Clock::time_point t_commit = Clock::now();  // after the turn has its rows
       INFER_TRY_VOID(m->strengthen(hits));
-      if (q == f.long_query_tokens) {
-        f.long_total_ms.push_back(total);
-        continue;
+      if (q != f.long_query_tokens) {
+        f.strengthen_ms.push_back(ms_since(t_commit));
+        f.placed_tokens = rows.size();
       }
-      f.strengthen_ms.push_back(ms_since(t_commit));
-      f.total_ms.push_back(total);
-      f.recall_ms.push_back(t_recall);
-      f.place_ms.push_back(total - t_recall);
-      f.placed_tokens = rows.size();
+      const memory::RecallProfile& p = m->last_recall_profile();
+      t.total_ms.push_back(total);
+      t.recall_ms.push_back(t_recall);
+      t.place_ms.push_back(total - t_recall);
+      t.read_kv_ms.push_back(t_read);
+      t.query_key_ms.push_back(p.query_key_ms);
+      t.score_ms.push_back(p.score_ms);
+      t.select_ms.push_back(p.select_ms);
+      t.decode_ms.push_back(p.decode_ms);
     }
   }
   m.reset();
@@ -218,6 +230,26 @@ Result<RecallFigures> bench_recall(Session& s, const memory::EpisodicMemory& src
 nlohmann::ordered_json ms_stats(const std::vector<double>& v) {
   return {{"median", percentile(v, 0.5)}, {"p99", percentile(v, 0.99)},
           {"max", percentile(v, 1.0)}};
+}
+
+// Medians of a turn's phases (they need not add up to the turn's median).
+nlohmann::ordered_json phase_medians(const TurnTimes& t) {
+  return {{"read_kv", percentile(t.read_kv_ms, 0.5)},
+          {"query_key", percentile(t.query_key_ms, 0.5)},
+          {"score", percentile(t.score_ms, 0.5)},
+          {"select", percentile(t.select_ms, 0.5)},
+          {"decode", percentile(t.decode_ms, 0.5)},
+          {"place", percentile(t.place_ms, 0.5)}};
+}
+
+void print_phases(uint32_t count, int64_t query_tokens, const TurnTimes& t) {
+  std::fprintf(stderr,
+               "bench-memory:   %u episodes, %lld-token query: read_kv %.2f, query_key %.2f, "
+               "score %.2f, select %.2f, decode %.2f, place %.2f ms (medians)\n",
+               count, (long long)query_tokens, percentile(t.read_kv_ms, 0.5),
+               percentile(t.query_key_ms, 0.5), percentile(t.score_ms, 0.5),
+               percentile(t.select_ms, 0.5), percentile(t.decode_ms, 0.5),
+               percentile(t.place_ms, 0.5));
 }
 
 // bf16 K and V rows of every tiered layer, per token: what the store's coded rows replace.
@@ -259,17 +291,21 @@ Result<void> run_bench_memory(const Options& opts) {
                         {"file_bytes_per_episode", f.file_bytes_per_episode},
                         {"placed_tokens", f.placed_tokens},
                         {"query_tokens", 32},
-                        {"turn_ms", ms_stats(f.total_ms)},
-                        {"score_decode_ms", ms_stats(f.recall_ms)},
-                        {"place_ms", ms_stats(f.place_ms)},
+                        {"turn_ms", ms_stats(f.turn.total_ms)},
+                        {"score_decode_ms", ms_stats(f.turn.recall_ms)},
+                        {"place_ms", ms_stats(f.turn.place_ms)},
+                        {"phase_median_ms", phase_medians(f.turn)},
                         {"strengthen_commit_ms", ms_stats(f.strengthen_ms)},
                         {"long_query_tokens", f.long_query_tokens},
-                        {"long_query_turn_ms", ms_stats(f.long_total_ms)}});
+                        {"long_query_turn_ms", ms_stats(f.long_turn.total_ms)},
+                        {"long_query_phase_median_ms", phase_medians(f.long_turn)}});
       std::fprintf(stderr,
                    "bench-memory: recall with %u episodes: %.2f ms a turn (median; %.2f with a "
                    "%lld-token query)\n",
-                   count, percentile(f.total_ms, 0.5), percentile(f.long_total_ms, 0.5),
+                   count, percentile(f.turn.total_ms, 0.5), percentile(f.long_turn.total_ms, 0.5),
                    (long long)f.long_query_tokens);
+      print_phases(count, 32, f.turn);
+      print_phases(count, f.long_query_tokens, f.long_turn);
     }
     const ModelConfig& cfg = s->model->config();
     const double off = percentile(d.off, 0.5), on = percentile(d.on, 0.5);

@@ -72,6 +72,15 @@ struct RecallHit {
   uint32_t recalls = 0;  // after this recall
 };
 
+// Where the last recall's time went (milliseconds, steady clock), for the bench's breakdown.
+struct RecallProfile {
+  double query_key_ms = 0;  // the query's parts keyed (Association::query_key)
+  double score_ms = 0;      // every stored key scored against them
+  double select_ms = 0;     // ranked as far as the walk goes
+  double decode_ms = 0;     // the recalled episodes read and decoded
+  size_t scored = 0;        // keys at or above min_association
+};
+
 // What happened to an episode, for whoever watches (the --serve protocol's MEMORY_EVENT).
 struct MemoryEvent {
   enum Kind { kStored = 1, kRecalled = 2, kForgotten = 3, kReplaced = 4 } kind = kStored;
@@ -120,6 +129,8 @@ class EpisodicMemory {
                       std::vector<RecallHit>* hits);
   // Commits what a recall earned: each hit's strength, recall time and count.
   Result<void> strengthen(std::span<const RecallHit> hits);
+  // The last recall's breakdown (zeros before the first).
+  const RecallProfile& last_recall_profile() const { return profile_; }
 
   // The rows recall() places for the stored episode id, decoded from the store, without
   // scoring or strengthening it (tests compare them across processes; measurements place them).
@@ -165,6 +176,7 @@ class EpisodicMemory {
   std::unique_ptr<EpisodeStore> store_;
   KeyIndex index_{assoc_.key_floats()};  // store_'s keys, for recall and the weakest
   EventHook hook_;
+  RecallProfile profile_;
   void report(const MemoryEvent& e) const {
     if (hook_) hook_(e);
   }
