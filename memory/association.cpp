@@ -375,11 +375,14 @@ double ScoreRule::strength_now(float strength, int64_t last_use_ms, int64_t now_
   return double(strength) * std::exp2(-age / half_life_ms);
 }
 
+double ScoreRule::strength_term(float strength, int64_t last_use_ms, int64_t now_ms) const {
+  return strength_weight *
+         std::log(std::max(strength_now(strength, last_use_ms, now_ms), kMinStrength));
+}
+
 double ScoreRule::score(float association, float strength, int64_t last_use_ms,
                         int64_t now_ms) const {
-  return double(association) +
-         strength_weight * std::log(std::max(strength_now(strength, last_use_ms, now_ms),
-                                             kMinStrength));
+  return double(association) + strength_term(strength, last_use_ms, now_ms);
 }
 
 float ScoreRule::after_recall(float strength, int64_t last_use_ms, int64_t now_ms) const {

@@ -112,6 +112,8 @@ struct ScoreRule {
   static constexpr double kMinStrength = 1e-3;
 
   double strength_now(float strength, int64_t last_use_ms, int64_t now_ms) const;
+  // strength_weight * ln(max(strength_now, kMinStrength)): score = association + this.
+  double strength_term(float strength, int64_t last_use_ms, int64_t now_ms) const;
   double score(float association, float strength, int64_t last_use_ms, int64_t now_ms) const;
   float after_recall(float strength, int64_t last_use_ms, int64_t now_ms) const;
 };

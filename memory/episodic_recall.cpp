@@ -67,57 +67,33 @@ Result<void> EpisodicMemory::recall(const KvBlock& query, size_t max_tokens, KvB
   const Association& assoc = learned->assoc;
   const int64_t now = now_();
   const Clock::time_point t0 = Clock::now();
-  std::vector<float> q(assoc.query_floats());
-  const size_t parts = assoc.query_key(query, 0, query.size(), q.data());
+  query_key_.resize(assoc.query_floats());
+  const size_t parts = assoc.query_key(query, 0, query.size(), query_key_.data());
   const Clock::time_point t1 = Clock::now();
-  struct Scored {
-    size_t k;  // in index_
-    float association;
-    double score;
-  };
-  std::vector<Scored> scored;
-  scored.reserve(index_.size());
-  size_t shortest = SIZE_MAX;  // of the candidates: once less room is left, the walk is over
-  for (size_t k = 0; k < index_.size(); ++k) {
-    const float a = assoc.association(q.data(), index_.key(k), parts);
-    if (a < opts_.min_association) continue;
-    const EpisodeInfo& info = index_.info(k);
-    shortest = std::min<size_t>(shortest, info.n_tokens);
-    scored.push_back(
-        {k, a, opts_.rule.score(a, info.strength, std::max(info.written_ms, info.recalled_ms), now)});
-  }
+  SelectOptions so;
+  so.min_association = opts_.min_association;
+  so.budget_tokens = std::min<size_t>(max_tokens, opts_.recall_tokens);
+  so.rule = opts_.rule;
+  so.now_ms = now;
+  so.exact = exact_recall_;
+  selector_.select(assoc, index_, query_key_.data(), parts, so, &picks_);
   const Clock::time_point t2 = Clock::now();
-  double sort_ms = 0, decode_ms = 0;
-  // Best first, sorted only as far as the walk below goes (a few of thousands, usually).
-  const auto better = [](const Scored& a, const Scored& b) { return a.score > b.score; };
-  size_t sorted = 0;
-  const size_t budget = std::min<size_t>(max_tokens, opts_.recall_tokens);
-  for (size_t j = 0; j < scored.size() && out->size() + shortest <= budget; ++j) {
-    if (j == sorted) {
-      const Clock::time_point s0 = Clock::now();
-      sorted = std::min(scored.size(), std::max<size_t>(16, 2 * sorted));
-      std::partial_sort(scored.begin() + std::ptrdiff_t(j), scored.begin() + std::ptrdiff_t(sorted),
-                        scored.end(), better);
-      sort_ms += ms_between(s0, Clock::now());
-    }
-    const Scored& s = scored[j];
-    const EpisodeInfo& info = index_.info(s.k);
-    if (out->size() + info.n_tokens > budget) continue;  // whole episodes only
-    const Clock::time_point d0 = Clock::now();
+  for (const RecallPick& p : picks_) {
+    const EpisodeInfo& info = index_.info(p.index);
     auto e = store_->read(info.id);
     if (!e.ok()) return e.error();
     decode_episode(*learned, e.value(), out);
-    decode_ms += ms_between(d0, Clock::now());
     const float strength = opts_.rule.after_recall(
         info.strength, std::max(info.written_ms, info.recalled_ms), now);
     if (hits) {
-      hits->push_back({info.id, info.pos0, info.n_tokens, s.association, s.score, strength,
+      hits->push_back({info.id, info.pos0, info.n_tokens, p.association, p.score, strength,
                        info.written_ms, now, info.recalls + 1});
     }
-    report({MemoryEvent::kRecalled, info.id, info.pos0, info.n_tokens, s.score, s.association,
+    report({MemoryEvent::kRecalled, info.id, info.pos0, info.n_tokens, p.score, p.association,
             strength});
   }
-  profile_ = {ms_between(t0, t1), ms_between(t1, t2), sort_ms, decode_ms, scored.size()};
+  profile_ = {ms_between(t0, t1), ms_between(t1, t2), ms_between(t2, Clock::now()),
+              selector_.rescored(), selector_.fell_back()};
   return {};
 }
 

@@ -234,7 +234,8 @@ void bench_recall(const ModelConfig& cfg, const std::string& path, uint32_t epis
   std::vector<memory::RecallHit> hits;
   for (const int64_t q : {32, 128}) {
     const KvBlock query = test::token_block(shapes, 1 << 20, q, 9);
-    std::vector<double> total, qk, score, select, decode;
+    std::vector<double> total, qk, score, decode;
+    size_t rescored = 0, fell_back = 0;
     for (int rep = 0; rep < 20; ++rep) {
       const auto t0 = Clock::now();
       if (auto r = (*m)->recall(query, o.recall_tokens, &rows, &hits); !r.ok()) fail(r.error());
@@ -242,14 +243,16 @@ void bench_recall(const ModelConfig& cfg, const std::string& path, uint32_t epis
       const memory::RecallProfile& p = (*m)->last_recall_profile();
       qk.push_back(p.query_key_ms);
       score.push_back(p.score_ms);
-      select.push_back(p.select_ms);
       decode.push_back(p.decode_ms);
+      rescored = std::max(rescored, p.rescored);
+      fell_back += p.fell_back ? 1 : 0;
       if (auto r = (*m)->strengthen(hits); !r.ok()) fail(r.error());
     }
     std::printf("recall of %u episodes, %lld-token query: %.2f ms (query_key %.2f, score %.2f, "
-                "select %.2f, decode %.2f; medians of 20), %zu tokens placed\n",
-                episodes, (long long)q, median(total), median(qk), median(score), median(select),
-                median(decode), rows.size());
+                "decode %.2f; medians of 20), %zu tokens placed; at most %zu keys rescored in "
+                "fp32, %zu fallbacks\n",
+                episodes, (long long)q, median(total), median(qk), median(score), median(decode),
+                rows.size(), rescored, fell_back);
   }
   m->reset();
   std::filesystem::remove(path);
