@@ -1,6 +1,7 @@
 // coded_dots on AVX-512 VNNI (key_codes.h), compiled with its own ISA flags and chosen at run
-// time: vpdpbusd multiplies 64 unsigned key codes by 64 signed query codes and adds them in
-// fours to 16 int32 lanes, exactly as the portable loop does one by one.
+// time: vpdpwssd multiplies 32 key codes by 32 query codes and adds them in pairs to 16 int32
+// lanes. Integer sums in any order are the portable loop's, and code_limit keeps every partial
+// sum inside int32.
 #include <immintrin.h>
 
 #include "memory/key_codes.h"
@@ -8,45 +9,43 @@
 namespace infer::memory {
 namespace {
 
-// The sum of the 16 lanes (GCC 12's _mm512_reduce_add_epi32 draws a false -Wmaybe-uninitialized
-// from its _mm256_undefined_si256): halves folded within the register, all lanes end equal.
+// The sum of the 16 lanes, by storing them (GCC 12's _mm512_reduce_add_epi32 and lane shuffles
+// draw a false -Wmaybe-uninitialized from their undefined-register operands).
 int32_t lane_sum(__m512i v) {
-  v = _mm512_add_epi32(v, _mm512_shuffle_i64x2(v, v, 0x4e));  // 256-bit halves swapped
-  v = _mm512_add_epi32(v, _mm512_shuffle_i64x2(v, v, 0xb1));  // 128-bit quarters swapped
-  v = _mm512_add_epi32(v, _mm512_shuffle_epi32(v, _MM_PERM_BADC));
-  v = _mm512_add_epi32(v, _mm512_shuffle_epi32(v, _MM_PERM_CDAB));
-  return _mm512_cvtsi512_si32(v);
+  alignas(64) int32_t l[16];
+  _mm512_store_si512(l, v);
+  int32_t s = 0;
+  for (int i = 0; i < 16; ++i) s += l[i];
+  return s;
 }
 
 }  // namespace
 
-void coded_dots_avx512(const uint8_t* keys, size_t n, size_t subs, const int8_t* query,
-                       size_t parts, size_t D, int32_t* raw) {
+void coded_dots_avx512(const int16_t* keys, size_t n, size_t subs, const int16_t* query,
+                       size_t parts, size_t D, int32_t* dots) {
   for (size_t k = 0; k < n; ++k) {
-    const uint8_t* key = keys + k * subs * D;
-    // The next key's first lines: each key starts a new stream for the hardware prefetcher.
-    if (k + 2 < n) _mm_prefetch(reinterpret_cast<const char*>(key + 2 * subs * D), _MM_HINT_T0);
+    const int16_t* key = keys + k * subs * D;
     for (size_t s = 0; s < subs; ++s) {
-      const uint8_t* ks = key + s * D;
+      const int16_t* ks = key + s * D;
       size_t p = 0;
       for (; p + 2 <= parts; p += 2) {
-        const int8_t* q0 = query + p * D;
-        const int8_t* q1 = q0 + D;
+        const int16_t* q0 = query + p * D;
+        const int16_t* q1 = q0 + D;
         __m512i a0 = _mm512_setzero_si512(), a1 = _mm512_setzero_si512();
-        for (size_t i = 0; i < D; i += 64) {
+        for (size_t i = 0; i < D; i += 32) {
           const __m512i kv = _mm512_loadu_si512(ks + i);
-          a0 = _mm512_dpbusd_epi32(a0, kv, _mm512_loadu_si512(q0 + i));
-          a1 = _mm512_dpbusd_epi32(a1, kv, _mm512_loadu_si512(q1 + i));
+          a0 = _mm512_dpwssd_epi32(a0, kv, _mm512_loadu_si512(q0 + i));
+          a1 = _mm512_dpwssd_epi32(a1, kv, _mm512_loadu_si512(q1 + i));
         }
-        raw[(k * parts + p) * subs + s] = lane_sum(a0);
-        raw[(k * parts + p + 1) * subs + s] = lane_sum(a1);
+        dots[(k * parts + p) * subs + s] = lane_sum(a0);
+        dots[(k * parts + p + 1) * subs + s] = lane_sum(a1);
       }
       for (; p < parts; ++p) {
-        const int8_t* q0 = query + p * D;
+        const int16_t* q0 = query + p * D;
         __m512i a0 = _mm512_setzero_si512();
-        for (size_t i = 0; i < D; i += 64)
-          a0 = _mm512_dpbusd_epi32(a0, _mm512_loadu_si512(ks + i), _mm512_loadu_si512(q0 + i));
-        raw[(k * parts + p) * subs + s] = lane_sum(a0);
+        for (size_t i = 0; i < D; i += 32)
+          a0 = _mm512_dpwssd_epi32(a0, _mm512_loadu_si512(ks + i), _mm512_loadu_si512(q0 + i));
+        dots[(k * parts + p) * subs + s] = lane_sum(a0);
       }
     }
   }

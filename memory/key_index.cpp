@@ -12,7 +12,7 @@ KeyIndex::KeyIndex(size_t key_floats, size_t part_floats)
     : k_(key_floats),
       d_(part_floats),
       parts_(part_floats > 0 ? key_floats / part_floats : 0),
-      coded_(part_floats > 0 && part_floats <= kMaxCodedDims) {
+      coded_(code_limit(part_floats) > 0) {
   INFER_CHECK(part_floats > 0 && key_floats % part_floats == 0, "key index: part size");
 }
 
@@ -42,10 +42,10 @@ void KeyIndex::put(const EpisodeInfo& info, std::span<const float> key) {
   if (!coded_) return;
   const float* x = keys_.data() + (info_.size() - 1) * k_;
   codes_.resize(info_.size() * k_);
-  uint8_t* c = codes_.data() + (info_.size() - 1) * k_;
+  int16_t* c = codes_.data() + (info_.size() - 1) * k_;
   KeyBound b;
   for (size_t p = 0; p < parts_; ++p) {
-    const PartCode pc = code_key_part(x + p * d_, d_, c + p * d_);
+    const PartCode pc = code_part(x + p * d_, d_, c + p * d_);
     scales_.push_back(pc.scale);
     b.err_norm = std::max(b.err_norm, pc.err_norm);
     const float n = pc.coded_norm + pc.err_norm;  // rounded up: at least the exact sum

@@ -2,8 +2,8 @@
 // (EpisodicMemory keeps it in step with every commit): a turn's recall scores every episode, and
 // reading the keys out of their records in the mapped file touches pages spread over the whole
 // file (the records of 10,000 episodes span hundreds of MB), which cost more than the scoring.
-// Beside the fp32 keys, their 8-bit codes (key_codes.h): recall's first pass reads those, a
-// quarter of the bytes, and rescores only the keys that can still be among the best.
+// Beside the fp32 keys, their 16-bit codes (key_codes.h): recall's first pass reads those, half
+// the bytes in integer dots, and rescores in fp32 only the keys that can still be among the best.
 #pragma once
 
 #include <cstddef>
@@ -40,12 +40,12 @@ class KeyIndex {
   const EpisodeInfo& info(size_t i) const { return info_[i]; }
   const float* key(size_t i) const { return keys_.data() + i * k_; }
 
-  // The codes exist when a part is at most kMaxCodedDims floats.
+  // The codes exist when a part is small enough to code (code_limit).
   bool coded() const { return coded_; }
   size_t parts() const { return parts_; }
   size_t part_floats() const { return d_; }
-  // Key i's codes [parts * part_floats] (c + 128), keys contiguous; its scales [parts].
-  const uint8_t* codes(size_t i) const { return codes_.data() + i * k_; }
+  // Key i's codes [parts * part_floats], keys contiguous; its scales [parts].
+  const int16_t* codes(size_t i) const { return codes_.data() + i * k_; }
   const float* scales(size_t i) const { return scales_.data() + i * parts_; }
   const KeyBound& bound(size_t i) const { return bounds_[i]; }
 
@@ -54,7 +54,7 @@ class KeyIndex {
   bool coded_;
   std::vector<EpisodeInfo> info_;
   std::vector<float> keys_;      // [size() * k_]
-  std::vector<uint8_t> codes_;   // [size() * k_] when coded_
+  std::vector<int16_t> codes_;   // [size() * k_] when coded_
   std::vector<float> scales_;    // [size() * parts_] when coded_
   std::vector<KeyBound> bounds_; // [size()] when coded_
   std::unordered_map<uint64_t, size_t> at_;

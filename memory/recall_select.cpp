@@ -73,7 +73,8 @@ void RecallSelector::select(const Association& assoc, const KeyIndex& index, con
   // Keys left out score below T, so those scoring T or more come first in any order of all.
   const size_t guaranteed = size_t(std::count_if(
       scored_.begin(), scored_.end(), [&](const Scored& s) { return s.score >= threshold; }));
-  if (!walk(index, guaranteed, shortest, o, picks)) {
+  const bool all = threshold == -std::numeric_limits<double>::infinity();  // nothing left out
+  if (!walk(index, guaranteed, all, shortest, o, picks)) {
     fell_back_ = true;
     select_exact(assoc, index, query, parts, o, picks);
   }
@@ -93,10 +94,10 @@ void RecallSelector::select_exact(const Association& assoc, const KeyIndex& inde
     scored_.push_back({k, a, o.rule.score(a, info.strength, last_use(info), o.now_ms)});
   }
   rescored_ = index.size();
-  walk(index, scored_.size(), shortest, o, picks);
+  walk(index, scored_.size(), true, shortest, o, picks);
 }
 
-bool RecallSelector::walk(const KeyIndex& index, size_t guaranteed, size_t shortest,
+bool RecallSelector::walk(const KeyIndex& index, size_t guaranteed, bool all, size_t shortest,
                           const SelectOptions& o, std::vector<RecallPick>* picks) {
   // Best first; equal scores: the older episode (smaller id) first.
   const auto better = [&](const Scored& a, const Scored& b) {
@@ -105,8 +106,9 @@ bool RecallSelector::walk(const KeyIndex& index, size_t guaranteed, size_t short
   };
   // Sorted only as far as the walk goes (a few of thousands, usually).
   size_t sorted = 0, used = 0;
-  for (size_t j = 0; j < scored_.size() && used + shortest <= o.budget_tokens; ++j) {
-    if (j == guaranteed) return false;
+  for (size_t j = 0; used + shortest <= o.budget_tokens; ++j) {
+    // Past what is known to come first (or past every candidate, with keys left out).
+    if (j == guaranteed) return all && j == scored_.size();
     if (j == sorted) {
       sorted = std::min(scored_.size(), std::max<size_t>(16, 2 * sorted));
       std::partial_sort(scored_.begin() + std::ptrdiff_t(j),
@@ -126,15 +128,12 @@ bool RecallSelector::bound_all(const KeyIndex& index, const float* query, size_t
   const size_t D = index.part_floats(), subs = index.parts();
   if (!index.coded() || parts == 0) return false;
   query_codes_.resize(parts * D);
-  double q_scale[8], q_offset[8];  // s_q, and 128 s_q sum(c_q): the key codes' +128
+  double q_scale[8];
   if (parts > 8) return false;
   double q_coded = 0, q_err = 0;
   for (size_t p = 0; p < parts; ++p) {
-    const PartCode pc = code_query_part(query + p * D, D, query_codes_.data() + p * D);
-    int64_t sum = 0;
-    for (size_t i = 0; i < D; ++i) sum += query_codes_[p * D + i];
+    const PartCode pc = code_part(query + p * D, D, query_codes_.data() + p * D);
     q_scale[p] = pc.scale;
-    q_offset[p] = 128.0 * double(sum);
     q_coded = std::max(q_coded, double(pc.coded_norm));
     q_err = std::max(q_err, double(pc.err_norm));
   }
@@ -151,7 +150,7 @@ bool RecallSelector::bound_all(const KeyIndex& index, const float* query, size_t
       double m = -std::numeric_limits<double>::infinity();
       for (size_t p = 0; p < parts; ++p)
         for (size_t s = 0; s < subs; ++s)
-          m = std::max(m, q_scale[p] * double(k_scale[s]) * (double(r[p * subs + s]) - q_offset[p]));
+          m = std::max(m, q_scale[p] * double(k_scale[s]) * double(r[p * subs + s]));
       const KeyBound& kb = index.bound(k);
       const double eps = (q_coded * kb.err_norm + q_err * kb.norm +
                           gamma * (q_coded + q_err) * kb.norm) * 1.001 + 1e-6;

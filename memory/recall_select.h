@@ -3,7 +3,7 @@
 // only, until no episode left fits the token budget.
 //
 // Two ways to the same answer. The exact path computes every key's association in fp32. The
-// fast path first scores the keys' 8-bit codes (key_codes.h, a quarter of the bytes, integer
+// fast path first scores the keys' 16-bit codes (key_codes.h, half the bytes, integer
 // dots) with a proven bound on how far the fp32 association can be from the coded one, then
 // rescores in fp32 only the keys whose bound reaches the kCandidates-th best lower bound: every
 // key it leaves out scores below every key it keeps, so the walk sees the same keys in the
@@ -65,9 +65,11 @@ class RecallSelector {
   };
   void select_exact(const Association& assoc, const KeyIndex& index, const float* query,
                     size_t parts, const SelectOptions& o, std::vector<RecallPick>* picks);
-  // false: the walk needed more than the first `guaranteed` of scored_ (picks then partial).
-  bool walk(const KeyIndex& index, size_t guaranteed, size_t shortest, const SelectOptions& o,
-            std::vector<RecallPick>* picks);
+  // Walks scored_ best first. false: the walk needed more than its first `guaranteed`, which
+  // are known to be the best of all keys (all: scored_ holds every key that passes; picks are
+  // then partial).
+  bool walk(const KeyIndex& index, size_t guaranteed, bool all, size_t shortest,
+            const SelectOptions& o, std::vector<RecallPick>* picks);
   // Fills bounded_ from the codes; returns false where the codes cannot be used.
   bool bound_all(const KeyIndex& index, const float* query, size_t parts,
                  const SelectOptions& o);
@@ -75,7 +77,7 @@ class RecallSelector {
   std::vector<Scored> scored_;
   std::vector<Bounded> bounded_;
   std::vector<double> lows_;
-  std::vector<int8_t> query_codes_;
+  std::vector<int16_t> query_codes_;
   std::vector<int32_t> raw_;
   size_t rescored_ = 0;
   bool fell_back_ = false;
