@@ -182,7 +182,8 @@ double median(std::vector<double> v) {
 // A turn's recall with `episodes` stored: the codecs learned from 256 synthetic tokens, one
 // episode copied with keys spread around its own (as cli/bench_memory.cpp's store: every
 // episode admitted, so a turn ranks them all and decodes the best), queried with 32 and 128
-// fresh tokens. Medians of 20 turns, phase by phase.
+// fresh tokens. Medians of 20 turns, phase by phase, on the coded first pass and on the exact
+// path alternately (their hits compared).
 void bench_recall(const ModelConfig& cfg, const std::string& path, uint32_t episodes) {
   const auto fail = [](const Error& e) {
     std::fprintf(stderr, "%s\n", e.message.c_str());
@@ -232,27 +233,49 @@ void bench_recall(const ModelConfig& cfg, const std::string& path, uint32_t epis
   if (!m.ok()) fail(m.error());
   KvBlock rows;
   std::vector<memory::RecallHit> hits;
-  for (const int64_t q : {32, 128}) {
-    const KvBlock query = test::token_block(shapes, 1 << 20, q, 9);
+  struct Times {
     std::vector<double> total, qk, score, decode;
     size_t rescored = 0, fell_back = 0;
-    for (int rep = 0; rep < 20; ++rep) {
+  };
+  for (const int64_t q : {32, 128}) {
+    const KvBlock query = test::token_block(shapes, 1 << 20, q, 9);
+    Times fast, exact;
+    size_t differing = 0;
+    std::vector<memory::RecallHit> first;
+    for (int rep = 0; rep < 40; ++rep) {
+      // Fast and exact alternate (fast first on even pairs), so drift falls on both.
+      const bool is_exact = (rep / 2 + rep) % 2 == 1;
+      Times& t = is_exact ? exact : fast;
+      (*m)->set_exact_recall(is_exact);
       const auto t0 = Clock::now();
       if (auto r = (*m)->recall(query, o.recall_tokens, &rows, &hits); !r.ok()) fail(r.error());
-      total.push_back(ms_since(t0));
+      t.total.push_back(ms_since(t0));
       const memory::RecallProfile& p = (*m)->last_recall_profile();
-      qk.push_back(p.query_key_ms);
-      score.push_back(p.score_ms);
-      decode.push_back(p.decode_ms);
-      rescored = std::max(rescored, p.rescored);
-      fell_back += p.fell_back ? 1 : 0;
+      t.qk.push_back(p.query_key_ms);
+      t.score.push_back(p.score_ms);
+      t.decode.push_back(p.decode_ms);
+      t.rescored = std::max(t.rescored, p.rescored);
+      t.fell_back += p.fell_back ? 1 : 0;
+      if (rep % 2 == 0) {
+        first = hits;
+      } else {
+        bool same = first.size() == hits.size();
+        for (size_t i = 0; same && i < hits.size(); ++i)
+          same = first[i].id == hits[i].id && first[i].association == hits[i].association;
+        differing += same ? 0 : 1;
+      }
       if (auto r = (*m)->strengthen(hits); !r.ok()) fail(r.error());
     }
-    std::printf("recall of %u episodes, %lld-token query: %.2f ms (query_key %.2f, score %.2f, "
-                "decode %.2f; medians of 20), %zu tokens placed; at most %zu keys rescored in "
-                "fp32, %zu fallbacks\n",
-                episodes, (long long)q, median(total), median(qk), median(score), median(decode),
-                rows.size(), rescored, fell_back);
+    for (const Times* t : {&fast, &exact}) {
+      std::printf("recall of %u episodes, %lld-token query, %s: %.2f ms (query_key %.2f, score "
+                  "%.2f, decode %.2f; medians of 20), %zu tokens placed; at most %zu keys in "
+                  "fp32, %zu fallbacks\n",
+                  episodes, (long long)q, t == &fast ? "coded first pass" : "every key in fp32",
+                  median(t->total), median(t->qk), median(t->score), median(t->decode),
+                  rows.size(), t->rescored, t->fell_back);
+    }
+    std::printf("  ratio %.2f; %zu of 20 pairs recalled differently\n",
+                median(fast.total) / median(exact.total), differing);
   }
   m->reset();
   std::filesystem::remove(path);
