@@ -33,8 +33,10 @@ void RecallSelector::select(const Association& assoc, const KeyIndex& index, con
   rescored_ = 0;
   fell_back_ = false;
   if (index.size() == 0) return;
-  if (o.exact || !bound_all(index, query, std::min(parts, size_t(assoc.config().query_parts)),
-                            o)) {
+  const bool same_shape = index.part_floats() == size_t(assoc.config().dims) &&
+                          index.parts() == size_t(assoc.config().sub_spans);
+  if (o.exact || !same_shape ||
+      !bound_all(index, query, std::min(parts, size_t(assoc.config().query_parts)), o)) {
     select_exact(assoc, index, query, parts, o, picks);
     return;
   }
@@ -126,10 +128,9 @@ bool RecallSelector::walk(const KeyIndex& index, size_t guaranteed, bool all, si
 bool RecallSelector::bound_all(const KeyIndex& index, const float* query, size_t parts,
                                const SelectOptions& o) {
   const size_t D = index.part_floats(), subs = index.parts();
-  if (!index.coded() || parts == 0) return false;
+  if (!index.coded() || parts == 0 || parts > 8) return false;
   query_codes_.resize(parts * D);
   double q_scale[8];
-  if (parts > 8) return false;
   double q_coded = 0, q_err = 0;
   for (size_t p = 0; p < parts; ++p) {
     const PartCode pc = code_part(query + p * D, D, query_codes_.data() + p * D);
