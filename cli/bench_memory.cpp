@@ -155,16 +155,36 @@ Result<void> fill_store(const memory::EpisodicMemory& src, const std::string& pa
   return Ok{};
 }
 
+// One query length's turns: the whole turn and its phases (EpisodicMemory::last_recall_profile).
+struct TurnTimes {
+  std::vector<double> total_ms, recall_ms, place_ms;
+  std::vector<double> read_kv_ms, query_key_ms, score_ms, decode_ms;
+  size_t rescored = 0;  // the most keys one turn scored in fp32
+};
+
 struct RecallFigures {
   uint32_t episodes = 0;
   double open_ms = 0;
   double file_bytes_per_episode = 0;
-  std::vector<double> total_ms, recall_ms, place_ms;
+  TurnTimes turn;                     // a 32-token input
   std::vector<double> strengthen_ms;  // the commit after the turn, off its path
   size_t placed_tokens = 0;
-  int64_t long_query_tokens = 0;    // the longest query a turn makes (kMaxRecall, or the window)
-  std::vector<double> long_total_ms;  // a turn's whole recall with that query
+  int64_t long_query_tokens = 0;  // the longest query a turn makes (kMaxRecall, or the window)
+  TurnTimes long_turn;            // a turn's whole recall with that query
+  // The same turns on the exact path (every key in fp32), alternating with the above.
+  TurnTimes exact_turn, exact_long_turn;
+  size_t differing = 0;  // turns whose hits differed from the exact path's (must be 0)
 };
+
+// The episodes, order, association and score of two recalls of one turn (the strength, times
+// and counts follow from those and the clock, which moved between them).
+bool same_picks(const std::vector<memory::RecallHit>& a, const std::vector<memory::RecallHit>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i].id != b[i].id || a[i].association != b[i].association) return false;
+  }
+  return true;
+}
 
 Result<RecallFigures> bench_recall(Session& s, const memory::EpisodicMemory& src,
                                    const memory::MemoryOptions& base, uint32_t count, int reps) {
@@ -188,28 +208,46 @@ Result<RecallFigures> bench_recall(Session& s, const memory::EpisodicMemory& src
   std::vector<memory::RecallHit> hits;
   // A turn's input of 32 tokens, then the longest query recall_for_turn makes.
   f.long_query_tokens = std::min({kMaxRecall, ring->ring().n_window(), end});
+  std::vector<memory::RecallHit> exact_hits;
   for (const int64_t q : {std::min<int64_t>(32, end), f.long_query_tokens}) {
-    for (int r = 0; r < reps; ++r) {
+    const bool long_query = q == f.long_query_tokens;
+    for (int r = 0; r < 2 * reps; ++r) {
+      // Fast and exact alternate (fast first on even pairs), so drift falls on both.
+      const bool exact = (r / 2 + r) % 2 == 1;
+      TurnTimes& t = exact ? (long_query ? f.exact_long_turn : f.exact_turn)
+                           : (long_query ? f.long_turn : f.turn);
+      m->set_exact_recall(exact);
       // What recall_for_turn does for a turn: read the input's rows, recall, place.
       const Clock::time_point t0 = Clock::now();
       INFER_TRY_VOID(ring->read_kv(end - q, q, &query));
+      const double t_read = ms_since(t0);
       INFER_TRY_VOID(m->recall(query, size_t(mo.recall_tokens), &rows, &hits));
       const double t_recall = ms_since(t0);
       INFER_TRY_VOID(ring->set_recall(rows));
       const double total = ms_since(t0);
+      if (r % 2 == 0) {
+        exact_hits = hits;
+      } else if (!same_picks(exact_hits, hits)) {
+        ++f.differing;
+      }
       const Clock::time_point t_commit = Clock::now();  // after the turn has its rows
       INFER_TRY_VOID(m->strengthen(hits));
-      if (q == f.long_query_tokens) {
-        f.long_total_ms.push_back(total);
-        continue;
+      if (!long_query && !exact) {
+        f.strengthen_ms.push_back(ms_since(t_commit));
+        f.placed_tokens = rows.size();
       }
-      f.strengthen_ms.push_back(ms_since(t_commit));
-      f.total_ms.push_back(total);
-      f.recall_ms.push_back(t_recall);
-      f.place_ms.push_back(total - t_recall);
-      f.placed_tokens = rows.size();
+      const memory::RecallProfile& p = m->last_recall_profile();
+      t.total_ms.push_back(total);
+      t.recall_ms.push_back(t_recall);
+      t.place_ms.push_back(total - t_recall);
+      t.read_kv_ms.push_back(t_read);
+      t.query_key_ms.push_back(p.query_key_ms);
+      t.score_ms.push_back(p.score_ms);
+      t.decode_ms.push_back(p.decode_ms);
+      t.rescored = std::max(t.rescored, p.rescored);
     }
   }
+  m->set_exact_recall(false);
   m.reset();
   fs::remove(mo.path);
   return f;
@@ -218,6 +256,26 @@ Result<RecallFigures> bench_recall(Session& s, const memory::EpisodicMemory& src
 nlohmann::ordered_json ms_stats(const std::vector<double>& v) {
   return {{"median", percentile(v, 0.5)}, {"p99", percentile(v, 0.99)},
           {"max", percentile(v, 1.0)}};
+}
+
+// Medians of a turn's phases (they need not add up to the turn's median).
+nlohmann::ordered_json phase_medians(const TurnTimes& t) {
+  return {{"read_kv", percentile(t.read_kv_ms, 0.5)},
+          {"query_key", percentile(t.query_key_ms, 0.5)},
+          {"score", percentile(t.score_ms, 0.5)},
+          {"decode", percentile(t.decode_ms, 0.5)},
+          {"place", percentile(t.place_ms, 0.5)},
+          {"rescored_fp32_max", t.rescored}};
+}
+
+void print_phases(const char* what, int64_t query_tokens, const TurnTimes& t) {
+  std::fprintf(stderr,
+               "bench-memory:   %s, %lld-token query: %.2f ms a turn: read_kv %.2f, query_key "
+               "%.2f, score %.2f, decode %.2f, place %.2f (medians); at most %zu keys in fp32\n",
+               what, (long long)query_tokens, percentile(t.total_ms, 0.5),
+               percentile(t.read_kv_ms, 0.5), percentile(t.query_key_ms, 0.5),
+               percentile(t.score_ms, 0.5), percentile(t.decode_ms, 0.5),
+               percentile(t.place_ms, 0.5), t.rescored);
 }
 
 // bf16 K and V rows of every tiered layer, per token: what the store's coded rows replace.
@@ -259,17 +317,28 @@ Result<void> run_bench_memory(const Options& opts) {
                         {"file_bytes_per_episode", f.file_bytes_per_episode},
                         {"placed_tokens", f.placed_tokens},
                         {"query_tokens", 32},
-                        {"turn_ms", ms_stats(f.total_ms)},
-                        {"score_decode_ms", ms_stats(f.recall_ms)},
-                        {"place_ms", ms_stats(f.place_ms)},
+                        {"turn_ms", ms_stats(f.turn.total_ms)},
+                        {"score_decode_ms", ms_stats(f.turn.recall_ms)},
+                        {"place_ms", ms_stats(f.turn.place_ms)},
+                        {"phase_median_ms", phase_medians(f.turn)},
                         {"strengthen_commit_ms", ms_stats(f.strengthen_ms)},
                         {"long_query_tokens", f.long_query_tokens},
-                        {"long_query_turn_ms", ms_stats(f.long_total_ms)}});
+                        {"long_query_turn_ms", ms_stats(f.long_turn.total_ms)},
+                        {"long_query_phase_median_ms", phase_medians(f.long_turn)},
+                        {"exact_turn_ms", ms_stats(f.exact_turn.total_ms)},
+                        {"exact_phase_median_ms", phase_medians(f.exact_turn)},
+                        {"exact_long_query_turn_ms", ms_stats(f.exact_long_turn.total_ms)},
+                        {"turns_differing_from_exact", f.differing}});
       std::fprintf(stderr,
                    "bench-memory: recall with %u episodes: %.2f ms a turn (median; %.2f with a "
-                   "%lld-token query)\n",
-                   count, percentile(f.total_ms, 0.5), percentile(f.long_total_ms, 0.5),
-                   (long long)f.long_query_tokens);
+                   "%lld-token query); every key in fp32: %.2f (%.2f); %zu turns differed\n",
+                   count, percentile(f.turn.total_ms, 0.5), percentile(f.long_turn.total_ms, 0.5),
+                   (long long)f.long_query_tokens, percentile(f.exact_turn.total_ms, 0.5),
+                   percentile(f.exact_long_turn.total_ms, 0.5), f.differing);
+      print_phases("coded first pass", 32, f.turn);
+      print_phases("every key in fp32", 32, f.exact_turn);
+      print_phases("coded first pass", f.long_query_tokens, f.long_turn);
+      print_phases("every key in fp32", f.long_query_tokens, f.exact_long_turn);
     }
     const ModelConfig& cfg = s->model->config();
     const double off = percentile(d.off, 0.5), on = percentile(d.on, 0.5);

@@ -1,12 +1,12 @@
 // Association keys from pre-RoPE K rows, and the dual score (association.h).
 #include "memory/association.h"
 
+#include "memory/association_kernels.h"
 #include "memory/splitmix.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <numeric>
 #include <string>
 
 #include "base/check.h"
@@ -29,138 +29,6 @@ void make_unit(float* x, size_t n) {
   const float inv = s > 0 ? float(1.0 / std::sqrt(s)) : 0.0f;
   for (size_t i = 0; i < n; ++i) x[i] *= inv;
 }
-
-// Two 4-lane partial sums (GCC/Clang vector extensions: plain SSE on the x86-64 baseline, NEON
-// on Arm), then the lanes in a fixed order: the same bits on every machine.
-float dot_base(const float* a, const float* b, size_t n) {
-  typedef float f4 __attribute__((vector_size(16)));
-  f4 s0 = {0, 0, 0, 0}, s1 = {0, 0, 0, 0};
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    f4 a0, a1, b0, b1;
-    std::memcpy(&a0, a + i, 16);
-    std::memcpy(&a1, a + i + 4, 16);
-    std::memcpy(&b0, b + i, 16);
-    std::memcpy(&b1, b + i + 4, 16);
-    s0 += a0 * b0;
-    s1 += a1 * b1;
-  }
-  const f4 s = s0 + s1;
-  float t = (s[0] + s[1]) + (s[2] + s[3]);
-  for (; i < n; ++i) t += a[i] * b[i];
-  return t;
-}
-
-#if defined(__x86_64__)
-// dot_base's arithmetic exactly (the low and high halves of one 8-lane sum are its two 4-lane
-// sums; multiply and add stay separate, no FMA), in half the instructions: a turn's recall
-// scores every stored key.
-__attribute__((target("avx"))) float dot_avx(const float* a, const float* b, size_t n) {
-  typedef float f8 __attribute__((vector_size(32)));
-  typedef float f4 __attribute__((vector_size(16)));
-  f8 s8 = {0, 0, 0, 0, 0, 0, 0, 0};
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    f8 a8, b8;
-    std::memcpy(&a8, a + i, 32);
-    std::memcpy(&b8, b + i, 32);
-    s8 += a8 * b8;
-  }
-  const f4 s = f4{s8[0], s8[1], s8[2], s8[3]} + f4{s8[4], s8[5], s8[6], s8[7]};
-  float t = (s[0] + s[1]) + (s[2] + s[3]);
-  for (; i < n; ++i) t += a[i] * b[i];
-  return t;
-}
-#endif
-
-#if defined(__x86_64__)
-// The largest of the dots of `parts` query parts with `subs` key parts, each D long, every dot
-// with dot_avx's exact arithmetic but four of them at once (one query load for four key parts):
-// four independent sums instead of one chain that waits on each add. Scoring runs this for
-// every stored key.
-__attribute__((target("avx"))) float best_dot_avx(const float* query, const float* key,
-                                                  size_t parts, size_t subs, size_t D) {
-  typedef float f8 __attribute__((vector_size(32)));
-  typedef float f4 __attribute__((vector_size(16)));
-  float best = 0.0f;
-  for (size_t p = 0; p < parts; ++p) {
-    const float* q = query + p * D;
-    for (size_t s0 = 0; s0 < subs; s0 += 4) {
-      const size_t ns = std::min<size_t>(4, subs - s0);
-      f8 acc[4] = {};
-      size_t i = 0;
-      for (; i + 8 <= D; i += 8) {
-        f8 qv;
-        std::memcpy(&qv, q + i, 32);
-        for (size_t j = 0; j < ns; ++j) {
-          f8 kv;
-          std::memcpy(&kv, key + (s0 + j) * D + i, 32);
-          acc[j] += qv * kv;
-        }
-      }
-      for (size_t j = 0; j < ns; ++j) {
-        const f4 h = f4{acc[j][0], acc[j][1], acc[j][2], acc[j][3]} +
-                     f4{acc[j][4], acc[j][5], acc[j][6], acc[j][7]};
-        float t = (h[0] + h[1]) + (h[2] + h[3]);
-        for (size_t r = i; r < D; ++r) t += q[r] * key[(s0 + j) * D + r];
-        best = std::max(best, t);
-      }
-    }
-  }
-  return best;
-}
-// __builtin_cpu_init first: these run as static initializers, maybe before libgcc's own.
-bool have_avx() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx");
-}
-const bool kHaveAvx = have_avx();
-#endif
-
-using DotFn = float (*)(const float*, const float*, size_t);
-DotFn pick_dot() {
-#if defined(__x86_64__)
-  if (have_avx()) return dot_avx;
-#endif
-  return dot_base;
-}
-const DotFn dot = pick_dot();
-
-// out[r] = Σ_c m[r, c] x[c], from mt = m transposed [cols, rows]: column by column, so the inner
-// loop runs over contiguous rows and vectorizes without reassociating any sum.
-void matvec_t_base(const float* mt, size_t rows, size_t cols, const float* x, float* out) {
-  std::fill(out, out + rows, 0.0f);
-  for (size_t c = 0; c < cols; ++c) {
-    const float xc = x[c];
-    if (xc == 0.0f) continue;
-    const float* col = mt + c * rows;
-    for (size_t r = 0; r < rows; ++r) out[r] += col[r] * xc;
-  }
-}
-
-#if defined(__x86_64__)
-// The same sums element by element (no FMA), 8 lanes at a time: a query's key runs this for
-// each of its tokens (the lift is 2048 x 128).
-__attribute__((target("avx"))) void matvec_t_avx(const float* mt, size_t rows, size_t cols,
-                                                 const float* x, float* out) {
-  std::fill(out, out + rows, 0.0f);
-  for (size_t c = 0; c < cols; ++c) {
-    const float xc = x[c];
-    if (xc == 0.0f) continue;
-    const float* col = mt + c * rows;
-    for (size_t r = 0; r < rows; ++r) out[r] += col[r] * xc;
-  }
-}
-#endif
-
-using MatvecFn = void (*)(const float*, size_t, size_t, const float*, float*);
-MatvecFn pick_matvec_t() {
-#if defined(__x86_64__)
-  if (have_avx()) return matvec_t_avx;
-#endif
-  return matvec_t_base;
-}
-const MatvecFn matvec_t = pick_matvec_t();
 
 }  // namespace
 
@@ -189,41 +57,53 @@ size_t Association::in_floats() const {
   return in;
 }
 
-// Steps 1-3: reduced [reduce_dims], unit. x is scratch [in].
-void Association::token_feature(const KvBlock& b, size_t t, float* reduced,
-                                std::vector<float>& x) const {
-  const size_t in = in_floats();
-  x.resize(in);
-  size_t o = 0;
-  for (int l = 0; l < n_layers_; ++l) {
-    const size_t rf = size_t(row_floats_[l]), d = size_t(head_dim_[l]);
-    INFER_CHECK(b.k[size_t(l)].size() >= (t + 1) * rf, "association: block rows");
-    const float* k = b.k[size_t(l)].data() + t * rf;
-    for (size_t h = 0; h < rf; h += d) {
-      std::copy(k + h, k + h + d, x.data() + o + h);
-      make_unit(x.data() + o + h, d);
+// Steps 1-3 for tokens [t0, t0 + n) of b: reduced [n, reduce_dims], each unit. x is scratch.
+void Association::features(const KvBlock& b, size_t t0, size_t n, float* reduced,
+                           std::vector<float>& x) const {
+  const size_t in = in_floats(), red = size_t(cfg_.reduce_dims);
+  x.resize(n * in);
+  for (size_t j = 0; j < n; ++j) {
+    const size_t t = t0 + j;
+    float* xt = x.data() + j * in;
+    size_t o = 0;
+    for (int l = 0; l < n_layers_; ++l) {
+      const size_t rf = size_t(row_floats_[l]), d = size_t(head_dim_[l]);
+      INFER_CHECK(b.k[size_t(l)].size() >= (t + 1) * rf, "association: block rows");
+      const float* k = b.k[size_t(l)].data() + t * rf;
+      for (size_t h = 0; h < rf; h += d) {
+        std::copy(k + h, k + h + d, xt + o + h);
+        make_unit(xt + o + h, d);
+      }
+      o += rf;
     }
-    o += rf;
+    if (!mean_.empty()) {
+      for (size_t i = 0; i < in; ++i) xt[i] -= mean_[i];
+    }
+    make_unit(xt, in);
   }
-  if (!mean_.empty()) {
-    for (size_t i = 0; i < in; ++i) x[i] -= mean_[i];
-  }
-  make_unit(x.data(), in);
-  matvec_t(p1_.data(), size_t(cfg_.reduce_dims), in, x.data(), reduced);
-  make_unit(reduced, size_t(cfg_.reduce_dims));
+  matmul_t(p1_.data(), red, in, x.data(), n, in, reduced, red);
+  for (size_t j = 0; j < n; ++j) make_unit(reduced + j * red, red);
 }
 
-// Step 4: the lift_active largest units of L · reduced (ascending indices not needed).
-void Association::active_units(const float* reduced, std::vector<float>& lifted,
-                               std::vector<int>& active) const {
-  const size_t m = size_t(cfg_.lift_dims);
-  lifted.resize(m);
-  matvec_t(lift_.data(), m, size_t(cfg_.reduce_dims), reduced, lifted.data());
-  active.resize(m);
-  std::iota(active.begin(), active.end(), 0);
-  std::nth_element(active.begin(), active.begin() + cfg_.lift_active, active.end(),
-                   [&](int a, int b) { return lifted[size_t(a)] > lifted[size_t(b)]; });
-  active.resize(size_t(cfg_.lift_active));
+// Each token's step-4 units (lift) or reduced vector (no lift), tokens [t0, t0 + n) in order,
+// kTokenBlock at a time (the projections read once a block).
+template <class F>
+void Association::for_each_token(const KvBlock& b, size_t t0, size_t n, F&& f) const {
+  constexpr size_t kTokenBlock = 16;
+  const size_t red = size_t(cfg_.reduce_dims), L = size_t(cfg_.lift_dims);
+  const bool lift = cfg_.lift_active > 0;
+  std::vector<float> x, reduced(std::min(n, kTokenBlock) * red), lifted;
+  std::vector<int> active;
+  if (lift) lifted.resize(std::min(n, kTokenBlock) * L);
+  for (size_t b0 = 0; b0 < n; b0 += kTokenBlock) {
+    const size_t m = std::min(kTokenBlock, n - b0);
+    features(b, t0 + b0, m, reduced.data(), x);
+    if (lift) matmul_t(lift_.data(), L, red, reduced.data(), m, red, lifted.data(), L);
+    for (size_t j = 0; j < m; ++j) {
+      if (lift) largest_units(lifted.data() + j * L, L, size_t(cfg_.lift_active), active);
+      f(reduced.data() + j * red, active);
+    }
+  }
 }
 
 void Association::fit(const KvBlock& b) {
@@ -231,7 +111,6 @@ void Association::fit(const KvBlock& b) {
   const size_t in = in_floats(), n = b.size();
   mean_.clear();
   std::vector<double> sum(in, 0.0);
-  std::vector<float> x, red(size_t(cfg_.reduce_dims));
   // The mean of the unit-head vectors, before any centring (mean_ empty here).
   for (size_t t = 0; t < n; ++t) {
     size_t o = 0;
@@ -250,17 +129,13 @@ void Association::fit(const KvBlock& b) {
   const bool lift = cfg_.lift_active > 0;
   const size_t units = lift ? size_t(cfg_.lift_dims) : size_t(cfg_.reduce_dims);
   std::vector<double> f(units, 0.0);
-  std::vector<float> lifted;
-  std::vector<int> active;
-  for (size_t t = 0; t < n; ++t) {
-    token_feature(b, t, red.data(), x);
+  for_each_token(b, 0, n, [&](const float* reduced, const std::vector<int>& active) {
     if (lift) {
-      active_units(red.data(), lifted, active);
       for (int u : active) f[size_t(u)] += 1.0;
     } else {
-      for (size_t i = 0; i < units; ++i) f[i] += red[i];
+      for (size_t i = 0; i < units; ++i) f[i] += reduced[i];
     }
-  }
+  });
   freq_.resize(units);
   for (size_t i = 0; i < units; ++i) freq_[i] = float(f[i] / double(n));
 }
@@ -290,18 +165,15 @@ Result<void> Association::set_state(std::span<const float> s) {
 void Association::rows_key(const KvBlock& b, size_t i0, size_t n, float* out) const {
   const bool lift = cfg_.lift_active > 0;
   const size_t units = freq_.size();
-  std::vector<float> acc(units), red(size_t(cfg_.reduce_dims)), x, lifted;
-  std::vector<int> active;
+  std::vector<float> acc(units);
   for (size_t i = 0; i < units; ++i) acc[i] = -float(n) * freq_[i];
-  for (size_t t = i0; t < i0 + n; ++t) {
-    token_feature(b, t, red.data(), x);
+  for_each_token(b, i0, n, [&](const float* reduced, const std::vector<int>& active) {
     if (lift) {
-      active_units(red.data(), lifted, active);
       for (int u : active) acc[size_t(u)] += 1.0f;
     } else {
-      for (size_t i = 0; i < units; ++i) acc[i] += red[i];
+      for (size_t i = 0; i < units; ++i) acc[i] += reduced[i];
     }
-  }
+  });
   matvec_t(p2_.data(), size_t(cfg_.dims), units, acc.data(), out);
   make_unit(out, size_t(cfg_.dims));
 }
@@ -358,16 +230,9 @@ size_t Association::query_key(const KvBlock& b, size_t i0, size_t n, float* out)
 }
 
 float Association::association(const float* query, const float* key, size_t parts) const {
-  const size_t D = size_t(cfg_.dims);
-  float best = 0.0f;  // an unused (zero) part's cosine: skipping it changes nothing
+  // An unused (zero) part's cosine is 0, the least the answer can be: skipping it changes nothing.
   const size_t used = std::min(size_t(cfg_.query_parts), parts);
-#if defined(__x86_64__)
-  if (kHaveAvx) return best_dot_avx(query, key, used, size_t(cfg_.sub_spans), D);
-#endif
-  for (size_t p = 0; p < used; ++p)
-    for (int s = 0; s < cfg_.sub_spans; ++s)
-      best = std::max(best, dot(query + size_t(p) * D, key + size_t(s) * D, D));
-  return best;
+  return best_dot(query, key, used, size_t(cfg_.sub_spans), size_t(cfg_.dims));
 }
 
 double ScoreRule::strength_now(float strength, int64_t last_use_ms, int64_t now_ms) const {
@@ -375,11 +240,14 @@ double ScoreRule::strength_now(float strength, int64_t last_use_ms, int64_t now_
   return double(strength) * std::exp2(-age / half_life_ms);
 }
 
+double ScoreRule::strength_term(float strength, int64_t last_use_ms, int64_t now_ms) const {
+  return strength_weight *
+         std::log(std::max(strength_now(strength, last_use_ms, now_ms), kMinStrength));
+}
+
 double ScoreRule::score(float association, float strength, int64_t last_use_ms,
                         int64_t now_ms) const {
-  return double(association) +
-         strength_weight * std::log(std::max(strength_now(strength, last_use_ms, now_ms),
-                                             kMinStrength));
+  return double(association) + strength_term(strength, last_use_ms, now_ms);
 }
 
 float ScoreRule::after_recall(float strength, int64_t last_use_ms, int64_t now_ms) const {

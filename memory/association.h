@@ -14,7 +14,7 @@
 
 namespace infer::memory {
 
-// A token's feature (token_feature below):
+// A token's feature (features below):
 //   1. each head of each used tiered layer's K row made unit (the gain carries little identity),
 //      concatenated: x [in] with in = Σ row_floats;
 //   2. centred: x - mean, the mean direction learned once by fit() (random weights give every
@@ -82,9 +82,11 @@ class Association {
 
  private:
   size_t in_floats() const;
-  void token_feature(const KvBlock& b, size_t t, float* reduced, std::vector<float>& x) const;
-  void active_units(const float* reduced, std::vector<float>& lifted,
-                    std::vector<int>& active) const;
+  void features(const KvBlock& b, size_t t0, size_t n, float* reduced,
+                std::vector<float>& x) const;
+  // f(reduced [reduce_dims], active units) for each token of [t0, t0 + n), in order.
+  template <class F>
+  void for_each_token(const KvBlock& b, size_t t0, size_t n, F&& f) const;
   void span_key(const KvBlock& b, size_t i0, size_t n, float* out) const;
   void rows_key(const KvBlock& b, size_t i0, size_t n, float* out) const;
   void ids_key(const KvBlock& b, size_t i0, size_t n, float* out) const;
@@ -112,6 +114,8 @@ struct ScoreRule {
   static constexpr double kMinStrength = 1e-3;
 
   double strength_now(float strength, int64_t last_use_ms, int64_t now_ms) const;
+  // strength_weight * ln(max(strength_now, kMinStrength)): score = association + this.
+  double strength_term(float strength, int64_t last_use_ms, int64_t now_ms) const;
   double score(float association, float strength, int64_t last_use_ms, int64_t now_ms) const;
   float after_recall(float strength, int64_t last_use_ms, int64_t now_ms) const;
 };

@@ -20,6 +20,7 @@
 #include "memory/episode_builder.h"
 #include "memory/episode_store.h"
 #include "memory/key_index.h"
+#include "memory/recall_select.h"
 #include "memory/srvq.h"
 #include "memory/tiered_shapes.h"
 #include "model/config.h"
@@ -72,6 +73,15 @@ struct RecallHit {
   uint32_t recalls = 0;  // after this recall
 };
 
+// Where the last recall's time went (milliseconds, steady clock), for the bench's breakdown.
+struct RecallProfile {
+  double query_key_ms = 0;  // the query's parts keyed (Association::query_key)
+  double score_ms = 0;      // every stored key scored and the best chosen (RecallSelector)
+  double decode_ms = 0;     // the chosen episodes read and decoded
+  size_t rescored = 0;      // keys scored in fp32 (recall_select.h)
+  bool fell_back = false;   // the fast selection started over on the exact one
+};
+
 // What happened to an episode, for whoever watches (the --serve protocol's MEMORY_EVENT).
 struct MemoryEvent {
   enum Kind { kStored = 1, kRecalled = 2, kForgotten = 3, kReplaced = 4 } kind = kStored;
@@ -120,6 +130,11 @@ class EpisodicMemory {
                       std::vector<RecallHit>* hits);
   // Commits what a recall earned: each hit's strength, recall time and count.
   Result<void> strengthen(std::span<const RecallHit> hits);
+  // The last recall's breakdown (zeros before the first).
+  const RecallProfile& last_recall_profile() const { return profile_; }
+  // Tests and benches: rank every key in fp32 (RecallSelector's exact path, the reference the
+  // fast path must equal) instead of the coded first pass.
+  void set_exact_recall(bool exact) { exact_recall_ = exact; }
 
   // The rows recall() places for the stored episode id, decoded from the store, without
   // scoring or strengthening it (tests compare them across processes; measurements place them).
@@ -163,8 +178,15 @@ class EpisodicMemory {
   // The store side: what recall uses (coder_ once committed).
   std::shared_ptr<const Learned> learned_;
   std::unique_ptr<EpisodeStore> store_;
-  KeyIndex index_{assoc_.key_floats()};  // store_'s keys, for recall and the weakest
+  // store_'s keys, for recall and the weakest.
+  KeyIndex index_{assoc_.key_floats(), size_t(assoc_.config().dims)};
+  // A recall's working buffers, kept so that steady recalls allocate little.
+  RecallSelector selector_;
+  std::vector<float> query_key_;
+  std::vector<RecallPick> picks_;
+  bool exact_recall_ = false;
   EventHook hook_;
+  RecallProfile profile_;
   void report(const MemoryEvent& e) const {
     if (hook_) hook_(e);
   }

@@ -1,11 +1,20 @@
 // The episodic memory's recall side (episodic_memory.h): decoding stored episodes, scoring the
 // store against a query, and what a recall or a forget commits. Ingestion is episodic_memory.cpp.
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 
 #include "memory/episodic_memory.h"
 
 namespace infer::memory {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+}  // namespace
 
 void EpisodicMemory::decode_episode(const Learned& learned, const Episode& e,
                                     KvBlock* out) const {
@@ -52,53 +61,39 @@ Result<void> EpisodicMemory::recall(const KvBlock& query, size_t max_tokens, KvB
   out->k.assign(shapes_.size(), {});
   out->v.assign(shapes_.size(), {});
   if (hits) hits->clear();
+  profile_ = RecallProfile{};
   const std::shared_ptr<const Learned> learned = learned_;
   if (query.size() == 0 || !learned || !learned->assoc.fitted()) return {};
   const Association& assoc = learned->assoc;
   const int64_t now = now_();
-  std::vector<float> q(assoc.query_floats());
-  const size_t parts = assoc.query_key(query, 0, query.size(), q.data());
-  struct Scored {
-    size_t k;  // in index_
-    float association;
-    double score;
-  };
-  std::vector<Scored> scored;
-  scored.reserve(index_.size());
-  size_t shortest = SIZE_MAX;  // of the candidates: once less room is left, the walk is over
-  for (size_t k = 0; k < index_.size(); ++k) {
-    const float a = assoc.association(q.data(), index_.key(k), parts);
-    if (a < opts_.min_association) continue;
-    const EpisodeInfo& info = index_.info(k);
-    shortest = std::min<size_t>(shortest, info.n_tokens);
-    scored.push_back(
-        {k, a, opts_.rule.score(a, info.strength, std::max(info.written_ms, info.recalled_ms), now)});
-  }
-  // Best first, sorted only as far as the walk below goes (a few of thousands, usually).
-  const auto better = [](const Scored& a, const Scored& b) { return a.score > b.score; };
-  size_t sorted = 0;
-  const size_t budget = std::min<size_t>(max_tokens, opts_.recall_tokens);
-  for (size_t j = 0; j < scored.size() && out->size() + shortest <= budget; ++j) {
-    if (j == sorted) {
-      sorted = std::min(scored.size(), std::max<size_t>(16, 2 * sorted));
-      std::partial_sort(scored.begin() + std::ptrdiff_t(j), scored.begin() + std::ptrdiff_t(sorted),
-                        scored.end(), better);
-    }
-    const Scored& s = scored[j];
-    const EpisodeInfo& info = index_.info(s.k);
-    if (out->size() + info.n_tokens > budget) continue;  // whole episodes only
+  const Clock::time_point t0 = Clock::now();
+  query_key_.resize(assoc.query_floats());
+  const size_t parts = assoc.query_key(query, 0, query.size(), query_key_.data());
+  const Clock::time_point t1 = Clock::now();
+  SelectOptions so;
+  so.min_association = opts_.min_association;
+  so.budget_tokens = std::min<size_t>(max_tokens, opts_.recall_tokens);
+  so.rule = opts_.rule;
+  so.now_ms = now;
+  so.exact = exact_recall_;
+  selector_.select(assoc, index_, query_key_.data(), parts, so, &picks_);
+  const Clock::time_point t2 = Clock::now();
+  for (const RecallPick& p : picks_) {
+    const EpisodeInfo& info = index_.info(p.index);
     auto e = store_->read(info.id);
     if (!e.ok()) return e.error();
     decode_episode(*learned, e.value(), out);
     const float strength = opts_.rule.after_recall(
         info.strength, std::max(info.written_ms, info.recalled_ms), now);
     if (hits) {
-      hits->push_back({info.id, info.pos0, info.n_tokens, s.association, s.score, strength,
+      hits->push_back({info.id, info.pos0, info.n_tokens, p.association, p.score, strength,
                        info.written_ms, now, info.recalls + 1});
     }
-    report({MemoryEvent::kRecalled, info.id, info.pos0, info.n_tokens, s.score, s.association,
+    report({MemoryEvent::kRecalled, info.id, info.pos0, info.n_tokens, p.score, p.association,
             strength});
   }
+  profile_ = {ms_between(t0, t1), ms_between(t1, t2), ms_between(t2, Clock::now()),
+              selector_.rescored(), selector_.fell_back()};
   return {};
 }
 

@@ -3,6 +3,8 @@
 // and ingesting in two halves: nothing is stored or recalled until commit.
 #include "memory/episodic_memory.h"
 
+#include <cstring>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -99,6 +101,60 @@ TEST_F(EpisodicMemoryTest, PreparedEpisodesAreStoredAndRecalledOnlyOnceCommitted
   ASSERT_TRUE(m->recall(query, 64, &rows, &hits).ok());
   ASSERT_FALSE(hits.empty());
   EXPECT_EQ(hits[0].pos0, 192);
+}
+
+// The coded first pass (the default) and the fp32 path recall the same episodes, in the same
+// order, with the same association and score bits, and place the same rows: with nothing
+// stored, one episode, and five (excerpts of each, an unrelated query, every length of query
+// part count, budgets of one and two episodes, and no floor on the association).
+TEST_F(EpisodicMemoryTest, TheCodedFirstPassRecallsWhatEveryKeyInFp32Recalls) {
+  for (const int64_t tokens : {0, 64, 320}) {
+    SCOPED_TRACE(tokens);
+    std::filesystem::remove(options().path);
+    options().train_tokens = 64;
+    auto m = open_memory();
+    ASSERT_TRUE(m);
+    if (tokens > 0) {
+      auto p = m->prepare_ingest(token_block(shapes(), 0, tokens));
+      ASSERT_TRUE(p.ok()) << p.error().message;
+      ASSERT_TRUE(m->commit(std::move(p).value()).ok());
+    }
+    std::vector<KvBlock> queries;
+    for (int64_t e = 0; e < 5; ++e) queries.push_back(token_block(shapes(), e * 64 + 16, 16));
+    queries.push_back(token_block(shapes(), 5000, 40, 7));
+    queries.push_back(token_block(shapes(), 100, 128));
+    for (const float min : {0.2f, -1.0f}) {
+      m.reset();
+      options().min_association = min;
+      options().recall_tokens = 128;
+      m = open_memory();
+      ASSERT_TRUE(m);
+      for (const KvBlock& q : queries) {
+        for (const size_t budget : {64, 128}) {
+          KvBlock fast_rows, exact_rows;
+          std::vector<RecallHit> fast, exact;
+          m->set_exact_recall(true);
+          ASSERT_TRUE(m->recall(q, budget, &exact_rows, &exact).ok());
+          m->set_exact_recall(false);
+          ASSERT_TRUE(m->recall(q, budget, &fast_rows, &fast).ok());
+          ASSERT_EQ(fast.size(), exact.size());
+          for (size_t i = 0; i < fast.size(); ++i) {
+            EXPECT_EQ(fast[i].id, exact[i].id);
+            EXPECT_EQ(std::memcmp(&fast[i].association, &exact[i].association, 4), 0);
+            EXPECT_EQ(std::memcmp(&fast[i].score, &exact[i].score, 8), 0);
+          }
+          EXPECT_EQ(fast_rows.pos, exact_rows.pos);
+          EXPECT_EQ(fast_rows.k, exact_rows.k);
+          EXPECT_EQ(fast_rows.v, exact_rows.v);
+          if (tokens > 0 && min < 0) {
+            EXPECT_FALSE(fast.empty());
+          }
+        }
+      }
+    }
+    options().min_association = 0.2f;
+    options().recall_tokens = 64;
+  }
 }
 
 }  // namespace

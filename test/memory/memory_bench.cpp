@@ -1,13 +1,16 @@
 // What episodic memory costs outside the decode loop (issue 29, "Cost"): the store's checksum
 // (crc32 against boost's byte-wise one), opening a store of N episodes (and its file size per
-// episode), and encoding: per row at head dims 256 and 512, per episode and the one-time
-// training on a model's tiered shapes. Usage:
-//   memory_bench [--config configs/e2b.json] [--episodes 10000] [--dir /tmp]
+// episode), encoding: per row at head dims 256 and 512, per episode and the one-time training
+// on a model's tiered shapes, and a turn's recall with N episodes stored, phase by phase (no
+// model: synthetic rows in its tiered shapes). Usage:
+//   memory_bench [--config configs/e2b.json] [--episodes 10000] [--dir /tmp] [--recall-only]
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -171,18 +174,128 @@ void bench_episode(const ModelConfig& cfg, const std::string& path) {
   std::filesystem::remove(path);
 }
 
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+// A turn's recall with `episodes` stored: the codecs learned from 256 synthetic tokens, one
+// episode copied with keys spread around its own (as cli/bench_memory.cpp's store: every
+// episode admitted, so a turn ranks them all and decodes the best), queried with 32 and 128
+// fresh tokens. Medians of 20 turns, phase by phase, on the coded first pass and on the exact
+// path alternately (their hits compared).
+void bench_recall(const ModelConfig& cfg, const std::string& path, uint32_t episodes) {
+  const auto fail = [](const Error& e) {
+    std::fprintf(stderr, "%s\n", e.message.c_str());
+    std::exit(1);
+  };
+  const auto shapes = memory::tiered_shapes(cfg);
+  memory::MemoryOptions o;
+  o.path = path + ".src";
+  std::filesystem::remove(o.path);
+  memory::Episode e;
+  memory::StoreGeometry g;
+  std::vector<uint8_t> codebooks;
+  {
+    auto src = memory::EpisodicMemory::open(cfg, o, {});
+    if (!src.ok()) fail(src.error());
+    auto p = (*src)->prepare_ingest(test::token_block(shapes, 0, o.train_tokens));
+    if (!p.ok()) fail(p.error());
+    if (auto c = (*src)->commit(std::move(p).value()); !c.ok()) fail(c.error());
+    auto r = (*src)->store().read((*src)->store().list().front().id);
+    if (!r.ok()) fail(r.error());
+    e = std::move(r).value();
+    g = (*src)->store().geometry();
+    const std::span<const uint8_t> c = (*src)->store().codebooks();
+    codebooks.assign(c.begin(), c.end());
+  }
+  std::filesystem::remove(o.path);
+  std::filesystem::remove(path);
+  g.capacity = episodes;
+  {
+    auto st = memory::EpisodeStore::open(path, g);
+    if (!st.ok()) fail(st.error());
+    if (auto r = (*st)->set_codebooks(codebooks); !r.ok()) fail(r.error());
+    std::mt19937 rng(7);
+    std::normal_distribution<float> noise(0.0f, 1.0f);
+    const std::vector<float> key = e.key;
+    // Each key part is unit: a spread of 0.3 of an element's rms, as the CLI bench's.
+    const float spread = 0.3f / std::sqrt(float(o.association.dims));
+    for (uint32_t i = 0; i < episodes; ++i) {
+      for (size_t j = 0; j < key.size(); ++j) e.key[j] = key[j] + spread * noise(rng);
+      if (auto r = (*st)->append(e, 0); !r.ok()) fail(r.error());
+    }
+  }
+  o.path = path;
+  o.capacity = episodes;
+  o.min_association = -1.0f;
+  auto m = memory::EpisodicMemory::open(cfg, o, {});
+  if (!m.ok()) fail(m.error());
+  KvBlock rows;
+  std::vector<memory::RecallHit> hits;
+  struct Times {
+    std::vector<double> total, qk, score, decode;
+    size_t rescored = 0, fell_back = 0;
+  };
+  for (const int64_t q : {32, 128}) {
+    const KvBlock query = test::token_block(shapes, 1 << 20, q, 9);
+    Times fast, exact;
+    size_t differing = 0;
+    std::vector<memory::RecallHit> first;
+    for (int rep = 0; rep < 40; ++rep) {
+      // Fast and exact alternate (fast first on even pairs), so drift falls on both.
+      const bool is_exact = (rep / 2 + rep) % 2 == 1;
+      Times& t = is_exact ? exact : fast;
+      (*m)->set_exact_recall(is_exact);
+      const auto t0 = Clock::now();
+      if (auto r = (*m)->recall(query, o.recall_tokens, &rows, &hits); !r.ok()) fail(r.error());
+      t.total.push_back(ms_since(t0));
+      const memory::RecallProfile& p = (*m)->last_recall_profile();
+      t.qk.push_back(p.query_key_ms);
+      t.score.push_back(p.score_ms);
+      t.decode.push_back(p.decode_ms);
+      t.rescored = std::max(t.rescored, p.rescored);
+      t.fell_back += p.fell_back ? 1 : 0;
+      if (rep % 2 == 0) {
+        first = hits;
+      } else {
+        bool same = first.size() == hits.size();
+        for (size_t i = 0; same && i < hits.size(); ++i)
+          same = first[i].id == hits[i].id && first[i].association == hits[i].association;
+        differing += same ? 0 : 1;
+      }
+      if (auto r = (*m)->strengthen(hits); !r.ok()) fail(r.error());
+    }
+    for (const Times* t : {&fast, &exact}) {
+      std::printf("recall of %u episodes, %lld-token query, %s: %.2f ms (query_key %.2f, score "
+                  "%.2f, decode %.2f; medians of 20), %zu tokens placed; at most %zu keys in "
+                  "fp32, %zu fallbacks\n",
+                  episodes, (long long)q, t == &fast ? "coded first pass" : "every key in fp32",
+                  median(t->total), median(t->qk), median(t->score), median(t->decode),
+                  rows.size(), t->rescored, t->fell_back);
+    }
+    std::printf("  ratio %.2f; %zu of 20 pairs recalled differently\n",
+                median(fast.total) / median(exact.total), differing);
+  }
+  m->reset();
+  std::filesystem::remove(path);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string config_path = "configs/e2b.json", dir = "/tmp";
   uint32_t episodes = 10000;
+  bool recall_only = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--config" && i + 1 < argc) config_path = argv[++i];
     else if (a == "--episodes" && i + 1 < argc) episodes = uint32_t(std::atoi(argv[++i]));
     else if (a == "--dir" && i + 1 < argc) dir = argv[++i];
+    else if (a == "--recall-only") recall_only = true;
     else {
-      std::fprintf(stderr, "usage: memory_bench [--config C] [--episodes N] [--dir D]\n");
+      std::fprintf(stderr,
+                   "usage: memory_bench [--config C] [--episodes N] [--dir D] [--recall-only]\n");
       return 2;
     }
   }
@@ -195,6 +308,10 @@ int main(int argc, char** argv) {
     return 1;
   }
   const std::string path = dir + "/memory_bench_" + std::to_string(getpid()) + ".mem";
+  if (recall_only) {
+    bench_recall(*cfg, path, episodes);
+    return 0;
+  }
   bench_crc();
   memory::StoreGeometry g;
   g.model_fingerprint = 7;
@@ -221,5 +338,6 @@ int main(int argc, char** argv) {
   bench_encode_rows(256);
   bench_encode_rows(512);
   bench_episode(*cfg, path);
+  bench_recall(*cfg, path, episodes);
   return 0;
 }
