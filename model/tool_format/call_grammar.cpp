@@ -75,10 +75,14 @@ class Lexer {
 
 std::string describe(const Lexeme& l) {
   switch (l.kind) {
-    case Lexeme::kEnd: return "the end of the call";
-    case Lexeme::kString: return "a string";
-    case Lexeme::kPunct: return std::string("'").append(l.text).append("'");
-    case Lexeme::kWord: break;
+    case Lexeme::kEnd:
+      return "the end of the call";
+    case Lexeme::kString:
+      return "a string";
+    case Lexeme::kPunct:
+      return std::string("'").append(l.text).append("'");
+    case Lexeme::kWord:
+      break;
   }
   std::string w(l.text.substr(0, 32));
   for (char& c : w) {
@@ -120,9 +124,11 @@ std::optional<json> read_number(std::string_view w) {
   const char* last = w.data() + w.size();
   if (integer) {
     int64_t s = 0;
-    if (auto r = std::from_chars(first, last, s); r.ec == std::errc() && r.ptr == last) return json(s);
+    if (auto r = std::from_chars(first, last, s); r.ec == std::errc() && r.ptr == last)
+      return json(s);
     uint64_t u = 0;
-    if (auto r = std::from_chars(first, last, u); r.ec == std::errc() && r.ptr == last) return json(u);
+    if (auto r = std::from_chars(first, last, u); r.ec == std::errc() && r.ptr == last)
+      return json(u);
   }
   double d = 0;
   const auto r = std::from_chars(first, last, d);
@@ -139,7 +145,8 @@ class Grammar {
     if (l.kind != Lexeme::kWord || l.text != "call") {
       return fail(l, "expected call:NAME{...}, found " + describe(l));
     }
-    if (!is_punct(l = lex_.next(), ':')) return fail(l, "expected ':' after call, found " + describe(l));
+    if (!is_punct(l = lex_.next(), ':'))
+      return fail(l, "expected ':' after call, found " + describe(l));
     l = lex_.next();
     if (l.kind != Lexeme::kWord || !is_tool_name(l.text)) {
       return fail(l, "expected a tool name of [A-Za-z0-9_.$-] after call:, found " + describe(l));
@@ -192,7 +199,8 @@ class Grammar {
       out[std::move(key)] = std::move(v);
       l = lex_.next();
       if (is_punct(l, '}')) return true;
-      if (!is_punct(l, ',')) return failed(l, "expected ',' or '}' in an object, found " + describe(l));
+      if (!is_punct(l, ','))
+        return failed(l, "expected ',' or '}' in an object, found " + describe(l));
       l = lex_.next();
     }
   }
@@ -209,7 +217,8 @@ class Grammar {
       out.push_back(std::move(v));
       l = lex_.next();
       if (is_punct(l, ']')) return true;
-      if (!is_punct(l, ',')) return failed(l, "expected ',' or ']' in an array, found " + describe(l));
+      if (!is_punct(l, ','))
+        return failed(l, "expected ',' or ']' in an array, found " + describe(l));
       l = lex_.next();
     }
   }

@@ -4,11 +4,10 @@
 // colons, quotes, newlines, marker spellings) is ever read as structure.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <span>
 #include <string>
 #include <variant>
-
-#include <nlohmann/json.hpp>
 
 namespace infer {
 
@@ -25,10 +24,10 @@ struct ToolCall {
 };
 
 struct ToolCallError {
-  std::string name;       // the tool's name when it could be read, else ""
-  std::string what;       // what went wrong, and where ("at byte N of the call")
-  std::string raw;        // the call's text (strings between <|"|>), cut to the parser's limit
-  size_t raw_bytes = 0;   // the whole call's length, before the cut
+  std::string name;      // the tool's name when it could be read, else ""
+  std::string what;      // what went wrong, and where ("at byte N of the call")
+  std::string raw;       // the call's text (strings between <|"|>), cut to the parser's limit
+  size_t raw_bytes = 0;  // the whole call's length, before the cut
 };
 
 using ToolCallOutcome = std::variant<ToolCall, ToolCallError>;

@@ -128,7 +128,7 @@ ToolCallStep ToolCallParser::push(int32_t id, std::string_view piece) {
     return step;
   }
   if (!in_string_) {
-    const std::string_view marker = id == tokens_.tool_open       ? kToolOpen
+    const std::string_view marker = id == tokens_.tool_open        ? kToolOpen
                                     : id == tokens_.tool_close     ? kToolClose
                                     : id == tokens_.response_close ? kToolResponseClose
                                                                    : std::string_view();
@@ -143,8 +143,8 @@ std::optional<ToolCallOutcome> ToolCallParser::flush() {
   const State was = state_;
   state_ = State::kOutside;
   if (was != State::kCollecting) return std::nullopt;
-  return ToolCallOutcome(error("generation ended inside the call (no " +
-                               std::string(kToolCallClose) + ")"));
+  return ToolCallOutcome(
+      error("generation ended inside the call (no " + std::string(kToolCallClose) + ")"));
 }
 
 }  // namespace infer

@@ -18,10 +18,10 @@
 namespace infer {
 
 struct ToolCallLimits {
-  size_t max_call_tokens = 65536;     // tokens between <|tool_call> and its end
-  size_t max_call_bytes = 1 << 20;    // bytes of the call's text (a <|"|> counts as its spelling)
+  size_t max_call_tokens = 65536;      // tokens between <|tool_call> and its end
+  size_t max_call_bytes = 1 << 20;     // bytes of the call's text (a <|"|> counts as its spelling)
   int max_depth = kMaxToolValueDepth;  // nesting of objects and arrays; clamped to [1, 512]
-  size_t max_raw_bytes = 4096;        // of a failed call's text kept in its ToolCallError
+  size_t max_raw_bytes = 4096;         // of a failed call's text kept in its ToolCallError
 };
 
 // What one token did.

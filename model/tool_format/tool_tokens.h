@@ -11,13 +11,13 @@
 
 namespace infer {
 
-inline constexpr std::string_view kToolOpen = "<|tool>";             // a declaration
+inline constexpr std::string_view kToolOpen = "<|tool>";  // a declaration
 inline constexpr std::string_view kToolClose = "<tool|>";
-inline constexpr std::string_view kToolCallOpen = "<|tool_call>";    // a call, by the model
+inline constexpr std::string_view kToolCallOpen = "<|tool_call>";  // a call, by the model
 inline constexpr std::string_view kToolCallClose = "<tool_call|>";
 inline constexpr std::string_view kToolResponseOpen = "<|tool_response>";  // a result, by us
 inline constexpr std::string_view kToolResponseClose = "<tool_response|>";
-inline constexpr std::string_view kToolString = "<|\"|>";           // opens and closes a string
+inline constexpr std::string_view kToolString = "<|\"|>";  // opens and closes a string
 inline constexpr std::string_view kTurnOpen = "<|turn>";
 inline constexpr std::string_view kTurnClose = "<turn|>";
 
@@ -27,8 +27,8 @@ inline constexpr std::string_view kTurnClose = "<turn|>";
 // <channel|>) are added tokens that even SpecialText::kAsText matches; the turn markers are
 // special (kAsText skips them) and are listed so that the cut does not depend on that.
 inline constexpr std::array<std::string_view, 12> kFormatMarkers = {
-    kToolOpen,     kToolClose,    kToolCallOpen, kToolCallClose, kToolResponseOpen, kToolResponseClose,
-    kToolString,   kTurnOpen,     kTurnClose,    "<|think|>",    "<|channel>",      "<channel|>"};
+    kToolOpen,   kToolClose, kToolCallOpen, kToolCallClose, kToolResponseOpen, kToolResponseClose,
+    kToolString, kTurnOpen,  kTurnClose,    "<|think|>",    "<|channel>",      "<channel|>"};
 
 // The ids of the tool markers in one tokenizer (46..52 in Gemma 4's).
 struct ToolTokens {

@@ -35,8 +35,9 @@ std::string shown(std::string_view s) {
 }
 
 Result<void> too_deep() {
-  return make_error(ErrorCode::kInvalidArgument, "tool value nested deeper than " +
-                                                     std::to_string(kMaxToolValueDepth) + " levels");
+  return make_error(
+      ErrorCode::kInvalidArgument,
+      "tool value nested deeper than " + std::to_string(kMaxToolValueDepth) + " levels");
 }
 
 Result<void> check_name(std::string_view name) {
@@ -264,9 +265,8 @@ Result<FormatPieces> system_turn_pieces(std::string_view system_text,
 Result<FormatPieces> call_pieces(std::string_view name, const json& arguments) {
   INFER_TRY_VOID(check_name(name));
   if (!arguments.is_object()) {
-    return make_error(ErrorCode::kInvalidArgument,
-                      "tool call arguments must be an object, not " +
-                          std::string(arguments.type_name()));
+    return make_error(ErrorCode::kInvalidArgument, "tool call arguments must be an object, not " +
+                                                       std::string(arguments.type_name()));
   }
   FormatPieces out;
   out.marker(kToolCallOpen);

@@ -5,11 +5,10 @@
 #pragma once
 
 #include <cstddef>
+#include <nlohmann/json.hpp>
 #include <span>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 #include "base/result.h"
 #include "model/tool_format/format_pieces.h"
@@ -21,7 +20,7 @@ namespace infer {
 inline constexpr int kMaxToolValueDepth = 64;
 
 struct ToolDeclaration {
-  std::string name;         // a bare name: see is_tool_name
+  std::string name;  // a bare name: see is_tool_name
   std::string description;
   nlohmann::json parameters;  // a JSON schema object ({type, properties, required}); null: none
 };

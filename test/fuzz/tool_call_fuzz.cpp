@@ -9,12 +9,11 @@
 //     the same JSON; values nested past kMaxToolValueDepth must be refused by the writer.
 #include <cstddef>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <variant>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "model/synth/demo_tokenizer.h"
 #include "model/tokenizer/tokenizer.h"
@@ -47,8 +46,12 @@ const infer::Tokenizer& tokenizer() {
     int id = vocab;
     for (std::string_view m : infer::kFormatMarkers) {
       if (m == infer::kTurnOpen || m == infer::kTurnClose) continue;  // the demo has them
-      j["added_tokens"].push_back({{"id", id++}, {"content", m}, {"single_word", false},
-                                   {"lstrip", false}, {"rstrip", false}, {"normalized", false},
+      j["added_tokens"].push_back({{"id", id++},
+                                   {"content", m},
+                                   {"single_word", false},
+                                   {"lstrip", false},
+                                   {"rstrip", false},
+                                   {"normalized", false},
                                    {"special", false}});
     }
     auto t = infer::Tokenizer::parse(j.dump(), "demo tokenizer.json + tool markers");
@@ -100,7 +103,8 @@ bool is_call(const std::vector<ToolCallOutcome>& out, std::string_view name, con
 
 void check_outcome(const ToolCallOutcome& o, const infer::ToolCallLimits& limits) {
   if (const auto* e = std::get_if<ToolCallError>(&o)) {
-    check(!e->what.empty() && e->raw.size() <= limits.max_raw_bytes && e->raw_bytes >= e->raw.size());
+    check(!e->what.empty() && e->raw.size() <= limits.max_raw_bytes &&
+          e->raw_bytes >= e->raw.size());
     return;
   }
   const ToolCall& call = std::get<ToolCall>(o);
@@ -115,9 +119,9 @@ void check_outcome(const ToolCallOutcome& o, const infer::ToolCallLimits& limits
 void fuzz_tokens(const uint8_t* data, size_t size) {
   if (size < 4) return;
   const ToolTokens& t = tool_tokens();
-  const int32_t markers[] = {t.tool_open,      t.tool_close,     t.call_open,
-                             t.call_close,     t.response_open,  t.response_close,
-                             t.string_delim,   t.string_delim,   t.call_open};
+  const int32_t markers[] = {t.tool_open,    t.tool_close,    t.call_open,
+                             t.call_close,   t.response_open, t.response_close,
+                             t.string_delim, t.string_delim,  t.call_open};
   infer::ToolCallLimits limits;
   limits.max_depth = 1 + data[0] % 8;
   limits.max_call_tokens = 1 + size_t{data[1]} * 4;
@@ -138,8 +142,7 @@ void fuzz_tokens(const uint8_t* data, size_t size) {
     }
     const bool was_in_call = parser.in_call();
     const ToolCallStep s = parser.push(id, piece);
-    check(s.pass_through ==
-          (!was_in_call && id != t.call_open && id != t.response_open));
+    check(s.pass_through == (!was_in_call && id != t.call_open && id != t.response_open));
     if (s.finished) check_outcome(*s.finished, limits);
   }
   if (auto last = parser.flush()) check_outcome(*last, limits);

@@ -1,7 +1,5 @@
 // The call parser on broken token streams: truncated and malformed calls, limits, and random
 // streams; each must end as an error, and the parser must go on with the next call.
-#include "model/tool_format/call_parser.h"
-
 #include <gtest/gtest.h>
 
 #include <limits>
@@ -9,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "model/tool_format/call_parser.h"
 #include "test/model/tool_format/call_script.h"
 
 namespace infer {
@@ -92,7 +91,8 @@ TEST(ToolCallParser, ErrorsSayWhereAndKeepTheName) {
   EXPECT_EQ(e.raw_bytes, e.raw.size());
   EXPECT_NE(e.what.find("at byte 16 of the call"), std::string::npos) << e.what;
   // Offsets count the <|"|> spellings between strings.
-  const ToolCallError s = one_error(tokens_of("<|tool_call>call:f{a:<|\"|>xy<|\"|>,b:zz}<tool_call|>"));
+  const ToolCallError s =
+      one_error(tokens_of("<|tool_call>call:f{a:<|\"|>xy<|\"|>,b:zz}<tool_call|>"));
   EXPECT_NE(s.what.find("at byte 24 of the call"), std::string::npos) << s.what;
 }
 
@@ -133,8 +133,10 @@ TEST(ToolCallParser, LimitsEndTheCallAndTheNextOneStillParses) {
        "longer than 20 tokens"},
       {bytes_limit, "<|tool_call>call:f{s:<|\"|>" + std::string(200, 'x') + "<|\"|>}<tool_call|>",
        "longer than 64 bytes"},
-      {bytes_limit, "<|tool_call>call:f{s:" + std::string(30, ' ') + "<|\"|><|\"|><|\"|><|\"|>" +
-           "<|\"|><|\"|><|\"|><|\"|>}<tool_call|>", "longer than 64 bytes"},
+      {bytes_limit,
+       "<|tool_call>call:f{s:" + std::string(30, ' ') + "<|\"|><|\"|><|\"|><|\"|>" +
+           "<|\"|><|\"|><|\"|><|\"|>}<tool_call|>",
+       "longer than 64 bytes"},
       {depth_limit, "<|tool_call>call:f{a:{b:[{}]}}<tool_call|>", "nested deeper than 3"},
       {depth_limit, "<|tool_call>call:f{a:[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]}<tool_call|>",
        "nested deeper than 3"},

@@ -18,8 +18,9 @@ using json = nlohmann::json;
 using namespace tool_test;  // NOLINT(google-build-using-namespace): the tests' own helpers
 
 TEST(ToolCallParser, ParsesGemma4ChatExample) {
-  const Fed fed = feed(tokens_of("Let me look.<|tool_call>call:read_file{path:<|\"|>notes.txt"
-                                 "<|\"|>}<tool_call|>"));
+  const Fed fed =
+      feed(tokens_of("Let me look.<|tool_call>call:read_file{path:<|\"|>notes.txt"
+                     "<|\"|>}<tool_call|>"));
   EXPECT_EQ(fed.passed, "Let me look.");
   ASSERT_EQ(fed.outcomes.size(), 1u);
   const ToolCall& call = std::get<ToolCall>(fed.outcomes[0]);
@@ -36,7 +37,8 @@ TEST(ToolCallParser, ReadsNestedObjectsAndArrays) {
 }
 
 TEST(ToolCallParser, StringsHoldAnything) {
-  const std::string s = "a{b}c[d],e:f\"g'h\\i\n\tj <|\"|> <tool_call|> <|tool_response> <turn|> é😀";
+  const std::string s =
+      "a{b}c[d],e:f\"g'h\\i\n\tj <|\"|> <tool_call|> <|tool_response> <turn|> é😀";
   // Inside a string, text that spells a marker is text: only the <|"|> id ends it.
   const std::vector<Token> tokens = tokens_of("<|tool_call>call:w{s:<|\"|>") + text_tokens(s) +
                                     tokens_of("<|\"|>,t:<|\"|><|\"|>}<tool_call|>");
@@ -48,8 +50,9 @@ TEST(ToolCallParser, StringsHoldAnything) {
 }
 
 TEST(ToolCallParser, MarkerTokensOtherThanTheEndsAreTextInsideAString) {
-  const std::vector<Token> tokens = tokens_of("<|tool_call>call:w{s:<|\"|>a<|tool>b<tool_response|>"
-                                              "c<tool|><|\"|>}<tool_call|>");
+  const std::vector<Token> tokens = tokens_of(
+      "<|tool_call>call:w{s:<|\"|>a<|tool>b<tool_response|>"
+      "c<tool|><|\"|>}<tool_call|>");
   const Fed fed = feed(tokens);
   ASSERT_EQ(fed.outcomes.size(), 1u);
   ASSERT_TRUE(std::holds_alternative<ToolCall>(fed.outcomes[0]));
@@ -89,9 +92,9 @@ TEST(ToolCallParser, AcceptsWhitespaceAndQuotedKeys) {
 }
 
 TEST(ToolCallParser, SeveralCallsInARowAndTextAround) {
-  const Fed fed = feed(tokens_of(
-      "A<|tool_call>call:a{}<tool_call|><|tool_call>call:b{x:1}<tool_call|>\nB"
-      "<|tool_call>call:c{y:<|\"|>z<|\"|>}<tool_call|>C"));
+  const Fed fed =
+      feed(tokens_of("A<|tool_call>call:a{}<tool_call|><|tool_call>call:b{x:1}<tool_call|>\nB"
+                     "<|tool_call>call:c{y:<|\"|>z<|\"|>}<tool_call|>C"));
   EXPECT_EQ(fed.passed, "A\nBC");
   ASSERT_EQ(fed.outcomes.size(), 3u);
   EXPECT_EQ(std::get<ToolCall>(fed.outcomes[0]).name, "a");

@@ -13,7 +13,6 @@
 
 namespace infer::tool_test {
 
-
 inline constexpr ToolTokens kIds{46, 47, 48, 49, 50, 51, 52};
 inline constexpr int32_t kText = 1000;  // any ordinary token
 
@@ -25,11 +24,13 @@ struct Token {
 // `text` in the format's spelling: the tool markers become their ids, the rest ordinary tokens
 // of at most `piece_bytes` bytes each.
 inline std::vector<Token> tokens_of(std::string_view text, size_t piece_bytes = 3) {
-  const std::pair<std::string_view, int32_t> markers[] = {
-      {kToolOpen, kIds.tool_open},         {kToolClose, kIds.tool_close},
-      {kToolCallOpen, kIds.call_open},     {kToolCallClose, kIds.call_close},
-      {kToolResponseOpen, kIds.response_open}, {kToolResponseClose, kIds.response_close},
-      {kToolString, kIds.string_delim}};
+  const std::pair<std::string_view, int32_t> markers[] = {{kToolOpen, kIds.tool_open},
+                                                          {kToolClose, kIds.tool_close},
+                                                          {kToolCallOpen, kIds.call_open},
+                                                          {kToolCallClose, kIds.call_close},
+                                                          {kToolResponseOpen, kIds.response_open},
+                                                          {kToolResponseClose, kIds.response_close},
+                                                          {kToolString, kIds.string_delim}};
   std::vector<Token> out;
   size_t i = 0;
   while (i < text.size()) {
@@ -54,7 +55,8 @@ inline std::vector<Token> tokens_of(std::string_view text, size_t piece_bytes = 
 // Ordinary tokens only, even where the text spells a marker.
 inline std::vector<Token> text_tokens(std::string_view text) {
   std::vector<Token> out;
-  for (size_t i = 0; i < text.size(); i += 2) out.push_back({kText, std::string(text.substr(i, 2))});
+  for (size_t i = 0; i < text.size(); i += 2)
+    out.push_back({kText, std::string(text.substr(i, 2))});
   return out;
 }
 

@@ -44,9 +44,7 @@ TEST(ToolWriter, DeclarationMarksOnlyMarkersAsMarkers) {
 }
 
 TEST(ToolWriter, SchemaTypesAreUpperCasedWhereverTheyAreSchemas) {
-  const ToolDeclaration tool{
-      "search", "Find",
-      json::parse(R"({"type":"object","properties":{
+  const ToolDeclaration tool{"search", "Find", json::parse(R"({"type":"object","properties":{
         "type":{"type":"string","enum":["file","dir"]},
         "tags":{"type":"array","items":{"type":"string"}},
         "limit":{"anyOf":[{"type":"integer"},{"type":"null"}],"default":{"type":"keep"}},
@@ -94,12 +92,9 @@ TEST(ToolWriter, ResponseWritesAnObjectAsItIsAndWrapsAnythingElse) {
 }
 
 TEST(ToolWriter, NumbersKeepTheirKindAndValue) {
-  const json args = {{"i", -7},
-                     {"u", std::numeric_limits<uint64_t>::max()},
-                     {"f", 0.1},
-                     {"g", 1.0},
-                     {"e", 1e300},
-                     {"nan", std::numeric_limits<double>::quiet_NaN()}};
+  const json args = {{"i", -7},    {"u", std::numeric_limits<uint64_t>::max()},
+                     {"f", 0.1},   {"g", 1.0},
+                     {"e", 1e300}, {"nan", std::numeric_limits<double>::quiet_NaN()}};
   EXPECT_EQ(text_of(call_pieces("n", args)),
             "<|tool_call>call:n{e:1e+300,f:0.1,g:1.0,i:-7,nan:null,u:18446744073709551615}"
             "<tool_call|>");
