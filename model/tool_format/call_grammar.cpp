@@ -84,9 +84,10 @@ std::string describe(const Lexeme& l) {
     case Lexeme::kWord:
       break;
   }
+  // Printable ASCII only: the message may end up in a JSON frame, which needs valid UTF-8.
   std::string w(l.text.substr(0, 32));
   for (char& c : w) {
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F) c = '?';
+    if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7F) c = '?';
   }
   return std::string("\"").append(w).append(l.text.size() > 32 ? "...\"" : "\"");
 }

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "model/synth/demo_tokenizer.h"
+#include "model/tokenizer/utf8.h"
 #include "model/tokenizer/tokenizer.h"
 #include "model/tool_format/call_parser.h"
 #include "model/tool_format/format_pieces.h"
@@ -105,6 +106,7 @@ void check_outcome(const ToolCallOutcome& o, const infer::ToolCallLimits& limits
   if (const auto* e = std::get_if<ToolCallError>(&o)) {
     check(!e->what.empty() && e->raw.size() <= limits.max_raw_bytes &&
           e->raw_bytes >= e->raw.size());
+    check(infer::tok::is_valid_utf8(e->what));
     return;
   }
   const ToolCall& call = std::get<ToolCall>(o);

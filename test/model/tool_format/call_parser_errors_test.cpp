@@ -105,6 +105,12 @@ TEST(ToolCallParser, InvalidUtf8InStringsOrKeysIsAnError) {
   t.push_back({kText, "k\xFF"});
   t = t + tokens_of(":1}<tool_call|>");
   EXPECT_NE(one_error(t).what.find("not valid UTF-8"), std::string::npos);
+  // Messages quote what they found in printable ASCII, whatever bytes it had.
+  t = tokens_of("<|tool_call>call:f{a:");
+  t.push_back({kText, "\xC3\xA9\xFF\n"});
+  t = t + tokens_of("}<tool_call|>");
+  const std::string what = one_error(t).what;
+  EXPECT_NE(what.find("\"???\" is not a number"), std::string::npos) << what;
 }
 
 TEST(ToolCallParser, ANewCallBeforeTheEndIsAnErrorAndStartsOver) {
