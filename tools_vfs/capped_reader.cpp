@@ -44,8 +44,7 @@ const char* chunk_end_name(ChunkEnd end) {
   return "?";
 }
 
-Result<CappedReader> CappedReader::create(const Vfs& vfs, TokenCounter count,
-                                          ReaderLimits limits) {
+Result<CappedReader> CappedReader::create(const Vfs& vfs, TokenCounter count, ReaderLimits limits) {
   const size_t max_read = vfs.limits().max_read_bytes;
   if (!count) return make_error(ErrorCode::kInvalidArgument, "capped reader: no token counter");
   if (limits.max_chunk_bytes < 4 || limits.max_chunk_bytes > max_read) {
@@ -133,7 +132,8 @@ Result<FileChunk> CappedReader::read(std::string_view path, uint64_t offset) con
   out.end = end;
   out.next_offset = offset + cut;
   out.eof = end == ChunkEnd::kEndOfFile;
-  out.bytes_left = out.file_size_bytes > out.next_offset ? out.file_size_bytes - out.next_offset : 0;
+  out.bytes_left =
+      out.file_size_bytes > out.next_offset ? out.file_size_bytes - out.next_offset : 0;
   return out;
 }
 

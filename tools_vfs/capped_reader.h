@@ -51,8 +51,8 @@ struct FileChunk {
   uint64_t bytes_left = 0;       // file_size_bytes - next_offset, 0 past the end
   size_t n_tokens = 0;           // text by the counter
   ChunkEnd end = ChunkEnd::kEndOfFile;
-  bool eof = false;                   // nothing follows next_offset (as of this read)
-  std::optional<BinaryFile> binary;   // set: not streamed, text is empty
+  bool eof = false;                  // nothing follows next_offset (as of this read)
+  std::optional<BinaryFile> binary;  // set: not streamed, text is empty
 };
 
 // What the model reads: a header line naming the file and the byte range, the text, and a
@@ -63,8 +63,7 @@ std::string render_chunk(const FileChunk& chunk);
 class CappedReader {
  public:
   // VFS must outlive the reader. Refuses limits outside the bounds above or a null counter.
-  static Result<CappedReader> create(const Vfs& vfs, TokenCounter count,
-                                     ReaderLimits limits = {});
+  static Result<CappedReader> create(const Vfs& vfs, TokenCounter count, ReaderLimits limits = {});
 
   // The chunk of PATH starting at OFFSET (a chunk's next_offset continues it byte for byte).
   // An offset past the end of the file is an error naming the file's size (it may have shrunk).

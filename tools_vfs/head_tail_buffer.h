@@ -27,7 +27,7 @@ class HeadTailBuffer {
   std::string text() const;
 
  private:
-  std::string head_;        // reserved at construction, filled up to head_capacity_
+  std::string head_;  // reserved at construction, filled up to head_capacity_
   size_t head_capacity_;
   std::vector<char> tail_;  // a ring of tail_.size() bytes
   size_t tail_next_ = 0;    // where the next byte goes

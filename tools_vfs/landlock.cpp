@@ -21,9 +21,9 @@ constexpr uint64_t kFsExecute = LANDLOCK_ACCESS_FS_EXECUTE;
 constexpr uint64_t kFsWriteFile = LANDLOCK_ACCESS_FS_WRITE_FILE;
 constexpr uint64_t kFsReadFile = LANDLOCK_ACCESS_FS_READ_FILE;
 constexpr uint64_t kFsReadDir = LANDLOCK_ACCESS_FS_READ_DIR;
-constexpr uint64_t kFsAbi1 = (uint64_t(1) << 13) - 1;  // EXECUTE .. MAKE_SYM
-constexpr uint64_t kFsRefer = uint64_t(1) << 13;       // ABI 2
-constexpr uint64_t kFsTruncate = uint64_t(1) << 14;    // ABI 3
+constexpr uint64_t kFsAbi1 = (uint64_t(1) << 13) - 1;            // EXECUTE .. MAKE_SYM
+constexpr uint64_t kFsRefer = uint64_t(1) << 13;                 // ABI 2
+constexpr uint64_t kFsTruncate = uint64_t(1) << 14;              // ABI 3
 constexpr uint64_t kScopeAbstractUnixSocket = uint64_t(1) << 0;  // ABI 6
 constexpr uint64_t kScopeSignal = uint64_t(1) << 1;              // ABI 6
 

@@ -36,11 +36,16 @@ bool is_executable_file(const std::string& path) {
 
 const char* end_reason_name(EndReason reason) {
   switch (reason) {
-    case EndReason::kExited: return "exited";
-    case EndReason::kKilled: return "killed";
-    case EndReason::kTimeout: return "timeout";
-    case EndReason::kIdle: return "idle";
-    case EndReason::kOutputLimit: return "output limit";
+    case EndReason::kExited:
+      return "exited";
+    case EndReason::kKilled:
+      return "killed";
+    case EndReason::kTimeout:
+      return "timeout";
+    case EndReason::kIdle:
+      return "idle";
+    case EndReason::kOutputLimit:
+      return "output limit";
   }
   return "?";
 }
@@ -48,8 +53,9 @@ const char* end_reason_name(EndReason reason) {
 Result<Subshell> Subshell::open(const std::string& root, SubshellOptions options) {
   for (const std::string& e : options.extra_env) {
     if (e.find('=') == std::string::npos || e.front() == '=' || e.find('\0') != std::string::npos) {
-      return make_error(ErrorCode::kInvalidArgument,
-                        "subshell: extra_env entry \"" + printable_path(e) + "\" is not NAME=value");
+      return make_error(
+          ErrorCode::kInvalidArgument,
+          "subshell: extra_env entry \"" + printable_path(e) + "\" is not NAME=value");
     }
   }
   if (options.wall_timeout.count() <= 0 || options.idle_timeout.count() < 0 ||
@@ -70,11 +76,12 @@ Result<Subshell> Subshell::open(const std::string& root, SubshellOptions options
   const ssize_t n = ::readlink(fd_link.c_str(), buf, sizeof(buf) - 1);
   std::string root_path = n > 0 ? std::string(buf, size_t(n)) : root;
 
-  LandlockRuleset landlock = options.landlock == LandlockMode::kOff
-                                 ? LandlockRuleset::off(
-                                       "Landlock is off by option: the subshell's children are "
-                                       "not confined to ROOT")
-                                 : LandlockRuleset::build(resolver.root_fd(), options.landlock_policy);
+  LandlockRuleset landlock =
+      options.landlock == LandlockMode::kOff
+          ? LandlockRuleset::off(
+                "Landlock is off by option: the subshell's children are "
+                "not confined to ROOT")
+          : LandlockRuleset::build(resolver.root_fd(), options.landlock_policy);
   if (!landlock.active()) std::fprintf(stderr, "infer: tools: %s\n", landlock.status().c_str());
   return Subshell(std::move(resolver), std::move(root_path), std::move(options),
                   std::move(landlock));
@@ -93,9 +100,8 @@ Result<std::string> Subshell::find_program(const std::string& name) const {
     }
     start = end + 1;
   }
-  return make_error(ErrorCode::kNotFound, "subshell: command not found: \"" +
-                                              printable_path(name) + "\" (PATH=" +
-                                              options_.path + ")");
+  return make_error(ErrorCode::kNotFound, "subshell: command not found: \"" + printable_path(name) +
+                                              "\" (PATH=" + options_.path + ")");
 }
 
 std::vector<std::string> Subshell::environment() const {
@@ -169,28 +175,35 @@ Result<SubshellResult> Subshell::run(const SubshellRequest& request) const {
   return result;
 }
 
+namespace {
+
+std::string signal_name(int sig) {
+  const char* abbrev = ::sigabbrev_np(sig);
+  return abbrev != nullptr ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
+}
+
+}  // namespace
+
 std::string render_result(const SubshellResult& r) {
   std::string head = "[command ";
+  // For the ends we caused, the signal says whether SIGTERM sufficed or SIGKILL was needed.
+  const std::string ended_by =
+      r.term_signal != 0 ? " and was ended by " + signal_name(r.term_signal) : " and was ended";
   switch (r.reason) {
     case EndReason::kExited:
       head += "exited with code " + std::to_string(r.exit_code);
       break;
     case EndReason::kKilled:
-      head += "was killed by signal ";
-      if (const char* abbrev = ::sigabbrev_np(r.term_signal)) {
-        head += std::string("SIG") + abbrev;
-      } else {
-        head += std::to_string(r.term_signal);
-      }
+      head += "was killed by " + signal_name(r.term_signal);
       break;
     case EndReason::kTimeout:
-      head += "ran out of time and was ended";
+      head += "ran out of time" + ended_by;
       break;
     case EndReason::kIdle:
-      head += "wrote nothing for too long and was ended";
+      head += "wrote nothing for too long" + ended_by;
       break;
     case EndReason::kOutputLimit:
-      head += "wrote too much and was ended";
+      head += "wrote too much" + ended_by;
       break;
   }
   char secs[32];

@@ -27,22 +27,22 @@ enum class LandlockMode {
 
 struct SubshellOptions {
   std::chrono::milliseconds wall_timeout{30'000};
-  std::chrono::milliseconds idle_timeout{10'000};      // no output for this long; 0: never
-  std::chrono::milliseconds kill_grace{1'000};         // SIGTERM → SIGKILL
-  std::chrono::milliseconds drain_after_exit{250};     // reading on after the command exits,
-                                                       // while a background child holds its pipe
-  size_t head_bytes = size_t(16) << 10;                // kept per stream
+  std::chrono::milliseconds idle_timeout{10'000};   // no output for this long; 0: never
+  std::chrono::milliseconds kill_grace{1'000};      // SIGTERM → SIGKILL
+  std::chrono::milliseconds drain_after_exit{250};  // reading on after the command exits,
+                                                    // while a background child holds its pipe
+  size_t head_bytes = size_t(16) << 10;             // kept per stream
   size_t tail_bytes = size_t(16) << 10;
-  uint64_t max_output_bytes = uint64_t(64) << 20;      // read from the child, both streams:
-                                                       // past it the command is ended
+  uint64_t max_output_bytes = uint64_t(64) << 20;  // read from the child, both streams:
+                                                   // past it the command is ended
   bool merge_stderr = false;  // one pipe for both (order kept) instead of two captures
   std::string path = "/usr/local/bin:/usr/bin:/bin";  // PATH, also where argv[0] is looked up
   std::string lang = "C.UTF-8";
   std::vector<std::string> extra_env;  // "NAME=value" set by the caller, after the defaults
   LandlockMode landlock = LandlockMode::kAuto;
   LandlockPolicy landlock_policy = {
-      .read_paths = {"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc",
-                     "/opt", "/proc", "/sys", "/dev", "/run"},
+      .read_paths = {"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt",
+                     "/proc", "/sys", "/dev", "/run"},
       .write_paths = {"/dev/null"},
   };
   rlim_t max_processes = 0;  // RLIMIT_NPROC for the child (per user, not per group); 0: unset
@@ -68,10 +68,10 @@ struct SubshellResult {
   int term_signal = 0;  // the signal that ended it, 0 when it exited
   pid_t pgid = 0;       // its pid, session and process group id
   double elapsed_s = 0;
-  HeadTailBuffer out;   // stdout (and stderr when merged)
-  HeadTailBuffer err;   // stderr, empty when merged
+  HeadTailBuffer out;  // stdout (and stderr when merged)
+  HeadTailBuffer err;  // stderr, empty when merged
   bool merged = false;
-  bool confined = false;        // Landlock was applied to the child
+  bool confined = false;         // Landlock was applied to the child
   bool group_survivors = false;  // part of its group outlived the final SIGKILL's bounded wait
 };
 
@@ -94,8 +94,10 @@ class Subshell {
  private:
   Subshell(BeneathResolver resolver, std::string root_path, SubshellOptions options,
            LandlockRuleset landlock)
-      : resolver_(std::move(resolver)), root_path_(std::move(root_path)),
-        options_(std::move(options)), landlock_(std::move(landlock)) {}
+      : resolver_(std::move(resolver)),
+        root_path_(std::move(root_path)),
+        options_(std::move(options)),
+        landlock_(std::move(landlock)) {}
   Result<std::string> find_program(const std::string& name) const;
   std::vector<std::string> environment() const;
 

@@ -21,14 +21,22 @@ enum class Step : int { kSetsid, kSignals, kStdio, kChdir, kRlimit, kLandlock, k
 
 const char* step_name(Step step) {
   switch (step) {
-    case Step::kSetsid: return "setsid";
-    case Step::kSignals: return "reset signals";
-    case Step::kStdio: return "dup2 stdin/stdout/stderr";
-    case Step::kChdir: return "fchdir to the working directory";
-    case Step::kRlimit: return "setrlimit RLIMIT_NPROC";
-    case Step::kLandlock: return "Landlock restrict_self";
-    case Step::kCloseFds: return "close_range";
-    case Step::kExec: return "exec";
+    case Step::kSetsid:
+      return "setsid";
+    case Step::kSignals:
+      return "reset signals";
+    case Step::kStdio:
+      return "dup2 stdin/stdout/stderr";
+    case Step::kChdir:
+      return "fchdir to the working directory";
+    case Step::kRlimit:
+      return "setrlimit RLIMIT_NPROC";
+    case Step::kLandlock:
+      return "Landlock restrict_self";
+    case Step::kCloseFds:
+      return "close_range";
+    case Step::kExec:
+      return "exec";
   }
   return "?";
 }
@@ -146,8 +154,8 @@ Result<SpawnedChild> spawn_child(const SpawnPlan& plan) {
                                                    std::strerror(pidfd_err) +
                                                    " (Linux 5.4 or later is needed)");
   }
-  return make_error(ErrorCode::kIo, "subshell: \"" + plan.exec_path +
-                                        "\": the child's setup report was cut short");
+  return make_error(ErrorCode::kIo,
+                    "subshell: \"" + plan.exec_path + "\": the child's setup report was cut short");
 }
 
 }  // namespace infer::tools

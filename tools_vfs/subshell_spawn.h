@@ -16,15 +16,15 @@
 namespace infer::tools {
 
 struct SpawnPlan {
-  std::string exec_path;               // absolute, or relative to the working directory
-  std::vector<std::string> argv;       // argv[0] as given
-  std::vector<std::string> env;        // "NAME=value", the whole environment
-  int stdin_fd = -1;                   // each above 2: dup2 onto 0, 1, 2 in the child
+  std::string exec_path;          // absolute, or relative to the working directory
+  std::vector<std::string> argv;  // argv[0] as given
+  std::vector<std::string> env;   // "NAME=value", the whole environment
+  int stdin_fd = -1;              // each above 2: dup2 onto 0, 1, 2 in the child
   int stdout_fd = -1;
-  int stderr_fd = -1;                  // may equal stdout_fd (merged)
-  int cwd_fd = -1;                     // O_PATH directory beneath ROOT: fchdir
-  int landlock_fd = -1;                // -1: not confined
-  rlim_t max_processes = 0;            // RLIMIT_NPROC in the child; 0 leaves it
+  int stderr_fd = -1;        // may equal stdout_fd (merged)
+  int cwd_fd = -1;           // O_PATH directory beneath ROOT: fchdir
+  int landlock_fd = -1;      // -1: not confined
+  rlim_t max_processes = 0;  // RLIMIT_NPROC in the child; 0 leaves it
 };
 
 struct SpawnedChild {

@@ -114,13 +114,13 @@ TEST_F(CappedReaderTest, PrefersALineEndNearTheCapButNotAFarOne) {
 
 TEST_F(CappedReaderTest, NeverCutsAUtf8SequenceAtTheCap) {
   // "abc" then the 3-byte euro sign: a 4-byte cap would cut it, so the chunk stops before it.
-  tree_.file("euro.txt", "abc\xe2\x82\xac" "d");
+  tree_.file("euro.txt", "abc\342\202\254d");  // octal: "\xacd" would be one escape
   open(ReaderLimits{.max_chunk_bytes = 4});
   FileChunk first = read("euro.txt", 0);
   EXPECT_EQ(first.text, "abc");
   EXPECT_EQ(first.next_offset, 3u);
   FileChunk second = read("euro.txt", 3);
-  EXPECT_EQ(second.text, "\xe2\x82\xac" "d");
+  EXPECT_EQ(second.text, "\342\202\254d");
   EXPECT_TRUE(second.eof);
 
   // Every cap from 4 to 13 over 1-, 2-, 3- and 4-byte characters: each chunk is whole UTF-8.
@@ -176,7 +176,9 @@ TEST_F(CappedReaderTest, OffsetContinuationReassemblesTheFileByteForByte) {
   for (int line = 0; line < 150; ++line) {
     x = x * 1103515245u + 12345u;
     const int len = int(x >> 24) % 70;
-    for (int k = 0; k < len; ++k) text += (k % 9 == 0) ? "\xc3\xa9" : std::string(1, char('a' + k % 26));
+    for (int k = 0; k < len; ++k) {
+      text += (k % 9 == 0) ? "\xc3\xa9" : std::string(1, char('a' + k % 26));
+    }
     if (line % 50 == 7) text += "\xff";
     if (line % 60 == 3) text += "\xf0\x9f\x98\x80";
     text += '\n';
@@ -234,7 +236,7 @@ TEST_F(CappedReaderTest, BinaryFilesAreDescribedNotStreamed) {
 }
 
 TEST_F(CappedReaderTest, TextWithAFewInvalidBytesOrAPrintableSignatureStaysText) {
-  tree_.file("latin1.txt", "caf\xe9 au lait, cr\xe8me br\xfbl\xe9" "e, and a long line of plain text");
+  tree_.file("latin1.txt", "caf\351 au lait, cr\350me br\373l\351e, and a long line of plain text");
   tree_.file("mz.txt", "MZ is how this note begins\n");
   open({});
   FileChunk latin = read("latin1.txt", 0);

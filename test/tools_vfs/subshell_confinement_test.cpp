@@ -49,7 +49,7 @@ TEST_F(SubshellTest, TheEnvironmentIsScrubbed) {
       "GIT_PAGER=cat",
       "GIT_TERMINAL_PROMPT=0",
       std::string("HOME=") + real_root,
-      "LANG=C",                  // the caller's replaces the default C.UTF-8
+      "LANG=C",  // the caller's replaces the default C.UTF-8
       "PAGER=cat",
       "PATH=/usr/local/bin:/usr/bin:/bin",
       "TERM=dumb",

@@ -9,8 +9,8 @@
 
 #include <cerrno>
 #include <cstdio>
-#include <iterator>
 #include <fstream>
+#include <iterator>
 #include <optional>
 #include <string>
 
