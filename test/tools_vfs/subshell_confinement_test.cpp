@@ -3,6 +3,7 @@
 // 100 runs and no zombie, and Landlock: writes outside ROOT fail where the kernel has it, and
 // the subshell says on stderr when the child is not confined.
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -100,8 +101,11 @@ TEST_F(SubshellTest, HundredRunsLeakNoFdAndLeaveNoChild) {
     ASSERT_EQ(r.exit_code, 0);
   }
   EXPECT_EQ(open_fd_count(), before);
-  // The child's fds: 0-2 only (the test's own fds, the pipes' other ends, Landlock's, none).
+  // The child's fds: 0-2 only, even when the engine holds an fd without close-on-exec.
+  const int inheritable = ::open("/dev/null", O_RDONLY);
+  ASSERT_GE(inheritable, 0);
   SubshellResult fds = run({"ls", "/proc/self/fd"});
+  ::close(inheritable);
   EXPECT_EQ(fds.out.text(), "0\n1\n2\n3\n") << "3 is ls's own directory fd";
   // Every child was reaped: this process has none left, not even a zombie.
   siginfo_t info{};

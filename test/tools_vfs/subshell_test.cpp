@@ -5,6 +5,7 @@
 #include "tools_vfs/subshell.h"
 
 #include <gtest/gtest.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -116,6 +117,30 @@ TEST_F(SubshellTest, AGroupIgnoringSigtermIsKilledAfterTheGrace) {
   EXPECT_LT(r.elapsed_s, 1.6);
   EXPECT_FALSE(r.group_survivors);
   EXPECT_EQ(live_members(r.pgid), 0u);
+}
+
+TEST_F(SubshellTest, SignalsTheEngineIgnoresOrBlocksAreResetForTheChild) {
+  // An engine ignoring SIGPIPE and blocking SIGTERM (as servers and worker threads do) must not
+  // hand that to the child: `yes | head` ends by SIGPIPE, and SIGTERM ends `sleep` at once.
+  struct sigaction old_pipe {};
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  ASSERT_EQ(::sigaction(SIGPIPE, &ignore, &old_pipe), 0);
+  sigset_t term, old_mask;
+  ::sigemptyset(&term);
+  ::sigaddset(&term, SIGTERM);
+  ASSERT_EQ(::pthread_sigmask(SIG_BLOCK, &term, &old_mask), 0);
+  open_subshell({.wall_timeout = 500ms, .kill_grace = 2'000ms});
+  SubshellResult piped = run({"sh", "-c", "yes | head -c 4"});
+  SubshellResult slept = run({"sleep", "100"});
+  ::pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
+  ::sigaction(SIGPIPE, &old_pipe, nullptr);
+  EXPECT_EQ(piped.exit_code, 0);
+  EXPECT_EQ(piped.out.text(), "y\ny\n");
+  EXPECT_EQ(piped.err.text(), "") << "yes saw EPIPE: SIGPIPE was left ignored";
+  EXPECT_EQ(slept.reason, EndReason::kTimeout);
+  EXPECT_EQ(slept.term_signal, SIGTERM) << "SIGTERM was left blocked: SIGKILL was needed";
+  EXPECT_LT(slept.elapsed_s, 1.5);
 }
 
 TEST_F(SubshellTest, TheNoOutputTimeoutEndsASilentCommand) {
