@@ -12,6 +12,8 @@
 #include <fstream>
 #include <optional>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "test/tools_vfs/subshell_fixture.h"
 
@@ -211,6 +213,31 @@ TEST_F(SubshellTest, BackgroundChildrenLeftByAnExitedCommandAreEnded) {
   EXPECT_LT(r.elapsed_s, 2.0);  // the drain after exit, not the sleep
   EXPECT_FALSE(r.group_survivors);
   EXPECT_EQ(live_members(r.pgid), 0u);
+}
+
+TEST_F(SubshellTest, RunsFromSeveralThreadsAtOnceKeepTheirOwnOutput) {
+  // run() is const and shares nothing: each thread's commands get their own pipes and results,
+  // though each fork briefly copies the others' pipe ends (closed again at exec).
+  open_subshell({.wall_timeout = 10'000ms});
+  constexpr int kThreads = 4;
+  constexpr int kRuns = 10;
+  std::vector<std::string> wrong(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([this, t, &wrong] {
+      for (int i = 0; i < kRuns; ++i) {
+        const std::string tag = std::to_string(t) + "-" + std::to_string(i);
+        auto r = subshell_->run({{"sh", "-c", "echo $0; echo $0 >&2; exit 7", tag}, ""});
+        if (!r.ok() || r->exit_code != 7 || r->out.text() != tag + "\n" ||
+            r->err.text() != tag + "\n") {
+          wrong[t] = tag + ": " + (r.ok() ? r->out.text() : r.error().message);
+          return;
+        }
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  for (int t = 0; t < kThreads; ++t) EXPECT_EQ(wrong[t], "") << "thread " << t;
 }
 
 TEST_F(SubshellTest, UnknownCommandsAndBadArgvAreErrorsNotCrashes) {
