@@ -126,9 +126,9 @@ class Supervisor {
           deadline = phase_deadline_;
         }
       } else {
-        // Exited: read on while a background child still holds a pipe, but not for long, and
-        // not at all when we ended it.
-        if (reason_ || !any_open() || now >= phase_deadline_) break;
+        // Exited: read on while the rest of the group still holds a pipe, but not for long:
+        // drain_after_exit, or what is left of the SIGTERM grace, or not at all after SIGKILL.
+        if (phase_ == Phase::kKilling || !any_open() || now >= phase_deadline_) break;
         deadline = phase_deadline_;
       }
       wait_once(poll_timeout_ms(now, *deadline));
@@ -209,7 +209,8 @@ class Supervisor {
     } else {
       result_.term_signal = info.si_status;
     }
-    phase_deadline_ = SteadyClock::now() + options_.drain_after_exit;
+    // Ended by our SIGTERM: the rest of the group keeps the grace it was given.
+    if (phase_ == Phase::kRunning) phase_deadline_ = SteadyClock::now() + options_.drain_after_exit;
   }
 
   // Ends what is left of the group, keeps what is still in the pipes, reaps the child and

@@ -145,6 +145,20 @@ TEST_F(SubshellTest, SignalsTheEngineIgnoresOrBlocksAreResetForTheChild) {
   EXPECT_LT(slept.elapsed_s, 1.5);
 }
 
+TEST_F(SubshellTest, TheGroupKeepsTheGraceToCleanUpAfterTheCommandDies) {
+  // The command dies of SIGTERM at once; a child of it traps SIGTERM, takes 0.2 s to clean up
+  // and says so: its words arrive, and the call ends when it does, not at the end of the grace.
+  open_subshell({.wall_timeout = 300ms, .kill_grace = 2'000ms});
+  SubshellResult r = run(
+      {"sh", "-c",
+       "sh -c 'trap \"sleep 0.2; echo cleaned; exit 0\" TERM; while :; do sleep 0.05; done' & "
+       "sleep 100"});
+  EXPECT_EQ(r.reason, EndReason::kTimeout);
+  EXPECT_EQ(r.term_signal, SIGTERM);
+  EXPECT_EQ(r.out.text(), "cleaned\n");
+  EXPECT_LT(r.elapsed_s, 1.5);
+}
+
 TEST_F(SubshellTest, TheNoOutputTimeoutEndsASilentCommand) {
   open_subshell({.wall_timeout = 10'000ms, .idle_timeout = 500ms, .kill_grace = 500ms});
   SubshellResult silent = run({"sh", "-c", "echo started; sleep 100"});
