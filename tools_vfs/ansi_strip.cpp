@@ -145,7 +145,9 @@ void AnsiStripper::put_char(std::string_view ch, std::string& out) {
 }
 
 void AnsiStripper::end_line(std::string& out) {
-  out.append(line_);
+  // Blanks at the end of a row are not seen on a screen; erasures leave them (ESC[2K, "\b \b").
+  const size_t last = line_.find_last_not_of(' ');
+  out.append(line_, 0, last == std::string::npos ? 0 : last + 1);
   out.push_back('\n');
   line_.clear();
   cursor_ = 0;

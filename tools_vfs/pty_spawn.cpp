@@ -9,7 +9,7 @@
 #include <spawn.h>
 #include <stdlib.h>
 #include <sys/ioctl.h>
-#include <sys/pidfd.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <termios.h>
 #include <unistd.h>
@@ -160,7 +160,9 @@ Result<SpawnedPty> spawn_pty(const PtySpawnRequest& req) {
   rc = ::posix_spawn(&out.pid, program.c_str(), &fa.fa, &attr.attr, argv_ptrs.data(),
                      env_ptrs.data());
   if (rc != 0) return sys_error(rc, "exec \"" + program + "\"");
-  out.pidfd.reset(::pidfd_open(out.pid, 0));  // O_CLOEXEC by design; ENOSYS: waitpid polls
+  // The raw syscall: glibc 2.36's <sys/pidfd.h> lacks extern "C". Its fd is O_CLOEXEC by
+  // design; on ENOSYS (before Linux 5.3) the drain thread polls waitid instead.
+  out.pidfd.reset(int(::syscall(SYS_pidfd_open, out.pid, 0)));
   return out;
 }
 
