@@ -4,7 +4,8 @@
 // its start and later characters overwrite (a progress bar's redraws collapse to the last one),
 // '\b' and cursor moves along the line move the cursor, erase-in-line erases. A line is emitted
 // when it ends ('\n', or a move to another row), without its trailing blanks. It is streaming:
-// a sequence split across two feeds is handled as if it came whole. Bounded: the line and any sequence have a maximum length.
+// a sequence split across two feeds is handled as if it came whole. Bounded: the line and any
+// sequence have a maximum length.
 #pragma once
 
 #include <cstddef>

@@ -156,7 +156,7 @@ TEST(PtySet, PasswordPromptDoesNotHangTheSession) {
   auto set = test::make_pty_set(tree);
   ASSERT_TRUE(set);
   const std::string script =
-      "printf 'Password: '; stty -echo; read x; stty echo; echo; echo \"got ${#x} chars\"";
+      "stty -echo; printf 'Password: '; read x; stty echo; echo; echo \"got ${#x} chars\"";
   // Unanswered: reads return the prompt, close ends it.
   const PtyId waiting = open_pty(*set, {"sh", "-c", script});
   wait_raw(*set, waiting, "Password: ");
@@ -168,7 +168,6 @@ TEST(PtySet, PasswordPromptDoesNotHangTheSession) {
   // Answered: the secret goes through and is not echoed.
   const PtyId answered = open_pty(*set, {"sh", "-c", script});
   wait_raw(*set, answered, "Password: ");
-  std::this_thread::sleep_for(50ms);  // stty -echo runs after the prompt is printed
   ASSERT_TRUE(set->write(answered, "hunter2").ok());
   ASSERT_TRUE(set->write_key(answered, "enter").ok());
   const std::string raw = wait_raw(*set, answered, "got 7 chars");
