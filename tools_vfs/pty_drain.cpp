@@ -89,8 +89,9 @@ void PtySet::flush_input(Pty& p) {
 void PtySet::reap(Pty& p, std::vector<PtyEvent>& events) {
   if (p.reaped) return;
   // Output the child wrote before it exited is already in the terminal: make it readable first.
-  while (drain_master(p, events)) {
-  }
+  // One round (up to 1 MiB, more than a terminal buffers): a background job that survives its
+  // leader may write forever, and the loop goes on for it.
+  drain_master(p, events);
   std::lock_guard<std::mutex> lock(mu_);  // held across the wait: close() must not signal a
                                           // pid that was just reaped (it may be reused)
   siginfo_t info{};
@@ -207,7 +208,7 @@ void PtySet::drain_loop() {
         }
       }
     }
-    if (!events.empty() || !fds.empty()) changed_.notify_all();
+    changed_.notify_all();  // output, an exit or an erase: waiters check their condition
     if (on_event_) {
       for (const PtyEvent& e : events) on_event_(e);
     }

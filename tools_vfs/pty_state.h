@@ -16,7 +16,7 @@
 namespace infer::tools {
 
 struct PtySet::Pty {
-  Pty(const PtyLimits& limits) : raw(limits.raw_ring_bytes), text(limits.text_ring_bytes),
+  explicit Pty(const PtyLimits& limits) : raw(limits.raw_ring_bytes), text(limits.text_ring_bytes),
                                  stripper(limits.max_line_bytes) {}
 
   PtyId id = 0;

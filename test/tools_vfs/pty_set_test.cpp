@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <sys/wait.h>
 
-#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <mutex>
 
@@ -26,6 +28,26 @@ size_t rss_bytes() {
   size_t pages = 0, resident = 0;
   in >> pages >> resident;
   return resident * size_t(::sysconf(_SC_PAGESIZE));
+}
+
+// Processes of session SID that are not zombies, from /proc/*/stat.
+size_t live_in_session(pid_t sid) {
+  size_t n = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = e.path().filename();
+    if (name.empty() || name[0] < '1' || name[0] > '9') continue;
+    std::ifstream in(e.path() / "stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), {});
+    const size_t paren = stat.rfind(')');
+    if (paren == std::string::npos) continue;
+    char state = 0;
+    int ppid = 0, pgrp = 0, session = 0;
+    if (std::sscanf(stat.c_str() + paren + 1, " %c %d %d %d", &state, &ppid, &pgrp, &session) == 4 &&
+        session == sid && state != 'Z') {
+      ++n;
+    }
+  }
+  return n;
 }
 
 TEST(PtySet, LastOutputAndStatusStayAfterExit) {
@@ -213,6 +235,29 @@ TEST(PtySet, CtrlCReachesTheForegroundGroup) {
   wait_raw(*set, cat, "abc\r\nabc\r\n");  // the echo, then cat's copy
   ASSERT_TRUE(set->write_key(cat, "ctrl-c").ok());
   EXPECT_EQ(wait_exit(*set, cat).signal, SIGINT);
+}
+
+TEST(PtySet, LeaderExitIsSeenWhileABackgroundJobFloodsAndCloseEndsTheJob) {
+  test::TempTree tree;
+  auto set = test::make_pty_set(tree);
+  ASSERT_TRUE(set);
+  // The job ignores the SIGHUP the kernel sends when the session leader exits, and keeps writing.
+  const PtyId id = open_pty(*set, {"sh", "-c", "(trap '' HUP; exec yes) & sleep 0.1; exit 4"});
+  const pid_t sid = set->list().at(0).pid;
+  EXPECT_EQ(wait_exit(*set, id).exit_code, 4);
+  const uint64_t end = set->read_raw(id, 0, 0)->end;
+  std::this_thread::sleep_for(200ms);
+  EXPECT_GT(set->read_raw(id, 0, 0)->end, end) << "the job's output is still drained";
+  const PtyId other = open_pty(*set, {"sh", "-c", "echo other"});
+  wait_raw(*set, other, "other");  // the drain thread serves the others meanwhile
+  ASSERT_TRUE(set->close(id).ok());
+  ASSERT_TRUE(set->wait_all_closed(5s));
+  // Killed, it is reparented to init, which reaps it when it will: count the living only.
+  const auto deadline = std::chrono::steady_clock::now() + 3s;
+  while (live_in_session(sid) > 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_EQ(live_in_session(sid), 0u) << "the job outlived close";
 }
 
 TEST(PtySet, SeveralAtOnce) {
