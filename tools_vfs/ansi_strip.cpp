@@ -258,6 +258,10 @@ void AnsiStripper::csi_final(unsigned char final_byte, std::string& out) {
     default:
       break;  // SGR (colours), erase in display, scrolling, modes: nothing to show
   }
+  if (line_.size() > max_line_bytes_) {  // padding or inserted blanks past the limit
+    line_.resize(max_line_bytes_);
+    cursor_ = std::min(cursor_, line_.size());
+  }
 }
 
 }  // namespace infer::tools
