@@ -77,8 +77,10 @@ struct PtyInfo {
   PtyStatus status;
 };
 
-// Raised on the drain thread, at most once per PTY per wake-up, after the bytes are readable.
-// The callback must be quick and may call PtySet (no lock is held while it runs).
+// Raised on the drain thread after the bytes are readable, coalesced: one kOutput per read round
+// of a PTY (up to 1 MiB), not one per byte; kExited after the last output. The callback must be
+// quick and may call PtySet (no lock is held while it runs). No event is raised for a PTY after
+// close() but its kClosed.
 struct PtyEvent {
   enum class Kind { kOutput, kExited, kClosed } kind = Kind::kOutput;
   PtyId id = 0;
