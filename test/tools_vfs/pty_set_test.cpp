@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 
 #include <cerrno>
+#include <condition_variable>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -53,10 +54,12 @@ size_t live_in_session(pid_t sid) {
 TEST(PtySet, LastOutputAndStatusStayAfterExit) {
   test::TempTree tree;
   std::mutex mu;
+  std::condition_variable got_event;
   std::vector<PtyEvent> events;
   auto set = test::make_pty_set(tree, {}, [&](const PtyEvent& e) {
     std::lock_guard<std::mutex> lock(mu);
     events.push_back(e);
+    got_event.notify_all();
   });
   ASSERT_TRUE(set);
   const PtyId id = open_pty(*set, {"sh", "-c", "printf '\\033[32mhello\\033[0m\\n'; exit 3"});
@@ -71,9 +74,12 @@ TEST(PtySet, LastOutputAndStatusStayAfterExit) {
   EXPECT_EQ(text->bytes, "hello\n");
   EXPECT_EQ(text->partial_line, "");
   EXPECT_FALSE(text->status.running);
-  std::lock_guard<std::mutex> lock(mu);
-  ASSERT_FALSE(events.empty());
-  EXPECT_EQ(events.back().kind, PtyEvent::Kind::kExited);  // output first, then the exit
+  // Events follow the state they announce: the exit can be seen before its event has run.
+  std::unique_lock<std::mutex> lock(mu);
+  ASSERT_TRUE(got_event.wait_for(lock, 5s, [&] {
+    return !events.empty() && events.back().kind == PtyEvent::Kind::kExited;
+  }));
+  EXPECT_GE(events.size(), 2u);  // output first (one event per read round), then the exit
   EXPECT_EQ(events.back().raw_end, raw->end);
   EXPECT_EQ(events.front().kind, PtyEvent::Kind::kOutput);
 }
