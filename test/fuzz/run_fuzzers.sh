@@ -11,7 +11,8 @@ if [ ! -f "$build/build.ninja" ]; then
     -Db_lundef=false --buildtype=debugoptimized --wrap-mode=nodownload >/dev/null || exit 1
 fi
 ninja -C "$build" -j2 test/fuzz/safetensors_fuzz test/fuzz/config_fuzz test/fuzz/tokenizer_fuzz \
-  test/fuzz/protocol_fuzz test/fuzz/episode_store_fuzz test/fuzz/path_resolver_fuzz test/fuzz/tool_call_fuzz || exit 1
+  test/fuzz/protocol_fuzz test/fuzz/episode_store_fuzz test/fuzz/path_resolver_fuzz \
+  test/fuzz/tool_call_fuzz test/fuzz/ansi_strip_fuzz || exit 1
 
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1"
@@ -30,7 +31,7 @@ run_one() {
 }
 # Two at a time: each target is one process on one core, and CI has two.
 status=0
-targets=(safetensors config tokenizer protocol episode_store path_resolver tool_call)
+targets=(safetensors config tokenizer protocol episode_store path_resolver tool_call ansi_strip)
 for ((i = 0; i < ${#targets[@]}; i += 2)); do
   for target in "${targets[@]:i:2}"; do
     echo "== ${target}_fuzz for ${seconds}s"
