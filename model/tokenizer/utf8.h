@@ -7,16 +7,11 @@
 #include <string>
 #include <string_view>
 
+#include "base/utf8_lead.h"
+
 namespace infer::tok {
 
-// Length of the sequence a lead byte announces; 0 for a continuation or invalid lead byte.
-inline size_t utf8_lead_len(unsigned char lead) {
-  if (lead < 0x80) return 1;
-  if ((lead & 0xE0) == 0xC0) return lead >= 0xC2 ? 2 : 0;
-  if ((lead & 0xF0) == 0xE0) return 3;
-  if ((lead & 0xF8) == 0xF0) return lead <= 0xF4 ? 4 : 0;
-  return 0;
-}
+using infer::utf8_lead_len;
 
 // Bytes of the character starting at s[i]. Text we encode may be invalid UTF-8 (our API takes
 // bytes, not Rust's &str); an invalid or truncated sequence counts as one byte, so the BPE falls
