@@ -309,6 +309,7 @@ Result<void> run_bench_memory(const Options& opts) {
     mo.path = path;
     mo.episode_tokens = g.episode_tokens;
     mo.recall_tokens = uint32_t(s->pipeline.memory->recall_tokens);
+    mo.recall_threads = s->pool ? s->pool->size() : 1;
     nlohmann::ordered_json recall = nlohmann::ordered_json::array();
     for (uint32_t count : {64u, 1000u, 10000u}) {
       INFER_TRY(RecallFigures f, bench_recall(*s, src, mo, count, 20));

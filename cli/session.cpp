@@ -40,6 +40,7 @@ Result<std::shared_ptr<actors::MemoryLink>> open_memory(const Options& opts, con
   if (opts.mem_capacity) mo.capacity = uint32_t(*opts.mem_capacity);
   if (opts.episode_tokens) mo.episode_tokens = uint32_t(*opts.episode_tokens);
   mo.recall_tokens = uint32_t(ring->recall);
+  mo.recall_threads = s.pool ? s.pool->size() : 1;  // the forward's threads wait for the recall
   const Tokenizer* tok = s.tokenizer ? &*s.tokenizer : nullptr;
   memory::Detokenize detok = [tok](std::span<const int32_t> ids) {
     return tok != nullptr ? tok->decode(ids) : std::string();

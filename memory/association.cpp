@@ -59,7 +59,7 @@ size_t Association::in_floats() const {
 
 // Steps 1-3 for tokens [t0, t0 + n) of b: reduced [n, reduce_dims], each unit. x is scratch.
 void Association::features(const KvBlock& b, size_t t0, size_t n, float* reduced,
-                           std::vector<float>& x) const {
+                           std::vector<float>& x, ThreadPool* pool) const {
   const size_t in = in_floats(), red = size_t(cfg_.reduce_dims);
   x.resize(n * in);
   for (size_t j = 0; j < n; ++j) {
@@ -81,14 +81,15 @@ void Association::features(const KvBlock& b, size_t t0, size_t n, float* reduced
     }
     make_unit(xt, in);
   }
-  matmul_t(p1_.data(), red, in, x.data(), n, in, reduced, red);
+  matmul_t(p1_.data(), red, in, x.data(), n, in, reduced, red, pool);
   for (size_t j = 0; j < n; ++j) make_unit(reduced + j * red, red);
 }
 
 // Each token's step-4 units (lift) or reduced vector (no lift), tokens [t0, t0 + n) in order,
 // kTokenBlock at a time (the projections read once a block).
 template <class F>
-void Association::for_each_token(const KvBlock& b, size_t t0, size_t n, F&& f) const {
+void Association::for_each_token(const KvBlock& b, size_t t0, size_t n, ThreadPool* pool,
+                                 F&& f) const {
   constexpr size_t kTokenBlock = 16;
   const size_t red = size_t(cfg_.reduce_dims), L = size_t(cfg_.lift_dims);
   const bool lift = cfg_.lift_active > 0;
@@ -97,8 +98,8 @@ void Association::for_each_token(const KvBlock& b, size_t t0, size_t n, F&& f) c
   if (lift) lifted.resize(std::min(n, kTokenBlock) * L);
   for (size_t b0 = 0; b0 < n; b0 += kTokenBlock) {
     const size_t m = std::min(kTokenBlock, n - b0);
-    features(b, t0 + b0, m, reduced.data(), x);
-    if (lift) matmul_t(lift_.data(), L, red, reduced.data(), m, red, lifted.data(), L);
+    features(b, t0 + b0, m, reduced.data(), x, pool);
+    if (lift) matmul_t(lift_.data(), L, red, reduced.data(), m, red, lifted.data(), L, pool);
     for (size_t j = 0; j < m; ++j) {
       if (lift) largest_units(lifted.data() + j * L, L, size_t(cfg_.lift_active), active);
       f(reduced.data() + j * red, active);
@@ -129,7 +130,7 @@ void Association::fit(const KvBlock& b) {
   const bool lift = cfg_.lift_active > 0;
   const size_t units = lift ? size_t(cfg_.lift_dims) : size_t(cfg_.reduce_dims);
   std::vector<double> f(units, 0.0);
-  for_each_token(b, 0, n, [&](const float* reduced, const std::vector<int>& active) {
+  for_each_token(b, 0, n, nullptr, [&](const float* reduced, const std::vector<int>& active) {
     if (lift) {
       for (int u : active) f[size_t(u)] += 1.0;
     } else {
@@ -162,12 +163,13 @@ Result<void> Association::set_state(std::span<const float> s) {
   return {};
 }
 
-void Association::rows_key(const KvBlock& b, size_t i0, size_t n, float* out) const {
+void Association::rows_key(const KvBlock& b, size_t i0, size_t n, float* out,
+                           ThreadPool* pool) const {
   const bool lift = cfg_.lift_active > 0;
   const size_t units = freq_.size();
   std::vector<float> acc(units);
   for (size_t i = 0; i < units; ++i) acc[i] = -float(n) * freq_[i];
-  for_each_token(b, i0, n, [&](const float* reduced, const std::vector<int>& active) {
+  for_each_token(b, i0, n, pool, [&](const float* reduced, const std::vector<int>& active) {
     if (lift) {
       for (int u : active) acc[size_t(u)] += 1.0f;
     } else {
@@ -193,14 +195,15 @@ void Association::ids_key(const KvBlock& b, size_t i0, size_t n, float* out) con
   make_unit(out, D);
 }
 
-void Association::span_key(const KvBlock& b, size_t i0, size_t n, float* out) const {
+void Association::span_key(const KvBlock& b, size_t i0, size_t n, float* out,
+                           ThreadPool* pool) const {
   INFER_CHECK(fitted(), "association: keys before fit()");
   INFER_CHECK(n > 0 && i0 + n <= b.size() && b.ids.size() == b.size(),
               "association: span out of the block");
   const size_t D = size_t(cfg_.dims);
   const float w = std::clamp(cfg_.id_weight, 0.0f, 1.0f);
   std::vector<float> ids(D, 0.0f);
-  if (w < 1.0f) rows_key(b, i0, n, out);
+  if (w < 1.0f) rows_key(b, i0, n, out, pool);
   else std::fill(out, out + D, 0.0f);
   if (w > 0.0f) ids_key(b, i0, n, ids.data());
   const float a = std::sqrt(1.0f - w), c = std::sqrt(w);
@@ -208,23 +211,25 @@ void Association::span_key(const KvBlock& b, size_t i0, size_t n, float* out) co
   make_unit(out, D);
 }
 
-void Association::episode_key(const KvBlock& b, size_t i0, size_t n, float* out) const {
+void Association::episode_key(const KvBlock& b, size_t i0, size_t n, float* out,
+                              ThreadPool* pool) const {
   const size_t S = size_t(cfg_.sub_spans);
   INFER_CHECK(n >= S, "association: fewer tokens than sub-spans");
   for (size_t s = 0; s < S; ++s) {
     // Part s: tokens [i0 + n*s/S, i0 + n*(s+1)/S), at least one token.
     const size_t a = i0 + n * s / S, e = i0 + n * (s + 1) / S;
-    span_key(b, a, e - a, out + s * size_t(cfg_.dims));
+    span_key(b, a, e - a, out + s * size_t(cfg_.dims), pool);
   }
 }
 
-size_t Association::query_key(const KvBlock& b, size_t i0, size_t n, float* out) const {
+size_t Association::query_key(const KvBlock& b, size_t i0, size_t n, float* out,
+                              ThreadPool* pool) const {
   const size_t D = size_t(cfg_.dims), L = size_t(cfg_.query_part_tokens);
   const size_t parts = std::min(size_t(cfg_.query_parts), std::max<size_t>(1, (n + L - 1) / L));
   std::fill(out, out + query_floats(), 0.0f);
   for (size_t p = 0; p < parts; ++p) {
     const size_t a = i0 + n * p / parts, e = i0 + n * (p + 1) / parts;
-    span_key(b, a, e - a, out + p * D);
+    span_key(b, a, e - a, out + p * D, pool);
   }
   return parts;
 }

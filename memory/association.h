@@ -11,6 +11,7 @@
 
 #include "base/result.h"
 #include "model/kv_ring_api.h"
+#include "model/thread_pool.h"
 
 namespace infer::memory {
 
@@ -71,9 +72,12 @@ class Association {
   Result<void> set_state(std::span<const float> s);
 
   // Tokens [i0, i0 + n) of b. out: [key_floats()] (episode) or [query_floats()] (query).
-  void episode_key(const KvBlock& b, size_t i0, size_t n, float* out) const;
+  // pool: the projections' rows split between its threads (the same bits as without one).
+  void episode_key(const KvBlock& b, size_t i0, size_t n, float* out,
+                   ThreadPool* pool = nullptr) const;
   // query_key returns how many query parts it filled (the rest are zero).
-  size_t query_key(const KvBlock& b, size_t i0, size_t n, float* out) const;
+  size_t query_key(const KvBlock& b, size_t i0, size_t n, float* out,
+                   ThreadPool* pool = nullptr) const;
 
   // The largest cosine between the parts of query [query_floats()] and of key [key_floats()],
   // 0 at least (a query's unused parts are zero).
@@ -82,13 +86,13 @@ class Association {
 
  private:
   size_t in_floats() const;
-  void features(const KvBlock& b, size_t t0, size_t n, float* reduced,
-                std::vector<float>& x) const;
+  void features(const KvBlock& b, size_t t0, size_t n, float* reduced, std::vector<float>& x,
+                ThreadPool* pool) const;
   // f(reduced [reduce_dims], active units) for each token of [t0, t0 + n), in order.
   template <class F>
-  void for_each_token(const KvBlock& b, size_t t0, size_t n, F&& f) const;
-  void span_key(const KvBlock& b, size_t i0, size_t n, float* out) const;
-  void rows_key(const KvBlock& b, size_t i0, size_t n, float* out) const;
+  void for_each_token(const KvBlock& b, size_t t0, size_t n, ThreadPool* pool, F&& f) const;
+  void span_key(const KvBlock& b, size_t i0, size_t n, float* out, ThreadPool* pool) const;
+  void rows_key(const KvBlock& b, size_t i0, size_t n, float* out, ThreadPool* pool) const;
   void ids_key(const KvBlock& b, size_t i0, size_t n, float* out) const;
 
   AssociationConfig cfg_;

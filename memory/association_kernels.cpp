@@ -109,9 +109,10 @@ __attribute__((target("avx"))) void matvec_t_avx(const float* mt, size_t rows, s
 #if defined(__x86_64__)
 // matmul_t, four vectors and 16 rows at a time: eight 8-lane sums held in registers across
 // every column (multiply, then add: target avx has no FMA to fuse them).
-__attribute__((target("avx"))) void matmul_t_avx(const float* mt, size_t rows, size_t cols,
-                                                 const float* x, size_t T, size_t x_stride,
-                                                 float* out, size_t out_stride) {
+// ld: mt's row stride (its full row count), rows: how many of them, from mt on.
+__attribute__((target("avx"))) void matmul_t_avx(const float* mt, size_t ld, size_t rows,
+                                                 size_t cols, const float* x, size_t T,
+                                                 size_t x_stride, float* out, size_t out_stride) {
   typedef float f8 __attribute__((vector_size(32)));
   const size_t rows16 = rows / 16 * 16, T4 = T / 4 * 4;
   for (size_t r0 = 0; r0 < rows16; r0 += 16) {
@@ -120,8 +121,8 @@ __attribute__((target("avx"))) void matmul_t_avx(const float* mt, size_t rows, s
       const float* x0 = x + t0 * x_stride;
       for (size_t c = 0; c < cols; ++c) {
         f8 m0, m1;
-        std::memcpy(&m0, mt + c * rows + r0, 32);
-        std::memcpy(&m1, mt + c * rows + r0 + 8, 32);
+        std::memcpy(&m0, mt + c * ld + r0, 32);
+        std::memcpy(&m1, mt + c * ld + r0 + 8, 32);
         for (size_t j = 0; j < 4; ++j) {
           const float xc = x0[j * x_stride + c];
           const f8 xb = {xc, xc, xc, xc, xc, xc, xc, xc};
@@ -145,12 +146,32 @@ __attribute__((target("avx"))) void matmul_t_avx(const float* mt, size_t rows, s
     for (size_t c = 0; c < cols; ++c) {
       const float xc = xt[c];
       if (xc == 0.0f) continue;
-      const float* col = mt + c * rows;
+      const float* col = mt + c * ld;
       for (size_t r = r_begin; r < rows; ++r) o[r] += col[r] * xc;
     }
   }
 }
 #endif
+
+// matmul_t on the rows [r0, r1) of mt and out only.
+void matmul_t_rows(const float* mt, size_t rows, size_t r0, size_t r1, size_t cols,
+                   const float* x, size_t T, size_t x_stride, float* out, size_t out_stride) {
+#if defined(__x86_64__)
+  if (kHaveAvx) {
+    return matmul_t_avx(mt + r0, rows, r1 - r0, cols, x, T, x_stride, out + r0, out_stride);
+  }
+#endif
+  for (size_t t = 0; t < T; ++t) {
+    float* o = out + t * out_stride;
+    std::fill(o + r0, o + r1, 0.0f);
+    for (size_t c = 0; c < cols; ++c) {
+      const float xc = x[t * x_stride + c];
+      if (xc == 0.0f) continue;
+      const float* col = mt + c * rows;
+      for (size_t r = r0; r < r1; ++r) o[r] += col[r] * xc;
+    }
+  }
+}
 
 }  // namespace
 
@@ -173,12 +194,17 @@ void matvec_t(const float* mt, size_t rows, size_t cols, const float* x, float* 
 }
 
 void matmul_t(const float* mt, size_t rows, size_t cols, const float* x, size_t T,
-              size_t x_stride, float* out, size_t out_stride) {
-#if defined(__x86_64__)
-  if (kHaveAvx) return matmul_t_avx(mt, rows, cols, x, T, x_stride, out, out_stride);
-#endif
-  for (size_t t = 0; t < T; ++t)
-    matvec_t_base(mt, rows, cols, x + t * x_stride, out + t * out_stride);
+              size_t x_stride, float* out, size_t out_stride, ThreadPool* pool) {
+  // Split by blocks of 16 rows, the wide path's unit, so every sum is the one-thread sum; each
+  // thread streams its own columns' slice of mt (12B's first projection is 16 MB).
+  const size_t blocks = (rows + 15) / 16;
+  if (pool == nullptr || pool->size() < 2 || blocks < 2) {
+    return matmul_t_rows(mt, rows, 0, rows, cols, x, T, x_stride, out, out_stride);
+  }
+  pool->parallel_for(int64_t(blocks), [&](int64_t b, int64_t e) {
+    matmul_t_rows(mt, rows, size_t(b) * 16, std::min(rows, size_t(e) * 16), cols, x, T,
+                  x_stride, out, out_stride);
+  });
 }
 
 // Units above 1.5 times the rms hold the largest (about 7% of N(0, 1) draws, against the 1.6%

@@ -8,6 +8,8 @@
 #include <cstddef>
 #include <vector>
 
+#include "model/thread_pool.h"
+
 namespace infer::memory {
 
 // Σ_i a[i] b[i]: two 4-lane partial sums over steps of 8, the lanes added in a fixed order,
@@ -27,8 +29,9 @@ void matvec_t_base(const float* mt, size_t rows, size_t cols, const float* x, fl
 // matvec_t's. The wide path reads each column of mt once for four vectors: a query's tokens
 // share the projections (1.8 MB for E2B's first two), which one vector at a time streamed
 // through the cache for every token.
+// With a pool, blocks of 16 rows go to its threads: the same sums, so the same bits.
 void matmul_t(const float* mt, size_t rows, size_t cols, const float* x, size_t T,
-              size_t x_stride, float* out, size_t out_stride);
+              size_t x_stride, float* out, size_t out_stride, ThreadPool* pool = nullptr);
 
 // The indices of the k largest of x [m] (in no order; 0 < k <= m): the set std::nth_element
 // over all of [0, m) with `x[a] > x[b]` leaves first, ties at the cut included (out is scratch

@@ -60,7 +60,9 @@ EpisodicMemory::EpisodicMemory(std::vector<TieredShape> shapes, const MemoryOpti
                for (const auto& s : shapes_) v.push_back(s.head_dim);
                return v;
              }()),
-      builder_(opts.episode_tokens) {}
+      builder_(opts.episode_tokens) {
+  if (opts.recall_threads > 1) recall_pool_ = std::make_unique<ThreadPool>(opts.recall_threads);
+}
 
 EpisodicMemory::~EpisodicMemory() = default;
 

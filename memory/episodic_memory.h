@@ -25,6 +25,7 @@
 #include "memory/tiered_shapes.h"
 #include "model/config.h"
 #include "model/kv_ring_api.h"
+#include "model/thread_pool.h"
 
 namespace infer::memory {
 
@@ -35,6 +36,9 @@ struct MemoryOptions {
   uint32_t recall_tokens = 64;   // R: the most tokens one recall places
   uint32_t train_tokens = 256;   // rows seen before the codecs and the association are learned
   float min_association = 0.2f;  // below this an episode is never recalled
+  // Threads a recall's query key and decode use (a pool of their own; the turn waits for the
+  // recall, so the forward's threads are idle meanwhile). 1: the calling thread only.
+  int recall_threads = 1;
   AssociationConfig association;
   SrvqConfig srvq;               // dim is set per layer (its head dim)
   ScoreRule rule;
@@ -162,7 +166,8 @@ class EpisodicMemory {
   Result<PreparedEpisodes> prepare(std::vector<KvBlock> done, bool flush);
   Episode encode_episode(const Learned& l, const KvBlock& b) const;
   const EpisodeInfo* weakest(int64_t now) const;  // in index_; null when empty
-  void decode_episode(const Learned& l, const Episode& e, KvBlock* out) const;
+  // pool: tokens decoded side by side (null: on the calling thread).
+  void decode_episode(const Learned& l, const Episode& e, KvBlock* out, ThreadPool* pool) const;
 
   std::vector<TieredShape> shapes_;
   MemoryOptions opts_;
@@ -184,6 +189,9 @@ class EpisodicMemory {
   RecallSelector selector_;
   std::vector<float> query_key_;
   std::vector<RecallPick> picks_;
+  // The query key's projections and the picked episodes' decode, split between threads while
+  // the turn waits for its recall (null: one thread). Idle between recalls.
+  std::unique_ptr<ThreadPool> recall_pool_;
   bool exact_recall_ = false;
   EventHook hook_;
   RecallProfile profile_;

@@ -16,28 +16,44 @@ double ms_between(Clock::time_point a, Clock::time_point b) {
 
 }  // namespace
 
-void EpisodicMemory::decode_episode(const Learned& learned, const Episode& e,
-                                    KvBlock* out) const {
+void EpisodicMemory::decode_episode(const Learned& learned, const Episode& e, KvBlock* out,
+                                    ThreadPool* pool) const {
   const size_t n = e.ids.size();
-  std::vector<float> row;
-  size_t o = 0;
-  std::vector<std::vector<float>> k(shapes_.size()), v(shapes_.size());
+  // Each token's codes are one run of the payload (every layer's K heads, then its V heads), the
+  // same length for every token, and its rows land in slots of their own: tokens decode apart.
+  size_t token_bytes = 0;
+  std::vector<size_t> at(shapes_.size());
+  for (size_t l = 0; l < shapes_.size(); ++l) {
+    const size_t heads = size_t(shapes_[l].row_floats() / shapes_[l].head_dim);
+    token_bytes += heads * (learned.codecs[l * 2].row_bytes() + learned.codecs[l * 2 + 1].row_bytes());
+    at[l] = out->k[l].size();
+    out->k[l].resize(at[l] + n * size_t(shapes_[l].row_floats()));
+    out->v[l].resize(at[l] + n * size_t(shapes_[l].row_floats()));
+  }
   for (size_t t = 0; t < n; ++t) {
     out->pos.push_back(e.info.pos0 + int64_t(t));
     out->ids.push_back(e.ids[t]);
-    for (size_t l = 0; l < shapes_.size(); ++l) {
-      const size_t d = size_t(shapes_[l].head_dim), rf = size_t(shapes_[l].row_floats());
-      for (int kv = 0; kv < 2; ++kv) {
-        const SrvqCodec& c = learned.codecs[l * 2 + size_t(kv)];
-        auto& dst = kv == 0 ? out->k[l] : out->v[l];
-        const size_t at = dst.size();
-        dst.resize(at + rf);
-        for (size_t h = 0; h < rf; h += d) {
-          c.decode(e.payload.data() + o, dst.data() + at + h);
-          o += c.row_bytes();
+  }
+  auto decode_tokens = [&](int64_t t0, int64_t t1) {
+    for (size_t t = size_t(t0); t < size_t(t1); ++t) {
+      size_t o = t * token_bytes;
+      for (size_t l = 0; l < shapes_.size(); ++l) {
+        const size_t d = size_t(shapes_[l].head_dim), rf = size_t(shapes_[l].row_floats());
+        for (int kv = 0; kv < 2; ++kv) {
+          const SrvqCodec& c = learned.codecs[l * 2 + size_t(kv)];
+          float* dst = (kv == 0 ? out->k[l] : out->v[l]).data() + at[l] + t * rf;
+          for (size_t h = 0; h < rf; h += d) {
+            c.decode(e.payload.data() + o, dst + h);
+            o += c.row_bytes();
+          }
         }
       }
     }
+  };
+  if (pool != nullptr && pool->size() > 1 && n > 1) {
+    pool->parallel_for(int64_t(n), decode_tokens);
+  } else {
+    decode_tokens(0, int64_t(n));
   }
 }
 
@@ -50,7 +66,7 @@ Result<void> EpisodicMemory::decode(uint64_t id, KvBlock* out) const {
   if (!learned) return Error{ErrorCode::kInvalidArgument, "episodic memory: no codebooks yet"};
   auto e = store_->read(id);
   if (!e.ok()) return e.error();
-  decode_episode(*learned, e.value(), out);
+  decode_episode(*learned, e.value(), out, nullptr);
   return {};
 }
 
@@ -68,7 +84,8 @@ Result<void> EpisodicMemory::recall(const KvBlock& query, size_t max_tokens, KvB
   const int64_t now = now_();
   const Clock::time_point t0 = Clock::now();
   query_key_.resize(assoc.query_floats());
-  const size_t parts = assoc.query_key(query, 0, query.size(), query_key_.data());
+  const size_t parts =
+      assoc.query_key(query, 0, query.size(), query_key_.data(), recall_pool_.get());
   const Clock::time_point t1 = Clock::now();
   SelectOptions so;
   so.min_association = opts_.min_association;
@@ -82,7 +99,7 @@ Result<void> EpisodicMemory::recall(const KvBlock& query, size_t max_tokens, KvB
     const EpisodeInfo& info = index_.info(p.index);
     auto e = store_->read(info.id);
     if (!e.ok()) return e.error();
-    decode_episode(*learned, e.value(), out);
+    decode_episode(*learned, e.value(), out, recall_pool_.get());
     const float strength = opts_.rule.after_recall(
         info.strength, std::max(info.written_ms, info.recalled_ms), now);
     if (hits) {

@@ -191,6 +191,32 @@ TEST(Association, ScoresAreTheSameBitsOnEveryPath) {
   }
 }
 
+// A recall splits the projections' rows between threads: the keys must be the one-thread keys
+// bit for bit, also when the rows are not a multiple of the 16 the split is cut by, and for
+// lengths that leave a tail of tokens past the wide path's groups of four.
+TEST(Association, KeysWithAPoolAreTheSameBits) {
+  ThreadPool pool(3);
+  for (const int reduce : {128, 72}) {
+    AssociationConfig cfg;
+    cfg.reduce_dims = reduce;
+    cfg.lift_dims = 200;
+    Association a(cfg, {32}, {16});
+    a.fit(synthetic(ids(256, 7)));
+    for (const size_t n : {size_t(1), size_t(16), size_t(37), size_t(64)}) {
+      const KvBlock b = synthetic(ids(64, uint32_t(n)));
+      std::vector<float> q1(a.query_floats()), q2(a.query_floats());
+      ASSERT_EQ(a.query_key(b, 0, n, q1.data()), a.query_key(b, 0, n, q2.data(), &pool));
+      EXPECT_EQ(q1, q2) << reduce << " " << n;
+      if (n >= size_t(cfg.sub_spans)) {
+        std::vector<float> k1(a.key_floats()), k2(a.key_floats());
+        a.episode_key(b, 0, n, k1.data());
+        a.episode_key(b, 0, n, k2.data(), &pool);
+        EXPECT_EQ(k1, k2) << reduce << " " << n;
+      }
+    }
+  }
+}
+
 TEST(ScoreRule, StrengthOrdersTiesAndDecaysWithItsHalfLife) {
   ScoreRule r;
   const int64_t now = 10 * 86400000LL;

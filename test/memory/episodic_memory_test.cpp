@@ -157,5 +157,51 @@ TEST_F(EpisodicMemoryTest, TheCodedFirstPassRecallsWhatEveryKeyInFp32Recalls) {
   }
 }
 
+// A recall's query key and decode split between threads (recall_threads, the forward's count):
+// the same hits and the same rows, bit for bit, as on the calling thread alone.
+TEST_F(EpisodicMemoryTest, RecallWithThreadsGivesTheOneThreadHitsAndRows) {
+  options().train_tokens = 64;
+  options().min_association = -1.0f;
+  options().recall_tokens = 128;
+  {
+    auto m = open_memory();
+    ASSERT_TRUE(m);
+    auto p = m->prepare_ingest(token_block(shapes(), 0, 320));
+    ASSERT_TRUE(p.ok()) << p.error().message;
+    ASSERT_TRUE(m->commit(std::move(p).value()).ok());
+  }
+  std::vector<KvBlock> queries = {token_block(shapes(), 16, 16), token_block(shapes(), 100, 128),
+                                  token_block(shapes(), 5000, 40, 7)};
+  std::vector<std::vector<RecallHit>> hits[2];
+  std::vector<KvBlock> rows[2];
+  for (const int threads : {1, 3}) {
+    options().recall_threads = threads;
+    auto m = open_memory();
+    ASSERT_TRUE(m);
+    for (const KvBlock& q : queries) {
+      KvBlock out;
+      std::vector<RecallHit> h;
+      ASSERT_TRUE(m->recall(q, 128, &out, &h).ok());
+      EXPECT_FALSE(h.empty());
+      hits[threads > 1].push_back(h);
+      rows[threads > 1].push_back(std::move(out));
+    }
+  }
+  for (size_t i = 0; i < queries.size(); ++i) {
+    ASSERT_EQ(hits[0][i].size(), hits[1][i].size());
+    for (size_t j = 0; j < hits[0][i].size(); ++j) {
+      EXPECT_EQ(hits[0][i][j].id, hits[1][i][j].id);
+      EXPECT_EQ(std::memcmp(&hits[0][i][j].association, &hits[1][i][j].association, 4), 0);
+    }
+    EXPECT_EQ(rows[0][i].pos, rows[1][i].pos);
+    EXPECT_EQ(rows[0][i].ids, rows[1][i].ids);
+    EXPECT_EQ(rows[0][i].k, rows[1][i].k);
+    EXPECT_EQ(rows[0][i].v, rows[1][i].v);
+  }
+  options().recall_threads = 1;
+  options().min_association = 0.2f;
+  options().recall_tokens = 64;
+}
+
 }  // namespace
 }  // namespace infer::memory
