@@ -157,7 +157,7 @@ void payload(const MemoryEvent& m, std::vector<uint8_t>& out) {
 }
 void payload(const MemoryWatchAck&, std::vector<uint8_t>&) {}
 
-// ---- tools, client → server (§4.20-§4.26)
+// ---- tools, client → server (§4.21-§4.27)
 void payload(const ToolDeclare& m, std::vector<uint8_t>& out) { put_bytes(out, m.json); }
 void payload(const ToolResult& m, std::vector<uint8_t>& out) {
   put_u32(out, m.call_id);
@@ -199,7 +199,7 @@ void payload(const InterruptAction& m, std::vector<uint8_t>& out) {
   put_u32(out, m.snooze_ms);
 }
 
-// ---- tools, server → client (§4.20-§4.27)
+// ---- tools, server → client (§4.21-§4.28)
 void payload(const ToolAck&, std::vector<uint8_t>&) {}
 void payload(const ToolDeclared& m, std::vector<uint8_t>& out) { put_u32(out, m.n_tools); }
 void payload(const ToolCall& m, std::vector<uint8_t>& out) {

@@ -19,7 +19,7 @@ inline constexpr uint32_t kMaxLabelBytes = 1024;    // TRACE_MARK labels, client
 inline constexpr uint32_t kMaxMessageBytes = 1024;  // ERROR messages (the encoder truncates)
 inline constexpr uint32_t kMaxListEpisodes = 4096;  // MEMORY_QUERY max_count (§4.14)
 inline constexpr uint32_t kMaxPreviewBytes = 96;    // MEMORY_LIST previews (§4.17)
-// Tool frames (§4.20-§4.27).
+// Tool frames (§4.20-§4.28).
 inline constexpr uint32_t kMaxDeclaredTools = 64;           // tools in one TOOL_DECLARE
 inline constexpr uint32_t kMaxToolNameBytes = 128;          // [A-Za-z0-9_.$-], at least 1
 inline constexpr uint32_t kMaxToolDescriptionBytes = 4096;  // a declaration's description
@@ -140,17 +140,17 @@ inline constexpr uint32_t kGenKnownFlags = 0xF;
 enum class MemoryEventKind : uint32_t { kStored = 1, kRecalled = 2, kForgotten = 3, kReplaced = 4 };
 inline constexpr uint32_t kMaxMemoryEventKind = 4;
 
-// TOOL_RESULT status (§4.21).
+// TOOL_RESULT status (§4.22).
 enum class ToolStatus : uint32_t { kOk = 0, kError = 1 };
 inline constexpr uint32_t kMaxToolStatus = 1;
 
-// TOOL_EVENTS mask and TOOL_EVENT kinds (§4.22, §4.27): bit (kind - 1) of the mask turns a kind on.
+// TOOL_EVENTS mask and TOOL_EVENT kinds (§4.23, §4.28): bit (kind - 1) of the mask turns a kind on.
 enum class ToolEventKind : uint32_t { kToolRan = 1, kPtyOutput = 2, kPtyState = 3, kInterrupt = 4 };
 inline constexpr uint32_t kMaxToolEventKind = 4;
 inline constexpr uint32_t kToolEventsKnownMask = 0xF;
 inline constexpr uint32_t tool_event_bit(ToolEventKind k) { return 1u << (uint32_t(k) - 1); }
 
-// PTY_WRITE modes, PTY_READ views, PTY states (§4.24, §4.26, §4.27).
+// PTY_WRITE modes, PTY_READ views, PTY states (§4.25, §4.26, §4.28).
 enum class PtyWriteMode : uint32_t { kBytes = 0, kKey = 1 };
 inline constexpr uint32_t kMaxPtyWriteMode = 1;
 enum class PtyView : uint32_t { kRaw = 0, kText = 1 };
@@ -158,7 +158,7 @@ inline constexpr uint32_t kMaxPtyView = 1;
 enum class PtyState : uint32_t { kRunning = 0, kExited = 1, kSignalled = 2, kClosed = 3 };
 inline constexpr uint32_t kMaxPtyState = 3;
 
-// Interrupts (§4.25, §4.27): what a client asks, the states an interrupt goes through, and
+// Interrupts (§4.27, §4.28): what a client asks, the states an interrupt goes through, and
 // where it came from.
 enum class InterruptActionKind : uint32_t { kAck = 1, kSnooze = 2, kDrop = 3 };
 inline constexpr uint32_t kMaxInterruptAction = 3;

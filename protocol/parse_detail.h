@@ -28,7 +28,7 @@ Result<void> check_text(uint16_t op, const char* field, std::string_view s, size
 Result<ClientMessage> parse_memory_client(uint16_t op, Bytes p);
 Result<ServerMessage> parse_memory_server(uint16_t op, Bytes p);
 
-// The tool opcodes (PROTOCOL.md §4.20-§4.27).
+// The tool opcodes (PROTOCOL.md §4.20-§4.28).
 Result<ClientMessage> parse_tools_client(uint16_t op, Bytes p);
 Result<ServerMessage> parse_tools_server(uint16_t op, Bytes p);
 

@@ -1,4 +1,4 @@
-// Parsers of the tool frames (PROTOCOL.md §4.20-§4.27), sizes and limits checked before reading
+// Parsers of the tool frames (PROTOCOL.md §4.20-§4.28), sizes and limits checked before reading
 // (MALFORMED), then the values (BAD_VALUE). A server frame that breaks its layout is MALFORMED
 // whatever is wrong with it: a server does not send values a client could refuse.
 #include <string>
@@ -212,7 +212,8 @@ Result<ServerMessage> pty_data(uint16_t op, Bytes p) {
   m.code = r.u32();
   const uint32_t partial = r.u32();
   if (view > kMaxPtyView) return malformed(op, "view " + std::to_string(view));
-  if (state > kMaxPtyState) return malformed(op, "state " + std::to_string(state));
+  // A read names an open PTY: running, exited or signalled, never closed.
+  if (state >= uint32_t(PtyState::kClosed)) return malformed(op, "state " + std::to_string(state));
   m.view = static_cast<PtyView>(view);
   m.state = static_cast<PtyState>(state);
   INFER_TRY_VOID(within(op, "the partial line", partial, kMaxPtyArgBytes));

@@ -14,7 +14,7 @@
 // - memory frames (§4.14) become MemoryCommands answered by memory_reply(), queued like appends
 //   while generating; with MEMORY_WATCH on, memory_event()s become MEMORY_EVENT frames carrying
 //   the request id of the frame that caused them; SHUTDOWN waits for the episodes being written;
-// - tool frames (§4.20-§4.27) go to a ToolFrames at once, also while generating, and are
+// - tool frames (§4.20-§4.29) go to a ToolFrames at once, also while generating, and are
 //   answered in order; TOOL_CALLs carry their GENERATE's id; TOOL_EVENTs go out as the
 //   client's TOOL_EVENTS mask says. Without a ToolFrames they are NOT_AVAILABLE.
 #pragma once

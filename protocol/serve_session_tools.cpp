@@ -1,4 +1,4 @@
-// ServeSession's tool frames (PROTOCOL.md §4.20-§4.27): requests handed to the ToolFrames at
+// ServeSession's tool frames (PROTOCOL.md §4.20-§4.29): requests handed to the ToolFrames at
 // once, also while a generation runs (a TOOL_RESULT is what a paused generation waits for), and
 // answered in arrival order; TOOL_CALLs on their GENERATE's request id; TOOL_EVENTs as the
 // client's mask says, named by their cause.

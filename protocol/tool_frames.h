@@ -1,4 +1,4 @@
-// ToolFrames: what the --serve session hands the tool frames to (PROTOCOL.md §4.20-§4.27). The
+// ToolFrames: what the --serve session hands the tool frames to (PROTOCOL.md §4.20-§4.29). The
 // session parses and orders the frames, keeps TOOL_EVENTS' mask itself and writes the answers;
 // an implementation (the tools actor's side, wired in cli/) runs them. A ServeSession without
 // one answers every client frame of the tools range NOT_AVAILABLE (the server runs without
@@ -7,7 +7,7 @@
 // Each call happens inside ServeSession::feed(), under the serve front end's lock, in the order
 // the frames arrived, also while a generation runs: it must be quick (no waiting on the
 // engine) and must not call back into the session. It returns the frame's answer or the ERROR
-// to send instead (PROTOCOL.md §4.20-§4.26 list which code for what). What a frame causes later
+// to send instead (PROTOCOL.md §4.21-§4.27 list which code for what). What a frame causes later
 // (the interrupt it acked going out as TOOL_EVENT, a PTY's output) comes back through
 // ServeSession::tool_event() naming `request_id` as its cause.
 #pragma once

@@ -1,4 +1,4 @@
-// The JSON inside tool frames (PROTOCOL.md §4.20, §4.21, §4.23): nesting bounded before anything
+// The JSON inside tool frames (PROTOCOL.md §4.20-§4.22): nesting bounded before anything
 // is parsed, nlohmann's parser run without exceptions (and any it throws caught here), and a
 // TOOL_DECLARE's array read into DeclaredTools.
 #include "protocol/tool_json.h"

@@ -1,4 +1,4 @@
-// JSON checks for the tool frames (PROTOCOL.md §4.20-§4.23), behind a small interface so that
+// JSON checks for the tool frames (PROTOCOL.md §4.20-§4.22), behind a small interface so that
 // only tool_json.cpp includes nlohmann/json. Internal to protocol/ (parse_tools.cpp).
 #pragma once
 

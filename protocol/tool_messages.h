@@ -1,4 +1,4 @@
-// The tool frames' payloads (docs/PROTOCOL.md §4.20-§4.27) as plain structs; part of the
+// The tool frames' payloads (docs/PROTOCOL.md §4.20-§4.28) as plain structs; part of the
 // ClientMessage and ServerMessage variants (protocol/messages.h). JSON fields are kept as the
 // exact text that was sent (validated by the parser), so a frame re-encodes byte for byte and no
 // JSON library is needed here; parse_tool_declarations() reads a TOOL_DECLARE's tools.
@@ -182,7 +182,7 @@ struct DeclaredTool {
   bool operator==(const DeclaredTool&) const = default;
 };
 
-// The tools of a TOOL_DECLARE payload (PROTOCOL.md §4.20): ErrorCode::kParse for text that is
+// The tools of a TOOL_DECLARE payload (PROTOCOL.md §4.21): ErrorCode::kParse for text that is
 // not JSON (MALFORMED), kInvalidArgument for JSON of the wrong shape (BAD_VALUE). What the
 // parser accepted always reads back.
 Result<std::vector<DeclaredTool>> parse_tool_declarations(std::string_view json);

@@ -1,4 +1,4 @@
-"""The tool frames of `infer --serve` (docs/PROTOCOL.md 4.20-4.27) for the reference client,
+"""The tool frames of `infer --serve` (docs/PROTOCOL.md 4.20-4.29) for the reference client,
 standard library only: their layouts (merged into frame_codec.LAYOUTS), the checks of their
 values, the names of their enums, and ToolsMixin, the Client's tool methods: declare_tools,
 tool_result, tool_watch, pty_open/write/key/resize/close/read, interrupt_action, and the
@@ -101,7 +101,7 @@ def _json_error(text, want_object=False):
 
 
 def tool_value_error(msg):
-    """What is wrong with a decoded tool frame's values (PROTOCOL.md 4.20-4.27), or None."""
+    """What is wrong with a decoded tool frame's values (PROTOCOL.md 4.20-4.29), or None."""
     op, get = msg["op"], msg.get
     if op == "TOOL_RESULT":
         if get("status") not in TOOL_STATUS:
@@ -116,7 +116,8 @@ def tool_value_error(msg):
                              not msg["cols"] or len(msg["argv"]) > MAX_PTY_ARGS):
         return "flags, argv[0], rows or cols"
     if op == "PTY_WRITE" and (msg["mode"] not in PTY_WRITE_MODES or
-                              len(msg["data"]) > (MAX_PTY_IO_BYTES, MAX_KEY_NAME_BYTES)[msg["mode"]]):
+                              len(msg["data"]) > (MAX_PTY_IO_BYTES, MAX_KEY_NAME_BYTES)[msg["mode"]]
+                              or (msg["mode"] == 1 and not msg["data"])):
         return "mode %d with %d bytes" % (msg["mode"], len(msg["data"]))
     if op == "PTY_READ" and (msg["view"] not in PTY_VIEWS or
                              not 0 < msg["max_bytes"] <= MAX_PTY_IO_BYTES):
@@ -131,7 +132,7 @@ def tool_value_error(msg):
         if not TOOL_NAME.match(msg["name"]):
             return "tool name %r" % msg["name"]
         return _json_error(msg["arguments"], want_object=True)
-    if op == "PTY_DATA" and (msg["view"] not in PTY_VIEWS or msg["state"] not in PTY_STATES or
+    if op == "PTY_DATA" and (msg["view"] not in PTY_VIEWS or msg["state"] not in (0, 1, 2) or
                              len(msg["data"]) > MAX_PTY_IO_BYTES):
         return "view %d, state %d" % (msg["view"], msg["state"])
     if op == "TOOL_EVENT":

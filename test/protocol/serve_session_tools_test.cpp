@@ -1,4 +1,4 @@
-// ServeSession's tool frames (PROTOCOL.md §4.20-§4.27) against a fake ToolFrames: NOT_AVAILABLE
+// ServeSession's tool frames (PROTOCOL.md §4.20-§4.29) against a fake ToolFrames: NOT_AVAILABLE
 // without one, each frame to its virtual with its request id and answered in order, refusals as
 // ERROR frames naming the frame, handled at once while generating, TOOL_CALL on its GENERATE's
 // id and none after INTERRUPT, TOOL_EVENTs as the client's mask says, named by their cause.

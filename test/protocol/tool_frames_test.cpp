@@ -1,4 +1,4 @@
-// The tool frames' codec (PROTOCOL.md §4.20-§4.27): the spec's example bytes, every malformed
+// The tool frames' codec (PROTOCOL.md §4.20-§4.28): the spec's example bytes, every malformed
 // and out-of-range case through ServerReader with tools on (the documented ERROR code, and the
 // next frame still read), server frames a client must refuse, and TOOL_DECLARE's tools read back.
 #include <gtest/gtest.h>
@@ -51,18 +51,18 @@ constexpr auto kBadValue = WireError::kBadValue;
 constexpr auto kNone = WireError::kEngine;  // accepted
 
 TEST(ProtocolToolFrames, MatchTheSpecBytes) {
-  // §4.23 PTY_OPEN, request id 4: 24 x 80, cwd "", argv bash -i.
+  // §4.24 PTY_OPEN, request id 4: 24 x 80, cwd "", argv bash -i.
   std::vector<uint8_t> bytes;
   encode(ClientMessage{PtyOpen{24, 80, 0, "", {"bash", "-i"}}}, 4, bytes);
   EXPECT_EQ(bytes, (std::vector<uint8_t>{0x13, 0, 0, 0, 0x03, 0x02, 0, 0, 0x04, 0, 0, 0,
                                          0x18, 0, 0x50, 0, 0, 0, 0, 0, 0, 0, 0, 0,
                                          'b', 'a', 's', 'h', 0, '-', 'i'}));
-  // §4.21 TOOL_RESULT, request id 9: call 5 ok, {"t":1}.
+  // §4.22 TOOL_RESULT, request id 9: call 5 ok, {"t":1}.
   bytes.clear();
   encode(ClientMessage{ToolResult{5, ToolStatus::kOk, R"({"t":1})"}}, 9, bytes);
   EXPECT_EQ(bytes, (std::vector<uint8_t>{0x0F, 0, 0, 0, 0x01, 0x02, 0, 0, 0x09, 0, 0, 0, 5, 0, 0, 0,
                                          0, 0, 0, 0, '{', '"', 't', '"', ':', '1', '}'}));
-  // §4.27 TOOL_EVENT, request id 8: interrupt 2 snoozed until the turn ends, PTY 1, 120 bytes.
+  // §4.28 TOOL_EVENT, request id 8: interrupt 2 snoozed until the turn ends, PTY 1, 120 bytes.
   bytes.clear();
   encode(ServerMessage{ToolEvent{InterruptEvent{2, InterruptState::kSnoozed, InterruptSource::kPty,
                                                 1, 0, 120, 0, 0}}},
@@ -185,7 +185,7 @@ TEST(ProtocolToolFrames, AClientRefusesBrokenServerFrames) {
   const std::string data_head = u32(1) + u32(0) + u64(0) + u64(0) + u64(0) + u64(0);
   EXPECT_FALSE(bad(0x8204, data_head + u32(0) + u32(0) + u32(2) + "ab"));
   EXPECT_TRUE(bad(0x8204, data_head + u32(0) + u32(0) + u32(3) + "ab"));  // partial past the end
-  EXPECT_TRUE(bad(0x8204, data_head + u32(4) + u32(0) + u32(0)));         // state 4
+  EXPECT_TRUE(bad(0x8204, data_head + u32(3) + u32(0) + u32(0)));         // closed: no read
   EXPECT_TRUE(bad(0x8205, u32(0)));
   EXPECT_TRUE(bad(0x8205, u32(5)));
   EXPECT_TRUE(bad(0x8205, u32(3) + u32(1) + u32(0) + u32(0)));  // PTY state 0 (running)
