@@ -198,6 +198,10 @@ void payload(const InterruptAction& m, std::vector<uint8_t>& out) {
   put_u32(out, static_cast<uint32_t>(m.action));
   put_u32(out, m.snooze_ms);
 }
+void payload(const InterruptRaise& m, std::vector<uint8_t>& out) {
+  put_u32(out, m.channel);
+  put_bytes(out, m.text);
+}
 
 // ---- tools, server → client (§4.21-§4.28)
 void payload(const ToolAck&, std::vector<uint8_t>&) {}
@@ -225,6 +229,7 @@ void payload(const PtyData& m, std::vector<uint8_t>& out) {
   put_bytes(out, m.partial_line);
   put_bytes(out, m.data);
 }
+void payload(const InterruptRaised& m, std::vector<uint8_t>& out) { put_u32(out, m.interrupt_id); }
 void event_payload(const ToolRanEvent& e, std::vector<uint8_t>& out) {
   put_u32(out, e.call_id);
   put_u32(out, static_cast<uint32_t>(e.status));

@@ -76,7 +76,7 @@ using ClientMessage = std::variant<Hello, AppendText, AppendIds, Generate, Inter
                                    TraceMark, Reset, Shutdown, MemoryRecall, MemoryStore,
                                    MemoryForget, MemoryQuery, MemoryWatch, ToolDeclare, ToolResult,
                                    ToolEvents, PtyOpen, PtyWrite, PtyResize, PtyClose, PtyRead,
-                                   InterruptAction>;
+                                   InterruptAction, InterruptRaise>;
 
 // ---- server → client
 
@@ -173,7 +173,8 @@ struct ResetAck {  // empty
 using ServerMessage = std::variant<ServerHello, Token, Gate, Done, Stats, ErrorFrame, TraceMarkAck,
                                    ShutdownAck, Appended, ResetAck, MemoryRecalled, MemoryStored,
                                    MemoryForgotten, MemoryList, MemoryEvent, MemoryWatchAck,
-                                   ToolAck, ToolDeclared, ToolCall, PtyOpened, PtyData, ToolEvent>;
+                                   ToolAck, ToolDeclared, ToolCall, PtyOpened, PtyData, ToolEvent,
+                                   InterruptRaised>;
 
 // The opcode of whichever alternative `m` holds.
 Opcode opcode_of(const ClientMessage& m);

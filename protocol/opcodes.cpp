@@ -30,6 +30,7 @@ const char* opcode_name(uint16_t op) {
     case Opcode::kPtyClose: return "PTY_CLOSE";
     case Opcode::kPtyRead: return "PTY_READ";
     case Opcode::kInterruptAction: return "INTERRUPT_ACTION";
+    case Opcode::kInterruptRaise: return "INTERRUPT_RAISE";
     case Opcode::kServerHello: return "SERVER_HELLO";
     case Opcode::kToken: return "TOKEN";
     case Opcode::kGate: return "GATE";
@@ -52,6 +53,7 @@ const char* opcode_name(uint16_t op) {
     case Opcode::kPtyOpened: return "PTY_OPENED";
     case Opcode::kPtyData: return "PTY_DATA";
     case Opcode::kToolEvent: return "TOOL_EVENT";
+    case Opcode::kInterruptRaised: return "INTERRUPT_RAISED";
   }
   return nullptr;
 }

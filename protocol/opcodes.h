@@ -27,7 +27,8 @@ inline constexpr uint32_t kMaxJsonDepth = 64;               // nesting of any JS
 inline constexpr uint32_t kMaxToolErrorBytes = 4096;        // TOOL_RESULT error messages
 inline constexpr uint32_t kMaxPtyArgs = 256;                // PTY_OPEN argv entries
 inline constexpr uint32_t kMaxPtyArgBytes = 4096;           // one argument, and the cwd
-inline constexpr uint32_t kMaxPtyIoBytes = 65536;           // PTY_WRITE data, PTY_READ max_bytes
+inline constexpr uint32_t kMaxPtyIoBytes = 65536;           // PTY_WRITE data, PTY_READ max_bytes,
+                                                            // INTERRUPT_RAISE text
 inline constexpr uint32_t kMaxKeyNameBytes = 32;            // PTY_WRITE key names
 inline constexpr uint32_t kMaxSnoozeMs = 86400000;          // INTERRUPT_ACTION: a day
 
@@ -63,6 +64,7 @@ enum class Opcode : uint16_t {
   kPtyClose = 0x0206,
   kPtyRead = 0x0207,
   kInterruptAction = 0x0208,
+  kInterruptRaise = 0x0209,
   // server → client
   kServerHello = 0x8001,
   kToken = 0x8002,
@@ -86,6 +88,7 @@ enum class Opcode : uint16_t {
   kPtyOpened = 0x8203,
   kPtyData = 0x8204,
   kToolEvent = 0x8205,
+  kInterruptRaised = 0x8206,
 };
 
 inline constexpr bool is_server_opcode(uint16_t op) { return (op & kServerBit) != 0; }

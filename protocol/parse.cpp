@@ -303,7 +303,8 @@ Result<ClientMessage> parse_client_payload(uint16_t op, std::span<const uint8_t>
     case Opcode::kPtyResize:
     case Opcode::kPtyClose:
     case Opcode::kPtyRead:
-    case Opcode::kInterruptAction: return parse_tools_client(op, p);
+    case Opcode::kInterruptAction:
+    case Opcode::kInterruptRaise: return parse_tools_client(op, p);
     default: return not_ours(op, /*server_reads=*/true);
   }
 }
@@ -331,7 +332,8 @@ Result<ServerMessage> parse_server_payload(uint16_t op, std::span<const uint8_t>
     case Opcode::kToolCall:
     case Opcode::kPtyOpened:
     case Opcode::kPtyData:
-    case Opcode::kToolEvent: return parse_tools_server(op, p);
+    case Opcode::kToolEvent:
+    case Opcode::kInterruptRaised: return parse_tools_server(op, p);
     default: return not_ours(op, /*server_reads=*/false);
   }
 }

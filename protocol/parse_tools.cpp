@@ -170,6 +170,17 @@ Result<ClientMessage> interrupt_action(uint16_t op, Bytes p) {
   return ClientMessage{m};
 }
 
+Result<ClientMessage> interrupt_raise(uint16_t op, Bytes p) {
+  INFER_TRY_VOID(size_at_least(op, p, 4));
+  ByteReader r(p);
+  InterruptRaise m;
+  m.channel = r.u32();
+  m.text = std::string(r.rest());
+  INFER_TRY_VOID(check_text(op, "text", m.text, kMaxPtyIoBytes));
+  if (m.text.empty()) return bad_value(op, "nothing to raise: the text is empty");
+  return ClientMessage{std::move(m)};
+}
+
 // ---- server → client
 
 Result<std::string> wire_name(uint16_t op, ByteReader& r, size_t bytes) {
@@ -320,6 +331,7 @@ Result<ClientMessage> parse_tools_client(uint16_t op, Bytes p) {
       return ClientMessage{PtyClose{ByteReader(p).u32()}};
     case Opcode::kPtyRead: return pty_read(op, p);
     case Opcode::kInterruptAction: return interrupt_action(op, p);
+    case Opcode::kInterruptRaise: return interrupt_raise(op, p);
     default: return make_error(ErrorCode::kInternal, name_of(op) + ": not a tool request");
   }
 }
@@ -346,6 +358,9 @@ Result<ServerMessage> parse_tools_server(uint16_t op, Bytes p) {
     }
     case Opcode::kPtyData: return pty_data(op, p);
     case Opcode::kToolEvent: return tool_event(op, p);
+    case Opcode::kInterruptRaised:
+      INFER_TRY_VOID(size_is(op, p, 4));
+      return ServerMessage{InterruptRaised{ByteReader(p).u32()}};
     default: return make_error(ErrorCode::kInternal, name_of(op) + ": not a tool answer");
   }
 }

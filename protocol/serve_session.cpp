@@ -72,6 +72,7 @@ void ServeSession::handle(uint32_t rid, const ClientMessage& m, SessionOutput& o
           [&](const PtyClose&) { take_tool_frame(rid, m, out); },
           [&](const PtyRead&) { take_tool_frame(rid, m, out); },
           [&](const InterruptAction&) { take_tool_frame(rid, m, out); },
+          [&](const InterruptRaise&) { take_tool_frame(rid, m, out); },
           [&](const Generate& g) { start_generation(rid, g, out); },
           [&](const Interrupt&) {
             if (gen_turn_ != 0) interrupt(out);  // idle: ignored, no answer

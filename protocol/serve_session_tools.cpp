@@ -59,6 +59,7 @@ void ServeSession::take_tool_frame(uint32_t rid, const ClientMessage& m, Session
           [&](const PtyClose& x) { return reply_frame(op, t.pty_close(rid, x)); },
           [&](const PtyRead& x) { return reply_frame(op, t.pty_read(rid, x)); },
           [&](const InterruptAction& x) { return reply_frame(op, t.interrupt_action(rid, x)); },
+          [&](const InterruptRaise& x) { return reply_frame(op, t.interrupt_raise(rid, x)); },
           [&](const auto&) {  // handle() sends only tool frames here
             return ServerMessage{ErrorFrame{WireError::kEngine, uint16_t(op), "not a tool frame"}};
           },

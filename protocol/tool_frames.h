@@ -46,6 +46,9 @@ class ToolFrames {
   virtual ToolReply<ToolAck> pty_close(uint32_t request_id, const PtyClose& c) = 0;
   virtual ToolReply<PtyData> pty_read(uint32_t request_id, const PtyRead& r) = 0;
   virtual ToolReply<ToolAck> interrupt_action(uint32_t request_id, const InterruptAction& a) = 0;
+  // A client event: a new interrupt of source kClient, channel `r.channel`, or the one of that
+  // channel still pending or snoozed, the text coalesced into it.
+  virtual ToolReply<InterruptRaised> interrupt_raise(uint32_t request_id, const InterruptRaise& r) = 0;
 };
 
 // ---- engine -> session (ServeSession::tool_call, ServeSession::tool_event)

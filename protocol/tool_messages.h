@@ -86,6 +86,13 @@ struct InterruptAction {  // u32 interrupt id, u32 action, u32 snooze_ms
   bool operator==(const InterruptAction&) const = default;
 };
 
+struct InterruptRaise {  // u32 channel, rest: the content (UTF-8)
+  static constexpr Opcode kOpcode = Opcode::kInterruptRaise;
+  uint32_t channel = 0;  // the client's own source number
+  std::string text;
+  bool operator==(const InterruptRaise&) const = default;
+};
+
 // ---- server → client
 
 struct ToolAck {  // empty
@@ -129,6 +136,12 @@ struct PtyData {  // 52 bytes, partial line, rest: data
   bool operator==(const PtyData&) const = default;
 };
 
+struct InterruptRaised {  // u32 interrupt id
+  static constexpr Opcode kOpcode = Opcode::kInterruptRaised;
+  uint32_t interrupt_id = 0;
+  bool operator==(const InterruptRaised&) const = default;
+};
+
 // TOOL_EVENT's kinds; the wire kind is the variant's index + 1.
 struct ToolRanEvent {  // kind 1, 32 bytes, rest: the tool's name
   uint32_t call_id = 0;
@@ -158,7 +171,7 @@ struct InterruptEvent {  // kind 4, 44 bytes
   uint32_t interrupt_id = 0;
   InterruptState state = InterruptState::kPending;
   InterruptSource source = InterruptSource::kPty;
-  uint32_t source_id = 0;  // the PTY id; a subshell's call id
+  uint32_t source_id = 0;  // the PTY id; a subshell's call id; a client's channel
   uint32_t snooze_ms = 0;  // kSnoozed: the delay, 0 until the turn ends
   uint64_t bytes = 0;      // what the interrupt holds (bursts coalesced)
   uint64_t pos = 0;        // kInjected: its first token in the stream

@@ -6,7 +6,10 @@ Three layers, usable on their own:
     encode_frame()/decode_payload() and FrameDecoder, table-driven from LAYOUTS;
   * Client: spawns `infer --serve ...` (or wraps given pipes), does the handshake, and runs a
     reader thread so that input, interrupts and control frames can be sent while tokens stream;
-    with `--memory`, memory_recall/store/forget/query/list/watch and memory_events;
+    with `--memory`, memory_recall/store/forget/query/list/watch and memory_events
+    (memory_frames.py); with `--tools ROOT`, declare_tools, tool_result and tool handlers,
+    tool_watch and tool_events, pty_open/write/key/resize/close/read, interrupt_action and
+    raise_interrupt (tool_frames.py);
   * a line-based CLI: each line appended as raw text and answered, or with --chat wrapped in
     Gemma 4 turns (the server tokenizes markers such as <|turn> in APPEND_TEXT as control tokens):
       python3 protocol/python/infer_client.py --chat --infer build/infer -- --model DIR

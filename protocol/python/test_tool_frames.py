@@ -32,6 +32,8 @@ def tool_self_checks():
         (0x0201, struct.pack("<II", 1, 0) + b"{"),                       # not JSON
         (0x0201, struct.pack("<II", 1, 2) + b"{}"),                      # status 2
         (0x0202, struct.pack("<I", 0x10)),
+        (0x0209, struct.pack("<I", 1)),                                  # nothing to raise
+        (0x8206, struct.pack("<II", 1, 2)),
     ]
     for op, payload in bad:
         try:
@@ -103,6 +105,8 @@ class FakeToolServer(threading.Thread):
                 elif name == "INTERRUPT_ACTION" and msg["interrupt_id"] == 10:
                     self.put("ERROR", rid, {"code": 4, "opcode": op,
                                             "message": "interrupt 10 was dropped already"})
+                elif name == "INTERRUPT_RAISE":
+                    self.put("INTERRUPT_RAISED", rid, {"interrupt_id": msg["channel"] + 100})
                 elif name == "TOOL_RESULT":
                     self.put("TOOL_ACK", rid)
                     with self.got_result:
@@ -149,6 +153,8 @@ def tool_client_checks():
     assert (data["data"], data["partial_line"], ic.PTY_STATES[data["state"]]) == \
         (b"hi\n", b"$ ", "exited"), data
     client.pty_close(3)
+    assert client.raise_interrupt(5, "build finished \u2713") == 105
+    assert server.received[-1]["text"] == "build finished \u2713", server.received[-1]
     client.interrupt_action(9, "snooze", snooze_ms=1500)
     assert server.received[-1]["action"] == 2 and server.received[-1]["snooze_ms"] == 1500
     try:

@@ -1,7 +1,8 @@
 """The tool frames of `infer --serve` (docs/PROTOCOL.md 4.20-4.29) for the reference client,
 standard library only: their layouts (merged into frame_codec.LAYOUTS), the checks of their
 values, the names of their enums, and ToolsMixin, the Client's tool methods: declare_tools,
-tool_result, tool_watch, pty_open/write/key/resize/close/read, interrupt_action, and the
+tool_result, tool_watch, pty_open/write/key/resize/close/read, interrupt_action,
+raise_interrupt, and the
 handling of TOOL_CALL (handlers run on their own threads) and TOOL_EVENT frames."""
 
 import json
@@ -45,6 +46,7 @@ TOOL_LAYOUTS = {
     0x0206: ("PTY_CLOSE", [("pty_id", "I")], []),
     0x0207: ("PTY_READ", [("pty_id", "I"), ("view", "I"), ("from", "Q"), ("max_bytes", "I")], []),
     0x0208: ("INTERRUPT_ACTION", [("interrupt_id", "I"), ("action", "I"), ("snooze_ms", "I")], []),
+    0x0209: ("INTERRUPT_RAISE", [("channel", "I")], ["text:text"]),
     # server -> client
     0x8200: ("TOOL_ACK", [], []),
     0x8201: ("TOOL_DECLARED", [("n_tools", "I")], []),
@@ -54,6 +56,7 @@ TOOL_LAYOUTS = {
                           ("end", "Q"), ("skipped", "Q"), ("state", "I"), ("code", "I")],
              ["lbytes:partial_line", "bytes:data"]),
     0x8205: ("TOOL_EVENT", [("kind", "I")], ["event:kind"]),
+    0x8206: ("INTERRUPT_RAISED", [("interrupt_id", "I")], []),
 }
 EVENT_LAYOUTS = {  # TOOL_EVENT kind -> (fixed fields after the kind, tail)
     1: ([("call_id", "I"), ("status", "I"), ("elapsed_ms", "I"), ("pos", "Q"), ("n_tokens", "I"),
@@ -126,6 +129,8 @@ def tool_value_error(msg):
                                      msg["snooze_ms"] > MAX_SNOOZE_MS or
                                      (msg["snooze_ms"] and msg["action"] != 2)):
         return "action %d, snooze_ms %d" % (msg["action"], msg["snooze_ms"])
+    if op == "INTERRUPT_RAISE" and not 0 < len(msg["text"].encode()) <= MAX_PTY_IO_BYTES:
+        return "a text of %d bytes" % len(msg["text"].encode())
     if op == "TOOL_DECLARED" and msg["n_tools"] > MAX_DECLARED_TOOLS:
         return "%d tools" % msg["n_tools"]
     if op == "TOOL_CALL":
@@ -239,6 +244,13 @@ class ToolsMixin:
         views = {v: k for k, v in PTY_VIEWS.items()}
         return self._call("PTY_READ", {"pty_id": pty_id, "view": views[view], "from": start,
                                        "max_bytes": max_bytes}, want=("PTY_DATA",))
+
+    def raise_interrupt(self, channel, text):
+        """A client event on `channel` (any number of the client's choosing): the model hears of
+        it as an interrupt (pending until acked, snoozed or dropped). Returns its interrupt id,
+        that of the channel's pending one when the text was coalesced into it."""
+        return self._call("INTERRUPT_RAISE", {"channel": channel, "text": text},
+                          want=("INTERRUPT_RAISED",))["interrupt_id"]
 
     def interrupt_action(self, interrupt_id, action, snooze_ms=0):
         """action: "ack" (inject at the next token boundary), "snooze" (until the turn ends, or

@@ -55,6 +55,10 @@ class AnswerAll : public ToolFrames {
     return PtyData{};
   }
   ToolReply<ToolAck> interrupt_action(uint32_t, const InterruptAction&) override { return no(); }
+  ToolReply<InterruptRaised> interrupt_raise(uint32_t, const InterruptRaise& r) override {
+    if (r.text.empty()) __builtin_trap();
+    return InterruptRaised{r.channel};
+  }
 
  private:
   static ToolRefusal no() { return ToolRefusal{WireError::kBadValue, "unknown id"}; }
@@ -77,9 +81,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     parse_both_ways(op, all.subspan(2));
     parse_both_ways(raw, all.subspan(2));
     // ... and onto the episodic memory opcodes (0x0100-0x0104, 0x8100-0x8105) and a neighbour,
-    // and the tool opcodes (0x0200-0x0208, 0x8200-0x8205) and a neighbour.
+    // and the tool opcodes (0x0200-0x0209, 0x8200-0x8206) and a neighbour.
     parse_both_ways(static_cast<uint16_t>((raw & 0x8000) | 0x0100 | (raw % 7)), all.subspan(2));
-    parse_both_ways(static_cast<uint16_t>((raw & 0x8000) | 0x0200 | (raw % 10)), all.subspan(2));
+    parse_both_ways(static_cast<uint16_t>((raw & 0x8000) | 0x0200 | (raw % 11)), all.subspan(2));
   }
 
   // 2. The input as a byte stream, cut into chunks whose sizes come from the input itself,

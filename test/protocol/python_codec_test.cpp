@@ -126,6 +126,7 @@ std::string describe(const ClientMessage& msg, uint32_t rid) {
     l.u("interrupt_id", m->interrupt_id).u("action", uint32_t(m->action));
     l.u("snooze_ms", m->snooze_ms);
   }
+  if (auto* m = std::get_if<InterruptRaise>(&msg)) l.u("channel", m->channel).text("text", m->text);
   return l.s;
 }
 
@@ -135,6 +136,7 @@ void describe_tools(const ServerMessage& msg, Line& l) {
     l.u("call_id", m->call_id).text("name", m->name).text("arguments", m->arguments);
   }
   if (auto* m = std::get_if<PtyOpened>(&msg)) l.u("pty_id", m->pty_id).u("pid", m->pid);
+  if (auto* m = std::get_if<InterruptRaised>(&msg)) l.u("interrupt_id", m->interrupt_id);
   if (auto* m = std::get_if<PtyData>(&msg)) {
     l.u("pty_id", m->pty_id).u("view", uint32_t(m->view)).u("from", m->from).u("next", m->next);
     l.u("end", m->end).u("skipped", m->skipped).u("state", uint32_t(m->state)).u("code", m->code);

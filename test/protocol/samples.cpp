@@ -51,6 +51,7 @@ std::vector<std::pair<ClientMessage, uint32_t>> client_samples() {
       {PtyRead{3, PtyView::kText, 0x100000000ull, 65536}, 29},
       {InterruptAction{9, InterruptActionKind::kSnooze, 1500}, 30},
       {InterruptAction{10, InterruptActionKind::kAck, 0}, 31},
+      {InterruptRaise{0xFFFFFFFFu, "build finished \xE2\x9C\x93"}, 32},
   };
 }
 
@@ -104,6 +105,7 @@ std::vector<std::pair<ServerMessage, uint32_t>> server_samples() {
       {ToolEvent{InterruptEvent{9, InterruptState::kInjected, InterruptSource::kPty, 3, 0, 4096,
                                 0x200000000ull, 12}},
        30},
+      {InterruptRaised{11}, 32},
   };
 }
 

@@ -65,6 +65,10 @@ class FakeTools : public ToolFrames {
     log("interrupt_action", rid, a);
     return ToolAck{};
   }
+  ToolReply<InterruptRaised> interrupt_raise(uint32_t rid, const InterruptRaise& r) override {
+    log("interrupt_raise", rid, r);
+    return InterruptRaised{r.channel + 1};
+  }
 
  private:
   void log(const char* what, uint32_t rid, ClientMessage m) { calls.push_back({what, rid, std::move(m)}); }
@@ -116,6 +120,7 @@ TEST(ServeSessionTools, EveryFrameReachesItsCallWithItsRequestIdAndIsAnswered) {
     want.emplace_back(op == Opcode::kToolDeclare ? Opcode::kToolDeclared
                       : op == Opcode::kPtyOpen   ? Opcode::kPtyOpened
                       : op == Opcode::kPtyRead   ? Opcode::kPtyData
+                      : op == Opcode::kInterruptRaise ? Opcode::kInterruptRaised
                                                  : Opcode::kToolAck,
                       rid);
     ++rid;

@@ -157,10 +157,15 @@ TEST(ProtocolToolFrames, MalformedAndBadActionsAndSwitches) {
   EXPECT_EQ(rejection(0x0208, u32(1) + u32(1) + u32(5)), kBadValue);  // a delay with ack
   EXPECT_EQ(rejection(0x0208, u32(1) + u32(2) + u32(86400001)), kBadValue);
   EXPECT_EQ(rejection(0x0208, u32(1) + u32(2)), kMalformed);
+  EXPECT_EQ(rejection(0x0209, u32(7) + "done"), kNone);
+  EXPECT_EQ(rejection(0x0209, u32(7)), kBadValue);  // nothing to raise
+  EXPECT_EQ(rejection(0x0209, u32(7) + std::string(65537, 't')), kMalformed);
+  EXPECT_EQ(rejection(0x0209, u32(7) + "\xC3("), kMalformed);
+  EXPECT_EQ(rejection(0x0209, "\1\2"), kMalformed);
   EXPECT_EQ(rejection(0x0202, u32(0x10)), kBadValue);
   EXPECT_EQ(rejection(0x0202, std::string(1, '\0')), kMalformed);
   // The rest of the range is not defined; answers sent the wrong way; header flags.
-  EXPECT_EQ(rejection(0x0209, ""), WireError::kNotAvailable);
+  EXPECT_EQ(rejection(0x020A, ""), WireError::kNotAvailable);
   EXPECT_EQ(rejection(0x02FF, "x"), WireError::kNotAvailable);
   EXPECT_EQ(rejection(0x8202, u32(1) + u32(1) + "x{}"), WireError::kUnknownOpcode);
   EXPECT_EQ(rejection(raw(0x0206, 42, u32(1), /*flags=*/1)), kMalformed);
@@ -182,6 +187,7 @@ TEST(ProtocolToolFrames, AClientRefusesBrokenServerFrames) {
   EXPECT_FALSE(bad(0x8202, u32(1) + u32(1) + "x{}"));
   EXPECT_TRUE(bad(0x8201, u32(65)));
   EXPECT_TRUE(bad(0x8200, "x"));
+  EXPECT_TRUE(bad(0x8206, u32(1) + "x"));
   const std::string data_head = u32(1) + u32(0) + u64(0) + u64(0) + u64(0) + u64(0);
   EXPECT_FALSE(bad(0x8204, data_head + u32(0) + u32(0) + u32(2) + "ab"));
   EXPECT_TRUE(bad(0x8204, data_head + u32(0) + u32(0) + u32(3) + "ab"));  // partial past the end

@@ -27,6 +27,7 @@ class ServeTools(ss.ServeCase):
             ("PTY_CLOSE", lambda: c.pty_close(1)),
             ("PTY_READ", lambda: c.pty_read(1)),
             ("INTERRUPT_ACTION", lambda: c.interrupt_action(1, "snooze", 100)),
+            ("INTERRUPT_RAISE", lambda: c.raise_interrupt(1, "the build finished")),
         ]
         for name, call in calls:
             with self.assertRaises(ic.ServerError, msg=name) as e:
