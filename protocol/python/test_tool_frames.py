@@ -30,6 +30,7 @@ def tool_self_checks():
         (0x0203, struct.pack("<HHII", 0, 80, 0, 0) + b"sh"),             # 0 rows
         (0x0203, struct.pack("<HHII", 24, 80, 0, 0) + b"\0sh"),          # no program
         (0x0201, struct.pack("<II", 1, 0) + b"{"),                       # not JSON
+        (0x0201, struct.pack("<II", 1, 0) + b"NaN"),                     # not RFC 8259
         (0x0201, struct.pack("<II", 1, 2) + b"{}"),                      # status 2
         (0x0202, struct.pack("<I", 0x10)),
         (0x0209, struct.pack("<I", 1)),                                  # nothing to raise

@@ -91,11 +91,15 @@ def json_depth(text):
     return deepest
 
 
+def _no_constant(name):
+    raise ValueError("%s is not JSON" % name)
+
+
 def _json_error(text, want_object=False):
     if json_depth(text) > MAX_JSON_DEPTH:
         return "JSON nested deeper than %d" % MAX_JSON_DEPTH
-    try:
-        value = json.loads(text)
+    try:  # RFC 8259, as the server reads it: no NaN or Infinity
+        value = json.loads(text, parse_constant=_no_constant)
     except ValueError as e:
         return "not valid JSON (%s)" % e
     if want_object and not isinstance(value, dict):

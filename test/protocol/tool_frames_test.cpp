@@ -112,6 +112,7 @@ TEST(ProtocolToolFrames, MalformedAndBadResults) {
   EXPECT_EQ(rejection(op, u32(1) + u32(0) + ""), kMalformed);
   EXPECT_EQ(rejection(op, u32(1) + u32(0) + "{'a':1}"), kMalformed);
   EXPECT_EQ(rejection(op, u32(1) + u32(0) + "{} {}"), kMalformed);
+  EXPECT_EQ(rejection(op, u32(1) + u32(0) + "NaN"), kMalformed);
   EXPECT_EQ(rejection(op, u32(1) + u32(0) + std::string(65, '[') + std::string(65, ']')), kBadValue);
   EXPECT_EQ(rejection(op, u32(1) + u32(1) + std::string(4097, 'e')), kMalformed);
   EXPECT_EQ(rejection(op, u32(1) + u32(1) + "\xFF"), kMalformed);
