@@ -157,6 +157,116 @@ void payload(const MemoryEvent& m, std::vector<uint8_t>& out) {
 }
 void payload(const MemoryWatchAck&, std::vector<uint8_t>&) {}
 
+// ---- tools, client → server (§4.21-§4.27)
+void payload(const ToolDeclare& m, std::vector<uint8_t>& out) { put_bytes(out, m.json); }
+void payload(const ToolResult& m, std::vector<uint8_t>& out) {
+  put_u32(out, m.call_id);
+  put_u32(out, static_cast<uint32_t>(m.status));
+  put_bytes(out, m.text);
+}
+void payload(const ToolEvents& m, std::vector<uint8_t>& out) { put_u32(out, m.mask); }
+void payload(const PtyOpen& m, std::vector<uint8_t>& out) {
+  put_u16(out, m.rows);
+  put_u16(out, m.cols);
+  put_u32(out, m.flags);
+  put_u32(out, static_cast<uint32_t>(m.cwd.size()));
+  put_bytes(out, m.cwd);
+  for (size_t i = 0; i < m.argv.size(); ++i) {
+    if (i > 0) out.push_back(0);  // NUL between arguments, none after the last
+    put_bytes(out, m.argv[i]);
+  }
+}
+void payload(const PtyWrite& m, std::vector<uint8_t>& out) {
+  put_u32(out, m.pty_id);
+  put_u32(out, static_cast<uint32_t>(m.mode));
+  put_bytes(out, m.data);
+}
+void payload(const PtyResize& m, std::vector<uint8_t>& out) {
+  put_u32(out, m.pty_id);
+  put_u16(out, m.rows);
+  put_u16(out, m.cols);
+}
+void payload(const PtyClose& m, std::vector<uint8_t>& out) { put_u32(out, m.pty_id); }
+void payload(const PtyRead& m, std::vector<uint8_t>& out) {
+  put_u32(out, m.pty_id);
+  put_u32(out, static_cast<uint32_t>(m.view));
+  put_u64(out, m.from);
+  put_u32(out, m.max_bytes);
+}
+void payload(const InterruptAction& m, std::vector<uint8_t>& out) {
+  put_u32(out, m.interrupt_id);
+  put_u32(out, static_cast<uint32_t>(m.action));
+  put_u32(out, m.snooze_ms);
+}
+void payload(const InterruptRaise& m, std::vector<uint8_t>& out) {
+  put_u32(out, m.channel);
+  put_bytes(out, m.text);
+}
+
+// ---- tools, server → client (§4.21-§4.28)
+void payload(const ToolAck&, std::vector<uint8_t>&) {}
+void payload(const ToolDeclared& m, std::vector<uint8_t>& out) { put_u32(out, m.n_tools); }
+void payload(const ToolCall& m, std::vector<uint8_t>& out) {
+  put_u32(out, m.call_id);
+  put_u32(out, static_cast<uint32_t>(m.name.size()));
+  put_bytes(out, m.name);
+  put_bytes(out, m.arguments);
+}
+void payload(const PtyOpened& m, std::vector<uint8_t>& out) {
+  put_u32(out, m.pty_id);
+  put_u32(out, m.pid);
+}
+void payload(const PtyData& m, std::vector<uint8_t>& out) {
+  put_u32(out, m.pty_id);
+  put_u32(out, static_cast<uint32_t>(m.view));
+  put_u64(out, m.from);
+  put_u64(out, m.next);
+  put_u64(out, m.end);
+  put_u64(out, m.skipped);
+  put_u32(out, static_cast<uint32_t>(m.state));
+  put_u32(out, m.code);
+  put_u32(out, static_cast<uint32_t>(m.partial_line.size()));
+  put_bytes(out, m.partial_line);
+  put_bytes(out, m.data);
+}
+void payload(const InterruptRaised& m, std::vector<uint8_t>& out) { put_u32(out, m.interrupt_id); }
+void event_payload(const ToolRanEvent& e, std::vector<uint8_t>& out) {
+  put_u32(out, e.call_id);
+  put_u32(out, static_cast<uint32_t>(e.status));
+  put_u32(out, e.elapsed_ms);
+  put_u64(out, e.pos);
+  put_u32(out, e.n_tokens);
+  put_u32(out, e.client);
+  put_bytes(out, e.name);
+}
+void event_payload(const PtyOutputEvent& e, std::vector<uint8_t>& out) {
+  put_u32(out, e.pty_id);
+  put_u64(out, e.raw_from);
+  put_u64(out, e.text_from);
+  put_u32(out, static_cast<uint32_t>(e.raw.size()));
+  put_bytes(out, e.raw);
+  put_bytes(out, e.text);
+}
+void event_payload(const PtyStateEvent& e, std::vector<uint8_t>& out) {
+  put_u32(out, e.pty_id);
+  put_u32(out, static_cast<uint32_t>(e.state));
+  put_u32(out, e.code);
+}
+void event_payload(const InterruptEvent& e, std::vector<uint8_t>& out) {
+  put_u32(out, e.interrupt_id);
+  put_u32(out, static_cast<uint32_t>(e.state));
+  put_u32(out, static_cast<uint32_t>(e.source));
+  put_u32(out, e.source_id);
+  put_u32(out, e.snooze_ms);
+  put_u64(out, e.bytes);
+  put_u64(out, e.pos);
+  put_u32(out, e.n_tokens);
+}
+void payload(const ToolEvent& m, std::vector<uint8_t>& out) {
+  put_u32(out, static_cast<uint32_t>(m.kind()));
+  std::visit([&](const auto& e) { event_payload(e, out); }, m.event);
+}
+
 template <class Variant>
 void encode_frame(const Variant& m, uint32_t request_id, std::vector<uint8_t>& out) {
   const size_t start = out.size();

@@ -9,6 +9,7 @@
 
 #include "protocol/memory_messages.h"
 #include "protocol/opcodes.h"
+#include "protocol/tool_messages.h"
 
 namespace infer::protocol {
 
@@ -73,7 +74,9 @@ struct Shutdown {  // empty
 
 using ClientMessage = std::variant<Hello, AppendText, AppendIds, Generate, Interrupt, StatsRequest,
                                    TraceMark, Reset, Shutdown, MemoryRecall, MemoryStore,
-                                   MemoryForget, MemoryQuery, MemoryWatch>;
+                                   MemoryForget, MemoryQuery, MemoryWatch, ToolDeclare, ToolResult,
+                                   ToolEvents, PtyOpen, PtyWrite, PtyResize, PtyClose, PtyRead,
+                                   InterruptAction, InterruptRaise>;
 
 // ---- server → client
 
@@ -169,7 +172,9 @@ struct ResetAck {  // empty
 
 using ServerMessage = std::variant<ServerHello, Token, Gate, Done, Stats, ErrorFrame, TraceMarkAck,
                                    ShutdownAck, Appended, ResetAck, MemoryRecalled, MemoryStored,
-                                   MemoryForgotten, MemoryList, MemoryEvent, MemoryWatchAck>;
+                                   MemoryForgotten, MemoryList, MemoryEvent, MemoryWatchAck,
+                                   ToolAck, ToolDeclared, ToolCall, PtyOpened, PtyData, ToolEvent,
+                                   InterruptRaised>;
 
 // The opcode of whichever alternative `m` holds.
 Opcode opcode_of(const ClientMessage& m);

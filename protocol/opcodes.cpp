@@ -21,6 +21,16 @@ const char* opcode_name(uint16_t op) {
     case Opcode::kMemoryForget: return "MEMORY_FORGET";
     case Opcode::kMemoryQuery: return "MEMORY_QUERY";
     case Opcode::kMemoryWatch: return "MEMORY_WATCH";
+    case Opcode::kToolDeclare: return "TOOL_DECLARE";
+    case Opcode::kToolResult: return "TOOL_RESULT";
+    case Opcode::kToolEvents: return "TOOL_EVENTS";
+    case Opcode::kPtyOpen: return "PTY_OPEN";
+    case Opcode::kPtyWrite: return "PTY_WRITE";
+    case Opcode::kPtyResize: return "PTY_RESIZE";
+    case Opcode::kPtyClose: return "PTY_CLOSE";
+    case Opcode::kPtyRead: return "PTY_READ";
+    case Opcode::kInterruptAction: return "INTERRUPT_ACTION";
+    case Opcode::kInterruptRaise: return "INTERRUPT_RAISE";
     case Opcode::kServerHello: return "SERVER_HELLO";
     case Opcode::kToken: return "TOKEN";
     case Opcode::kGate: return "GATE";
@@ -37,6 +47,13 @@ const char* opcode_name(uint16_t op) {
     case Opcode::kMemoryList: return "MEMORY_LIST";
     case Opcode::kMemoryEvent: return "MEMORY_EVENT";
     case Opcode::kMemoryWatchAck: return "MEMORY_WATCH_ACK";
+    case Opcode::kToolAck: return "TOOL_ACK";
+    case Opcode::kToolDeclared: return "TOOL_DECLARED";
+    case Opcode::kToolCall: return "TOOL_CALL";
+    case Opcode::kPtyOpened: return "PTY_OPENED";
+    case Opcode::kPtyData: return "PTY_DATA";
+    case Opcode::kToolEvent: return "TOOL_EVENT";
+    case Opcode::kInterruptRaised: return "INTERRUPT_RAISED";
   }
   return nullptr;
 }

@@ -19,6 +19,18 @@ inline constexpr uint32_t kMaxLabelBytes = 1024;    // TRACE_MARK labels, client
 inline constexpr uint32_t kMaxMessageBytes = 1024;  // ERROR messages (the encoder truncates)
 inline constexpr uint32_t kMaxListEpisodes = 4096;  // MEMORY_QUERY max_count (§4.14)
 inline constexpr uint32_t kMaxPreviewBytes = 96;    // MEMORY_LIST previews (§4.17)
+// Tool frames (§4.20-§4.28).
+inline constexpr uint32_t kMaxDeclaredTools = 64;           // tools in one TOOL_DECLARE
+inline constexpr uint32_t kMaxToolNameBytes = 128;          // [A-Za-z0-9_.$-], at least 1
+inline constexpr uint32_t kMaxToolDescriptionBytes = 4096;  // a declaration's description
+inline constexpr uint32_t kMaxJsonDepth = 64;               // nesting of any JSON field
+inline constexpr uint32_t kMaxToolErrorBytes = 4096;        // TOOL_RESULT error messages
+inline constexpr uint32_t kMaxPtyArgs = 256;                // PTY_OPEN argv entries
+inline constexpr uint32_t kMaxPtyArgBytes = 4096;           // one argument, and the cwd
+inline constexpr uint32_t kMaxPtyIoBytes = 65536;           // PTY_WRITE data, PTY_READ max_bytes,
+                                                            // INTERRUPT_RAISE text
+inline constexpr uint32_t kMaxKeyNameBytes = 32;            // PTY_WRITE key names
+inline constexpr uint32_t kMaxSnoozeMs = 86400000;          // INTERRUPT_ACTION: a day
 
 // Bit 15 of an opcode is its direction: 0 client→server, 1 server→client.
 inline constexpr uint16_t kServerBit = 0x8000;
@@ -43,6 +55,16 @@ enum class Opcode : uint16_t {
   kMemoryForget = 0x0102,
   kMemoryQuery = 0x0103,
   kMemoryWatch = 0x0104,
+  kToolDeclare = 0x0200,
+  kToolResult = 0x0201,
+  kToolEvents = 0x0202,
+  kPtyOpen = 0x0203,
+  kPtyWrite = 0x0204,
+  kPtyResize = 0x0205,
+  kPtyClose = 0x0206,
+  kPtyRead = 0x0207,
+  kInterruptAction = 0x0208,
+  kInterruptRaise = 0x0209,
   // server → client
   kServerHello = 0x8001,
   kToken = 0x8002,
@@ -60,6 +82,13 @@ enum class Opcode : uint16_t {
   kMemoryList = 0x8103,
   kMemoryEvent = 0x8104,
   kMemoryWatchAck = 0x8105,
+  kToolAck = 0x8200,
+  kToolDeclared = 0x8201,
+  kToolCall = 0x8202,
+  kPtyOpened = 0x8203,
+  kPtyData = 0x8204,
+  kToolEvent = 0x8205,
+  kInterruptRaised = 0x8206,
 };
 
 inline constexpr bool is_server_opcode(uint16_t op) { return (op & kServerBit) != 0; }
@@ -113,6 +142,39 @@ inline constexpr uint32_t kGenKnownFlags = 0xF;
 // MEMORY_EVENT kinds (PROTOCOL.md §4.18).
 enum class MemoryEventKind : uint32_t { kStored = 1, kRecalled = 2, kForgotten = 3, kReplaced = 4 };
 inline constexpr uint32_t kMaxMemoryEventKind = 4;
+
+// TOOL_RESULT status (§4.22).
+enum class ToolStatus : uint32_t { kOk = 0, kError = 1 };
+inline constexpr uint32_t kMaxToolStatus = 1;
+
+// TOOL_EVENTS mask and TOOL_EVENT kinds (§4.23, §4.28): bit (kind - 1) of the mask turns a kind on.
+enum class ToolEventKind : uint32_t { kToolRan = 1, kPtyOutput = 2, kPtyState = 3, kInterrupt = 4 };
+inline constexpr uint32_t kMaxToolEventKind = 4;
+inline constexpr uint32_t kToolEventsKnownMask = 0xF;
+inline constexpr uint32_t tool_event_bit(ToolEventKind k) { return 1u << (uint32_t(k) - 1); }
+
+// PTY_WRITE modes, PTY_READ views, PTY states (§4.25, §4.26, §4.28).
+enum class PtyWriteMode : uint32_t { kBytes = 0, kKey = 1 };
+inline constexpr uint32_t kMaxPtyWriteMode = 1;
+enum class PtyView : uint32_t { kRaw = 0, kText = 1 };
+inline constexpr uint32_t kMaxPtyView = 1;
+enum class PtyState : uint32_t { kRunning = 0, kExited = 1, kSignalled = 2, kClosed = 3 };
+inline constexpr uint32_t kMaxPtyState = 3;
+
+// Interrupts (§4.27, §4.28): what a client asks, the states an interrupt goes through, and
+// where it came from.
+enum class InterruptActionKind : uint32_t { kAck = 1, kSnooze = 2, kDrop = 3 };
+inline constexpr uint32_t kMaxInterruptAction = 3;
+enum class InterruptState : uint32_t {
+  kPending = 1,
+  kAcked = 2,
+  kSnoozed = 3,
+  kDropped = 4,
+  kInjected = 5,
+};
+inline constexpr uint32_t kMaxInterruptState = 5;
+enum class InterruptSource : uint32_t { kPty = 1, kSubshell = 2, kClient = 3 };
+inline constexpr uint32_t kMaxInterruptSource = 3;
 
 // STATS flags.
 inline constexpr uint32_t kStatsGenerating = 1u << 0;

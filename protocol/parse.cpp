@@ -295,6 +295,16 @@ Result<ClientMessage> parse_client_payload(uint16_t op, std::span<const uint8_t>
     case Opcode::kMemoryForget:
     case Opcode::kMemoryQuery:
     case Opcode::kMemoryWatch: return parse_memory_client(op, p);
+    case Opcode::kToolDeclare:
+    case Opcode::kToolResult:
+    case Opcode::kToolEvents:
+    case Opcode::kPtyOpen:
+    case Opcode::kPtyWrite:
+    case Opcode::kPtyResize:
+    case Opcode::kPtyClose:
+    case Opcode::kPtyRead:
+    case Opcode::kInterruptAction:
+    case Opcode::kInterruptRaise: return parse_tools_client(op, p);
     default: return not_ours(op, /*server_reads=*/true);
   }
 }
@@ -317,6 +327,13 @@ Result<ServerMessage> parse_server_payload(uint16_t op, std::span<const uint8_t>
     case Opcode::kMemoryList:
     case Opcode::kMemoryEvent:
     case Opcode::kMemoryWatchAck: return parse_memory_server(op, p);
+    case Opcode::kToolAck:
+    case Opcode::kToolDeclared:
+    case Opcode::kToolCall:
+    case Opcode::kPtyOpened:
+    case Opcode::kPtyData:
+    case Opcode::kToolEvent:
+    case Opcode::kInterruptRaised: return parse_tools_server(op, p);
     default: return not_ours(op, /*server_reads=*/false);
   }
 }

@@ -1,4 +1,5 @@
-// What the payload parsers share (protocol/parse.cpp, protocol/parse_memory.cpp): error
+// What the payload parsers share (protocol/parse.cpp, protocol/parse_memory.cpp,
+// protocol/parse_tools.cpp): error
 // builders that name the opcode, size checks and text checks (PROTOCOL.md §6.2). Internal to
 // protocol/.
 #pragma once
@@ -26,5 +27,9 @@ Result<void> check_text(uint16_t op, const char* field, std::string_view s, size
 // The episodic memory opcodes (PROTOCOL.md §4.14-§4.18).
 Result<ClientMessage> parse_memory_client(uint16_t op, Bytes p);
 Result<ServerMessage> parse_memory_server(uint16_t op, Bytes p);
+
+// The tool opcodes (PROTOCOL.md §4.20-§4.28).
+Result<ClientMessage> parse_tools_client(uint16_t op, Bytes p);
+Result<ServerMessage> parse_tools_server(uint16_t op, Bytes p);
 
 }  // namespace infer::protocol::detail

@@ -63,6 +63,16 @@ void ServeSession::handle(uint32_t rid, const ClientMessage& m, SessionOutput& o
           [&](const MemoryForget&) { take_input(rid, m, out); },
           [&](const MemoryQuery&) { take_input(rid, m, out); },
           [&](const MemoryWatch&) { take_input(rid, m, out); },
+          [&](const ToolDeclare&) { take_tool_frame(rid, m, out); },
+          [&](const ToolResult&) { take_tool_frame(rid, m, out); },
+          [&](const ToolEvents&) { take_tool_frame(rid, m, out); },
+          [&](const PtyOpen&) { take_tool_frame(rid, m, out); },
+          [&](const PtyWrite&) { take_tool_frame(rid, m, out); },
+          [&](const PtyResize&) { take_tool_frame(rid, m, out); },
+          [&](const PtyClose&) { take_tool_frame(rid, m, out); },
+          [&](const PtyRead&) { take_tool_frame(rid, m, out); },
+          [&](const InterruptAction&) { take_tool_frame(rid, m, out); },
+          [&](const InterruptRaise&) { take_tool_frame(rid, m, out); },
           [&](const Generate& g) { start_generation(rid, g, out); },
           [&](const Interrupt&) {
             if (gen_turn_ != 0) interrupt(out);  // idle: ignored, no answer

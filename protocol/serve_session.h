@@ -13,7 +13,10 @@
 //   handed to the engine is answered;
 // - memory frames (§4.14) become MemoryCommands answered by memory_reply(), queued like appends
 //   while generating; with MEMORY_WATCH on, memory_event()s become MEMORY_EVENT frames carrying
-//   the request id of the frame that caused them; SHUTDOWN waits for the episodes being written.
+//   the request id of the frame that caused them; SHUTDOWN waits for the episodes being written;
+// - tool frames (§4.20-§4.29) go to a ToolFrames at once, also while generating, and are
+//   answered in order; TOOL_CALLs carry their GENERATE's id; TOOL_EVENTs go out as the
+//   client's TOOL_EVENTS mask says. Without a ToolFrames they are NOT_AVAILABLE.
 #pragma once
 
 #include <cstdint>
@@ -28,6 +31,7 @@
 
 #include "protocol/messages.h"
 #include "protocol/server_reader.h"
+#include "protocol/tool_frames.h"
 
 namespace infer::protocol {
 
@@ -157,6 +161,12 @@ class ServeSession {
     memory_ = on;
     reader_.set_memory(on);
   }
+  // Tool frames are served by `tools` (--tools; it must outlive the session); nullptr: they are
+  // answered NOT_AVAILABLE, whatever their payload.
+  void set_tools(ToolFrames* tools) {
+    tools_ = tools;
+    reader_.set_tools(tools != nullptr);
+  }
   void set_preamble(int64_t tokens) {
     preamble_ = tokens;
     pos_ = tokens;
@@ -179,6 +189,9 @@ class ServeSession {
   void memory_reply(EngineMemoryReply r, SessionOutput& out);
   void memory_event(const EngineMemoryEvent& e, SessionOutput& out);
   bool watching() const { return watching_; }
+  void tool_call(const EngineToolCall& c, SessionOutput& out);
+  void tool_event(const EngineToolEvent& e, SessionOutput& out);
+  uint32_t tool_events_mask() const { return tool_events_mask_; }
 
   // No more client input is read (SHUTDOWN, VERSION_MISMATCH, EOF, closed output).
   bool reading_done() const { return closing_; }
@@ -221,6 +234,10 @@ class ServeSession {
   void send_memory(uint32_t rid, const ClientMessage& m, SessionOutput& out);
   uint64_t command_memory(MemoryCommand c, uint32_t rid, SessionOutput& out);
   void remember_cause(bool ticket, uint64_t number, uint32_t rid);
+  // The request id of the frame that began turn `turn`, or 0 when it is forgotten.
+  uint32_t turn_cause(uint64_t turn) const;
+  // A tool frame, handed to tools_ and answered in order (serve_session_tools.cpp).
+  void take_tool_frame(uint32_t rid, const ClientMessage& m, SessionOutput& out);
   void start_generation(uint32_t rid, const Generate& g, SessionOutput& out);
   void interrupt(SessionOutput& out);
   void flush_queue(SessionOutput& out);
@@ -268,6 +285,10 @@ class ServeSession {
   bool watching_ = false;
   uint64_t next_ticket_ = 1;
   std::deque<Cause> causes_;  // the latest kMaxCauses
+
+  // Tools.
+  ToolFrames* tools_ = nullptr;
+  uint32_t tool_events_mask_ = 0;  // TOOL_EVENTS: which kinds go out
 
   // STATS, over the session.
   int64_t pos_ = 0;

@@ -5,6 +5,15 @@
 
 namespace infer::protocol {
 
+const char* ServerReader::switched_off(uint16_t op) const {
+  if (is_server_opcode(op)) return nullptr;  // the other direction: UNKNOWN_OPCODE
+  if (!limits_.memory && is_memory_opcode(op)) {
+    return ": episodic memory is off (start infer with --memory)";
+  }
+  if (!limits_.tools && is_tools_opcode(op)) return ": tools are off (start infer with --tools ROOT)";
+  return nullptr;
+}
+
 void ServerReader::feed(std::span<const uint8_t> bytes, std::vector<ReaderEvent>& out) {
   while (!state_.closed) {
     auto ev = decoder_.next(bytes);
@@ -15,14 +24,12 @@ void ServerReader::feed(std::span<const uint8_t> bytes, std::vector<ReaderEvent>
       continue;
     }
     const Frame& f = std::get<Frame>(*ev);
-    // The opcode first (§6.2): without --memory a memory request is NOT_AVAILABLE, whatever
-    // its payload.
-    if (!limits_.memory && is_memory_opcode(f.header.opcode) &&
-        !is_server_opcode(f.header.opcode)) {
+    // The opcode first (§6.2): without --memory a memory request, without --tools a tool
+    // request, is NOT_AVAILABLE, whatever its payload.
+    if (const char* off = switched_off(f.header.opcode)) {
+      const char* name = opcode_name(f.header.opcode);
       out.push_back(Rejected{f.header.request_id, f.header.opcode, WireError::kNotAvailable,
-                             std::string(opcode_name(f.header.opcode) ? opcode_name(f.header.opcode)
-                                                                      : "a memory opcode") +
-                                 ": episodic memory is off (start infer with --memory)"});
+                             std::string(name ? name : "this opcode") + off});
       continue;
     }
     // PROTOCOL.md §6.2's order: the payload (opcode, sizes, UTF-8, its values), the values

@@ -45,6 +45,8 @@ class ServerReader {
   void generation_done() { protocol::generation_done(state_); }
   // Episodic memory is served: its frames are parsed rather than answered NOT_AVAILABLE.
   void set_memory(bool on) { limits_.memory = on; }
+  // Tool frames are served: they are parsed rather than answered NOT_AVAILABLE.
+  void set_tools(bool on) { limits_.tools = on; }
   // An append was refused whole and left the context empty after all.
   void set_has_context(bool has) { state_.has_context = has; }
   // Every context opens with the server's own tokens: never empty, a RESET included.
@@ -56,6 +58,10 @@ class ServerReader {
   bool closed() const { return state_.closed; }
 
  private:
+  // Why a client frame of opcode `op` is NOT_AVAILABLE before its payload is read (its range
+  // is not served), as the tail of the message; nullptr when it is served.
+  const char* switched_off(uint16_t op) const;
+
   SessionLimits limits_;
   SessionState state_;
   FrameDecoder decoder_;

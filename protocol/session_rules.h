@@ -15,6 +15,7 @@ struct SessionLimits {
   uint32_t vocab_size = 0;           // ids must be < this (SERVER_HELLO.vocab_size)
   uint32_t max_generate_tokens = 0;  // GENERATE.max_tokens must be <= this
   bool memory = false;  // episodic memory is served (--memory); else its frames are NOT_AVAILABLE
+  bool tools = false;   // tool frames are served (--tools); else they are NOT_AVAILABLE
 };
 
 struct SessionState {

@@ -1,9 +1,12 @@
 """The frame codec of the `infer --serve` protocol (docs/PROTOCOL.md), standard library only:
 encode_frame()/decode_payload() and FrameDecoder, table-driven from LAYOUTS, which mirrors
 PROTOCOL.md section 4 field by field (test_codec.py checks it against the C++ codec).
+The tool frames' layouts and checks live in tool_frames.py and are merged in here.
 infer_client.py re-exports all of it."""
 
 import struct
+
+from tool_frames import EVENT_LAYOUTS, TOOL_LAYOUTS, tool_value_error
 
 PROTOCOL_VERSION = 1
 HEADER = struct.Struct("<IHHI")  # payload_bytes, opcode, flags, request_id
@@ -88,6 +91,7 @@ LAYOUTS = {
                               ("score", "f"), ("association", "f"), ("strength", "f")], []),
     0x8105: ("MEMORY_WATCH_ACK", [], []),
 }
+LAYOUTS.update(TOOL_LAYOUTS)
 OPCODES = {name: op for op, (name, _, _) in LAYOUTS.items()}
 MEMORY_OPCODES = range(0x0100, 0x0200)  # the memory range, with and without the 0x8000 bit
 TOOLS_OPCODES = range(0x0200, 0x0300)
@@ -112,16 +116,31 @@ class ServerError(Exception):
 
 def encode_payload(op, fields):
     """fields: dict with the layout's names; text fields are str or bytes, ids lists of int."""
-    name, fixed, tail = LAYOUTS[op]
+    _, fixed, tail = LAYOUTS[op]
+    return _encode_fields(fixed, tail, fields)
+
+
+def _utf8(value):
+    return value.encode("utf-8") if isinstance(value, str) else bytes(value)
+
+
+def _encode_fields(fixed, tail, fields):
     out = bytearray(struct.pack("<" + "".join(code for _, code in fixed),
                                 *[fields[n] for n, _ in fixed]))
     for item in tail:
         kind, field = item.split(":")[:2]
-        value = fields.get(field, b"" if kind == "text" else [])
+        value = fields.get(field, [] if kind in ("ids", "n_ids", "records", "argv") else b"")
         if kind == "records":
             out += _encode_records(item.split(":")[2], value)
-        elif kind == "text":
-            out += value.encode("utf-8") if isinstance(value, str) else bytes(value)
+        elif kind in ("text", "bytes"):
+            out += _utf8(value)
+        elif kind in ("lstr", "lbytes"):
+            out += struct.pack("<I", len(_utf8(value))) + _utf8(value)
+        elif kind == "argv":
+            out += b"\0".join(_utf8(a) for a in value)
+        elif kind == "event":
+            sub_fixed, sub_tail = EVENT_LAYOUTS[fields[field]]
+            out += _encode_fields(sub_fixed, sub_tail, fields)
         else:
             if kind == "n_ids":
                 out += struct.pack("<I", len(value))
@@ -214,16 +233,58 @@ def decode_payload(op, payload, flags=0):
         raise ProtocolError("%s: header flags %d, v1 defines none" % (name, flags))
     msg = dict(zip(names, fixed.unpack_from(payload)))
     msg["op"] = name
-    at = n_fixed
+    at = _decode_tail(name, tail, payload, n_fixed, msg)
+    if at != len(payload):
+        raise ProtocolError("%s: %d bytes after the last field" % (name, len(payload) - at))
+    if name in ("DONE", "GATE", "MEMORY_EVENT", "MEMORY_QUERY", "MEMORY_WATCH"):
+        _check_values(msg)
+    if op & 0x7FFF in TOOLS_OPCODES:
+        error = tool_value_error(msg)
+        if error:
+            raise ProtocolError("%s: %s" % (name, error))
+    return msg
+
+
+def _text(name, field, data):
+    try:
+        return bytes(data).decode("utf-8", errors="strict")
+    except UnicodeDecodeError as e:
+        raise ProtocolError("%s: %s is not valid UTF-8 (%s)" % (name, field, e))
+
+
+def _decode_tail(name, tail, payload, at, msg):
+    """Decodes the tail fields from payload[at:] into msg; returns the offset after them."""
     for kind, field, *rest in tail:
         if kind == "records":
             msg[field], at = _decode_records(name, rest[0], payload, at)
-        elif kind == "text":
-            try:
-                msg[field] = bytes(payload[at:]).decode("utf-8", errors="strict")
-            except UnicodeDecodeError as e:
-                raise ProtocolError("%s: %s is not valid UTF-8 (%s)" % (name, field, e))
+        elif kind in ("text", "argv"):
+            msg[field] = _text(name, field, payload[at:])
+            if kind == "argv":
+                msg[field] = msg[field].split("\0")
             at = len(payload)
+        elif kind == "bytes":
+            msg[field] = bytes(payload[at:])
+            at = len(payload)
+        elif kind in ("lstr", "lbytes"):
+            if len(payload) < at + 4:
+                raise ProtocolError("%s: no length for %s" % (name, field))
+            (n,) = struct.unpack_from("<I", payload, at)
+            if len(payload) < at + 4 + n:
+                raise ProtocolError("%s: %s of %d bytes does not fit" % (name, field, n))
+            data = bytes(payload[at + 4:at + 4 + n])
+            msg[field] = _text(name, field, data) if kind == "lstr" else data
+            at += 4 + n
+        elif kind == "event":
+            layout = EVENT_LAYOUTS.get(msg[field])
+            if layout is None:
+                raise ProtocolError("%s: %s %d" % (name, field, msg[field]))
+            sub = struct.Struct("<" + "".join(c for _, c in layout[0]))
+            if len(payload) < at + sub.size or (not layout[1] and len(payload) != at + sub.size):
+                raise ProtocolError("%s: payload is %d bytes for %s %d"
+                                    % (name, len(payload), field, msg[field]))
+            msg.update(zip((n for n, _ in layout[0]), sub.unpack_from(payload, at)))
+            at = _decode_tail(name, [tuple(t.split(":")) for t in layout[1]], payload,
+                              at + sub.size, msg)
         elif kind == "ids":
             rest = payload[at:]
             if len(rest) % 4:
@@ -236,11 +297,7 @@ def decode_payload(op, payload, flags=0):
                 raise ProtocolError("%s: %d ids do not fit the payload" % (name, n))
             msg[field] = list(struct.unpack_from("<%dI" % n, payload, at + 4))
             at += 4 + 4 * n
-    if at != len(payload):
-        raise ProtocolError("%s: %d bytes after the last field" % (name, len(payload) - at))
-    if name in ("DONE", "GATE", "MEMORY_EVENT", "MEMORY_QUERY", "MEMORY_WATCH"):
-        _check_values(msg)
-    return msg
+    return at
 
 
 def _check_values(msg):

@@ -16,6 +16,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import infer_client as ic  # noqa: E402
+from test_tool_frames import tool_client_checks, tool_self_checks  # noqa: E402
 
 
 def render_field(field, code, v):
@@ -30,20 +31,31 @@ def render_field(field, code, v):
 
 def render(rid, msg, op):
     name, fixed, tail = ic.LAYOUTS[op]
-    parts = ["%s rid=%d" % (name, rid)]
+    return " ".join(["%s rid=%d" % (name, rid)] + render_fields(msg, fixed, tail))
+
+
+def render_fields(msg, fixed, tail):
+    parts = []
     for field, code in fixed:
         parts.append(render_field(field, code, msg[field]))
     for item in tail:
         kind, field = item.split(":")[:2]
-        if kind == "text":
-            parts.append("%s=s:%s" % (field, msg[field].encode("utf-8").hex()))
+        if kind in ("text", "lstr", "bytes", "lbytes"):
+            value = msg[field]
+            parts.append("%s=s:%s" % (field, (value.encode("utf-8") if isinstance(value, str)
+                                              else value).hex()))
+        elif kind == "argv":
+            parts.append("%s=argv:%s" % (field, ",".join(a.encode("utf-8").hex()
+                                                         for a in msg[field])))
+        elif kind == "event":
+            parts += render_fields(msg, *ic.EVENT_LAYOUTS[msg[field]])
         elif kind == "records":
             layout = ic.RECORDS[item.split(":")[2]]
             recs = [",".join(render_field(f, c, r[f]) for f, c in layout) for r in msg[field]]
             parts.append("%s=recs:%s" % (field, "|".join(recs)))
         else:
             parts.append("%s=ids:%s" % (field, ",".join(str(i) for i in msg[field])))
-    return " ".join(parts)
+    return parts
 
 
 def frames_of(data, chunks):
@@ -209,7 +221,7 @@ def main():
         if again != raw:
             failures.append("frame %d re-encodes to\n  %s\nC++ wrote\n  %s"
                             % (i, again.hex(), raw.hex()))
-    for check in (self_checks, client_checks):
+    for check in (self_checks, client_checks, tool_self_checks, tool_client_checks):
         try:
             check()
         except Exception as e:  # noqa: BLE001 -- any failure of a check is reported

@@ -48,6 +48,15 @@ struct Line {
     }
     return add(k, hex);
   }
+  // A list of strings (PTY_OPEN argv): argv: then each as hex bytes, joined by ','.
+  Line& strs(const char* k, const std::vector<std::string>& v) {
+    std::string out = "argv:";
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (i > 0) out += ',';
+      out += Line().text("x", v[i]).s.substr(4);  // "x=s:" then the hex
+    }
+    return add(k, out);
+  }
   Line& ids(const char* k, const std::vector<uint32_t>& v) {
     std::string out = "ids:";
     for (size_t i = 0; i < v.size(); ++i) {
@@ -95,7 +104,63 @@ std::string describe(const ClientMessage& msg, uint32_t rid) {
   if (auto* m = std::get_if<MemoryForget>(&msg)) l.u("episode_id", m->episode_id);
   if (auto* m = std::get_if<MemoryQuery>(&msg)) l.u("first", m->first).u("max_count", m->max_count);
   if (auto* m = std::get_if<MemoryWatch>(&msg)) l.u("on", m->on);
+  if (auto* m = std::get_if<ToolDeclare>(&msg)) l.text("json", m->json);
+  if (auto* m = std::get_if<ToolResult>(&msg)) {
+    l.u("call_id", m->call_id).u("status", uint32_t(m->status)).text("text", m->text);
+  }
+  if (auto* m = std::get_if<ToolEvents>(&msg)) l.u("mask", m->mask);
+  if (auto* m = std::get_if<PtyOpen>(&msg)) {
+    l.u("rows", m->rows).u("cols", m->cols).u("flags", m->flags).text("cwd", m->cwd);
+    l.strs("argv", m->argv);
+  }
+  if (auto* m = std::get_if<PtyWrite>(&msg)) {
+    l.u("pty_id", m->pty_id).u("mode", uint32_t(m->mode)).text("data", m->data);
+  }
+  if (auto* m = std::get_if<PtyResize>(&msg)) l.u("pty_id", m->pty_id).u("rows", m->rows).u("cols", m->cols);
+  if (auto* m = std::get_if<PtyClose>(&msg)) l.u("pty_id", m->pty_id);
+  if (auto* m = std::get_if<PtyRead>(&msg)) {
+    l.u("pty_id", m->pty_id).u("view", uint32_t(m->view)).u("from", m->from);
+    l.u("max_bytes", m->max_bytes);
+  }
+  if (auto* m = std::get_if<InterruptAction>(&msg)) {
+    l.u("interrupt_id", m->interrupt_id).u("action", uint32_t(m->action));
+    l.u("snooze_ms", m->snooze_ms);
+  }
+  if (auto* m = std::get_if<InterruptRaise>(&msg)) l.u("channel", m->channel).text("text", m->text);
   return l.s;
+}
+
+void describe_tools(const ServerMessage& msg, Line& l) {
+  if (auto* m = std::get_if<ToolDeclared>(&msg)) l.u("n_tools", m->n_tools);
+  if (auto* m = std::get_if<ToolCall>(&msg)) {
+    l.u("call_id", m->call_id).text("name", m->name).text("arguments", m->arguments);
+  }
+  if (auto* m = std::get_if<PtyOpened>(&msg)) l.u("pty_id", m->pty_id).u("pid", m->pid);
+  if (auto* m = std::get_if<InterruptRaised>(&msg)) l.u("interrupt_id", m->interrupt_id);
+  if (auto* m = std::get_if<PtyData>(&msg)) {
+    l.u("pty_id", m->pty_id).u("view", uint32_t(m->view)).u("from", m->from).u("next", m->next);
+    l.u("end", m->end).u("skipped", m->skipped).u("state", uint32_t(m->state)).u("code", m->code);
+    l.text("partial_line", m->partial_line).text("data", m->data);
+  }
+  const auto* ev = std::get_if<ToolEvent>(&msg);
+  if (ev == nullptr) return;
+  l.u("kind", uint32_t(ev->kind()));
+  if (auto* e = std::get_if<ToolRanEvent>(&ev->event)) {
+    l.u("call_id", e->call_id).u("status", uint32_t(e->status)).u("elapsed_ms", e->elapsed_ms);
+    l.u("pos", e->pos).u("n_tokens", e->n_tokens).u("client", e->client).text("name", e->name);
+  }
+  if (auto* e = std::get_if<PtyOutputEvent>(&ev->event)) {
+    l.u("pty_id", e->pty_id).u("raw_from", e->raw_from).u("text_from", e->text_from);
+    l.text("raw", e->raw).text("text", e->text);
+  }
+  if (auto* e = std::get_if<PtyStateEvent>(&ev->event)) {
+    l.u("pty_id", e->pty_id).u("state", uint32_t(e->state)).u("code", e->code);
+  }
+  if (auto* e = std::get_if<InterruptEvent>(&ev->event)) {
+    l.u("interrupt_id", e->interrupt_id).u("state", uint32_t(e->state));
+    l.u("source", uint32_t(e->source)).u("source_id", e->source_id).u("snooze_ms", e->snooze_ms);
+    l.u("bytes", e->bytes).u("pos", e->pos).u("n_tokens", e->n_tokens);
+  }
 }
 
 void describe_memory(const ServerMessage& msg, Line& l) {
@@ -173,6 +238,7 @@ std::string describe(const ServerMessage& msg, uint32_t rid) {
   }
   if (auto* m = std::get_if<Appended>(&msg)) l.u("pos", m->pos).u("n_tokens", m->n_tokens);
   describe_memory(msg, l);
+  describe_tools(msg, l);
   return l.s;
 }
 

@@ -2,6 +2,7 @@
 #include "test/protocol/samples.h"
 
 #include <limits>
+#include <string>
 
 namespace infer::protocol::test {
 
@@ -33,6 +34,24 @@ std::vector<std::pair<ClientMessage, uint32_t>> client_samples() {
       {MemoryForget{0x0102030405060708ull}, 15},
       {MemoryQuery{3, 4096}, 16},
       {MemoryWatch{1}, 17},
+      {ToolDeclare{R"([{"name":"get_weather","description":"Weather in a city )"
+                   "\xE2\x98\x80"
+                   R"(","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}])"},
+       18},
+      {ToolDeclare{"[]"}, 19},
+      {ToolResult{0x01020304, ToolStatus::kOk, R"({"temp_c":21.5,"sky":"clear"})"}, 20},
+      {ToolResult{7, ToolStatus::kError, "no such city: Atl\xC3\xA4ntis"}, 21},
+      {ToolEvents{0xF}, 22},
+      {PtyOpen{40, 120, 0, "src/\xC3\xA9", {"bash", "-c", "", "echo hi"}}, 23},
+      {PtyOpen{1, 1, 0, "", {"cat"}}, 24},
+      {PtyWrite{3, PtyWriteMode::kBytes, std::string("ls\r\0\xFF", 5)}, 25},
+      {PtyWrite{3, PtyWriteMode::kKey, "ctrl-c"}, 26},
+      {PtyResize{3, 50, 200}, 27},
+      {PtyClose{0x80000001u}, 28},
+      {PtyRead{3, PtyView::kText, 0x100000000ull, 65536}, 29},
+      {InterruptAction{9, InterruptActionKind::kSnooze, 1500}, 30},
+      {InterruptAction{10, InterruptActionKind::kAck, 0}, 31},
+      {InterruptRaise{0xFFFFFFFFu, "build finished \xE2\x9C\x93"}, 32},
   };
 }
 
@@ -72,6 +91,21 @@ std::vector<std::pair<ServerMessage, uint32_t>> server_samples() {
       {MemoryEvent{MemoryEventKind::kRecalled, 9, 128, 64, 0.75f, 0.7f, 2.0f}, 4},
       {MemoryEvent{MemoryEventKind::kReplaced, 1, 0, 64, 0.0f, 0.0f, 0.125f}, 0},
       {MemoryWatchAck{}, 17},
+      {ToolAck{}, 25},
+      {ToolDeclared{1}, 18},
+      {ToolCall{5, "get_weather", "{\"city\":\"Z\xC3\xBCrich\",\"days\":[1,2]}"}, 6},
+      {PtyOpened{3, 4242}, 23},
+      {PtyData{3, PtyView::kText, 10, 20, 30, 2, PtyState::kExited, 1, "Password: ",
+               std::string("done\n\0\xFE", 7)},
+       29},
+      {PtyData{1, PtyView::kRaw, 0, 0, 0, 0, PtyState::kRunning, 0, "", ""}, 29},
+      {ToolEvent{ToolRanEvent{5, ToolStatus::kError, 1234, 0x100000000ull, 17, 1, "get_weather"}}, 6},
+      {ToolEvent{PtyOutputEvent{3, 100, 50, "\x1b[1mhi\x1b[0m\r\n", "hi\n"}}, 0},
+      {ToolEvent{PtyStateEvent{3, PtyState::kSignalled, 9}}, 28},
+      {ToolEvent{InterruptEvent{9, InterruptState::kInjected, InterruptSource::kPty, 3, 0, 4096,
+                                0x200000000ull, 12}},
+       30},
+      {InterruptRaised{11}, 32},
   };
 }
 

@@ -1,4 +1,4 @@
-// One sample message per v1 opcode, both directions, with fields that exercise every byte of
+// One sample message per v1 opcode (tool frames: one per TOOL_EVENT kind), both directions, with fields that exercise every byte of
 // their encodings (multi-byte UTF-8, ids above 2^16, negative zero and subnormal floats).
 #pragma once
 
