@@ -121,6 +121,7 @@ void ReplTools::list_interrupts(std::FILE* out) {
 }
 
 ToolCommandResult ReplTools::run(std::string_view line, std::FILE* out, AttachIo io) {
+  report(out);  // what happened before the command, first
   const auto [name, args] = split_word(line);
   ToolCommandResult done;
   if (name == "/pty") {
