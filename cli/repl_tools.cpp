@@ -75,11 +75,14 @@ Result<std::unique_ptr<ReplTools>> ReplTools::open(const std::string& root) {
   std::unique_ptr<ReplTools> t(new ReplTools());
   INFER_TRY(t->ptys_, tools::PtySet::create(root, {}, t->adapter_.callback()));
   t->adapter_.attach(t->ptys_.get());
-  t->timer_ = std::jthread([p = t.get()](std::stop_token st) { p->interrupts_.wait_due(st); });
+  t->timer_ = std::thread([p = t.get()] { p->interrupts_.run_timer(); });
   return t;
 }
 
-ReplTools::~ReplTools() = default;
+ReplTools::~ReplTools() {
+  interrupts_.stop_timer();
+  if (timer_.joinable()) timer_.join();
+}
 
 actors::BoundaryInput ReplTools::injection(const Tokenizer& tok) {
   return actors::interrupt_injection(interrupts_, tok);

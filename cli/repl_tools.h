@@ -66,7 +66,7 @@ class ReplTools {
   tools::InterruptSet interrupts_;
   tools::PtyInterrupts adapter_;
   std::unique_ptr<tools::PtySet> ptys_;  // after the adapter: its drain thread ends first
-  std::jthread timer_;                   // InterruptSet::wait_due
+  std::thread timer_;  // InterruptSet::run_timer, stopped and joined by the destructor
 };
 
 }  // namespace infer::cli

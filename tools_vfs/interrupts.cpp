@@ -197,8 +197,14 @@ Result<void> InterruptSet::snooze(InterruptId id, std::optional<std::chrono::mil
 void InterruptSet::end_turn() {
   std::lock_guard lock(mu_);
   wake_due_locked(now_());
+  const Clock::time_point now = now_();
   for (auto& [id, e] : live_) {
-    if (e.state != InterruptState::kSnoozed || !e.until_turn_end || !has_room(1)) continue;
+    if (e.state != InterruptState::kSnoozed || !e.until_turn_end) continue;
+    if (!has_room(1)) {  // due now: woken once take_events makes room, like a passed delay
+      e.until_turn_end = false;
+      e.wake_at = now;
+      continue;
+    }
     set_state(e, InterruptState::kPending);
     emit(InterruptEventKind::kWoke, e, e.text.total_bytes() - e.text.dropped_bytes());
   }
@@ -231,18 +237,24 @@ std::optional<InterruptSet::Clock::time_point> InterruptSet::earliest_wake() con
 }
 
 // Waits on the real clock: an injected clock is for wake_due, which tests call themselves.
-void InterruptSet::wait_due(std::stop_token stop) {
+void InterruptSet::run_timer() {
   std::unique_lock lock(mu_);
-  while (!stop.stop_requested()) {
+  while (!timer_stopped_) {
     wake_due_locked(now_());
     const uint64_t seen = next_seq_;
     // Until the earliest deadline, or a new event (a new snooze may come sooner). A deadline
     // already past is one whose wake waits for room in the queue: looked at again each second.
     const Clock::time_point limit = Clock::now() + std::chrono::seconds(1);
     const std::optional<Clock::time_point> t = earliest_wake();
-    changed_.wait_until(lock, stop, t && *t > Clock::now() ? std::min(*t, limit) : limit,
-                        [&] { return next_seq_ != seen; });
+    changed_.wait_until(lock, t && *t > Clock::now() ? std::min(*t, limit) : limit,
+                        [&] { return next_seq_ != seen || timer_stopped_; });
   }
+}
+
+void InterruptSet::stop_timer() {
+  std::lock_guard lock(mu_);
+  timer_stopped_ = true;
+  changed_.notify_all();
 }
 
 std::vector<AckedText> InterruptSet::take_acked(size_t max_bytes, size_t max_count) {

@@ -17,7 +17,6 @@
 #include <map>
 #include <mutex>
 #include <optional>
-#include <stop_token>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -120,11 +119,13 @@ class InterruptSet {
   // Wakes every interrupt snoozed until the turn's end.
   void end_turn();
   // Wakes the interrupts whose snooze delay has passed by the clock; returns how many. Every
-  // other call does this too; wait_due keeps the time when nothing else calls.
+  // other call does this too; run_timer keeps the time when nothing else calls.
   size_t wake_due();
-  // Sleeps until the earliest snooze delay passes (waking those interrupts) or `stop` is
-  // requested; a front end's timer thread runs it in a loop.
-  void wait_due(std::stop_token stop);
+  // A front end's timer thread: sleeps until the earliest snooze delay passes (waking those
+  // interrupts) or a new event, again and again, until stop_timer(). On the real clock.
+  void run_timer();
+  // Ends run_timer (now, and at once for any later call).
+  void stop_timer();
 
   // The decode thread, at a token boundary: the acked interrupts, oldest ack first, whose text
   // fits in `max_bytes` together, at most `max_count` of them (the first that does not fit
@@ -174,7 +175,8 @@ class InterruptSet {
   InterruptLimits limits_;
   std::function<Clock::time_point()> now_;
   mutable std::mutex mu_;
-  std::condition_variable_any changed_;  // an event was queued, or a snooze deadline was set
+  std::condition_variable changed_;  // an event was queued (a snooze too), or stop_timer
+  bool timer_stopped_ = false;
   std::map<InterruptId, Entry> live_;
   std::map<InterruptSource, InterruptId> by_source_;
   std::deque<InterruptEvent> events_;

@@ -281,22 +281,36 @@ TEST(Interrupts, AFullEventQueueDelaysOrRefusesButNeverLosesAnEvent) {
   for (const auto& e : set.take_events()) all.push_back(e);  // wakes b after reading
   for (const auto& e : set.take_events()) all.push_back(e);
   EXPECT_EQ(set.pending_count(), 1);
-  for (size_t i = 0; i < all.size(); ++i) EXPECT_EQ(all[i].seq, i + 1) << "no gap, no repeat";
   EXPECT_EQ(all.back().kind, Kind::kWoke);
   EXPECT_EQ(all.back().id, b);
+  // A turn that ends while the queue is full: the snooze is over, its event waits for room.
+  ASSERT_TRUE(set.snooze(b).ok());  // until the turn ends
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(set.snooze(c, 1000ms).ok());  // full: 4 events
+  set.end_turn();
+  EXPECT_EQ(set.pending_count(), 0);
+  for (const auto& e : set.take_events()) all.push_back(e);
+  EXPECT_EQ(set.pending_count(), 1);
+  for (const auto& e : set.take_events()) all.push_back(e);
+  EXPECT_EQ(all.back().kind, Kind::kWoke);
+  EXPECT_EQ(all.back().id, b);
+  for (size_t i = 0; i < all.size(); ++i) EXPECT_EQ(all[i].seq, i + 1) << "no gap, no repeat";
 }
 
-TEST(Interrupts, WaitDueWakesASnoozeOnTheRealClockAndStops) {
+TEST(Interrupts, TheTimerWakesASnoozeOnTheRealClockAndStops) {
   InterruptSet set;
   const InterruptId a = *set.raise(kPty1, "a");
-  std::jthread timer([&](std::stop_token st) { set.wait_due(st); });
+  std::thread timer([&] { set.run_timer(); });
   ASSERT_TRUE(set.snooze(a, 50ms).ok());
   const auto deadline = std::chrono::steady_clock::now() + 5s;
   while (set.pending_count() == 0 && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(5ms);
   }
   EXPECT_EQ(set.pending_count(), 1);
-  timer.request_stop();  // the jthread joins: the wait must end promptly
+  const auto t0 = std::chrono::steady_clock::now();
+  set.stop_timer();  // with no deadline left the timer sleeps up to 1 s: it must end at once
+  timer.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 500ms);
+  set.run_timer();  // stopped for good: returns at once
 }
 
 TEST(Interrupts, TakeEventsWaitsBoundedForTheNextEvent) {
