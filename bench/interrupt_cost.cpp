@@ -99,9 +99,7 @@ int main(int argc, char** argv) {
   off.max_positions = max_positions;
   actors::EngineOptions hooked = off;
   hooked.boundary = actors::interrupt_injection(interrupts, *tok);
-  const auto forward = [&] {
-    return std::make_shared<CpuForward>(**model, pool, max_positions);
-  };
+  const auto forward = [&] { return std::make_shared<CpuForward>(**model, pool, max_positions); };
   actors::Engine e_off(forward(), off);
   actors::Engine e_on(forward(), hooked);
 
@@ -143,8 +141,7 @@ int main(int argc, char** argv) {
     req.input = prompt;
     NullSink sink;
     (void)e_on.run_turn(req, sink);  // prefill the prompt
-    const auto id = interrupts.raise({tools::SourceKind::kPty, 99},
-                                     std::string(8191, 'x') + "\n");
+    const auto id = interrupts.raise({tools::SourceKind::kPty, 99}, std::string(8191, 'x') + "\n");
     if (!id || !interrupts.ack(*id)) return 1;
     req.input = {};
     req.max_tokens = 1;

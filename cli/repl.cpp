@@ -181,6 +181,7 @@ Result<void> run_repl(const Options& opts, bool interactive) {
     INFER_TRY(tools, ReplTools::open(opts.tools_root.string()));
     session->pipeline.engine.boundary = tools->injection(tok);
     session->pipeline.gate.pending_interrupts = &tools->pending_counter();
+    tools->set_tracer(session->pipeline.tracer);
   }
   ConsoleFrontEnd front(opts.output);
   actors::Pipeline pipeline(session->forward, session->pipeline, front);

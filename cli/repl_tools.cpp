@@ -22,12 +22,13 @@
 namespace infer::cli {
 namespace {
 
-constexpr char kDetachKey = 0x1d;  // Ctrl-]
+constexpr char kDetachKey = 0x1d;     // Ctrl-]
 constexpr size_t kShownBytes = 4096;  // of a PTY's past output, on attach and in pipe mode
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n')) s.remove_suffix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n'))
+    s.remove_suffix(1);
   return s;
 }
 
@@ -67,7 +68,7 @@ void write_all(int fd, std::string_view bytes) {
 }  // namespace
 
 Result<std::unique_ptr<ReplTools>> ReplTools::open(const std::string& root) {
-  struct stat st{};
+  struct stat st {};
   if (::stat(root.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
     return make_error(ErrorCode::kInvalidArgument,
                       "--tools " + root + ": not an existing directory");
@@ -90,11 +91,17 @@ actors::BoundaryInput ReplTools::injection(const Tokenizer& tok) {
 
 void ReplTools::report(std::FILE* out) {
   for (const tools::InterruptEvent& e : interrupts_.take_events()) {
+    if (tracer_ != nullptr) {
+      const int64_t at_ns =
+          std::chrono::duration_cast<std::chrono::nanoseconds>(e.at.time_since_epoch()).count();
+      tracer_->span("interrupts", tools::interrupt_event_name(e.kind), at_ns, at_ns, int64_t(e.id));
+    }
     const std::string id = std::to_string(e.id);
     if (e.kind == tools::InterruptEventKind::kRaised) {
-      std::fprintf(out, "[interrupt %s from %s: new output, %llu bytes: /ack %s, /snooze %s, /drop %s]\n",
-                   id.c_str(), source_text(e.source).c_str(), (unsigned long long)e.text_bytes,
-                   id.c_str(), id.c_str(), id.c_str());
+      std::fprintf(
+          out, "[interrupt %s from %s: new output, %llu bytes: /ack %s, /snooze %s, /drop %s]\n",
+          id.c_str(), source_text(e.source).c_str(), (unsigned long long)e.text_bytes, id.c_str(),
+          id.c_str(), id.c_str());
     } else {
       std::fprintf(out, "[interrupt %s from %s %s, %llu bytes]\n", id.c_str(),
                    source_text(e.source).c_str(), tools::interrupt_event_name(e.kind),
@@ -139,8 +146,9 @@ ToolCommandResult ReplTools::run(std::string_view line, std::FILE* out, AttachIo
     if (name == "/ack") {
       if (!rest.empty()) return refuse("/ack takes one interrupt id");
       r = interrupts_.ack(*id);
-      if (r) std::fprintf(out, "[interrupt %llu acked: the model goes on with it]\n",
-                          (unsigned long long)*id);
+      if (r)
+        std::fprintf(out, "[interrupt %llu acked: the model goes on with it]\n",
+                     (unsigned long long)*id);
       done.continue_turn = r.ok();
     } else if (name == "/drop") {
       if (!rest.empty()) return refuse("/drop takes one interrupt id");
@@ -174,8 +182,10 @@ ToolCommandResult ReplTools::pty_command(std::string_view args, std::FILE* out, 
       std::fprintf(out, "pty %u  %s  pid %d  %ux%u  %llu bytes out  %s", p.id,
                    p.status.running ? "running" : "ended", int(p.pid), p.cols, p.rows,
                    (unsigned long long)p.raw_end, argv.c_str());
-      if (!p.status.running) std::fprintf(out, "  %s", tools::pty_exit_line(p.status).c_str());
-      else std::fputs("\n", out);
+      if (!p.status.running)
+        std::fprintf(out, "  %s", tools::pty_exit_line(p.status).c_str());
+      else
+        std::fputs("\n", out);
     }
     return {};
   }

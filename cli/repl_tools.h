@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "actors/engine.h"
+#include "actors/tracer.h"
 #include "base/result.h"
 #include "model/tokenizer/tokenizer.h"
 #include "tools_vfs/interrupt_sources.h"
@@ -23,7 +24,7 @@ namespace infer::cli {
 
 // What a command asks of the REPL after it ran.
 struct ToolCommandResult {
-  bool ok = true;             // false: refused or failed (the message is on stderr)
+  bool ok = true;              // false: refused or failed (the message is on stderr)
   bool continue_turn = false;  // /ack: let the model go on with the injected text now
 };
 
@@ -49,8 +50,10 @@ class ReplTools {
   // Runs one command line (starting with /pty, /ack, /snooze, /drop or /interrupts), printing
   // on `out` (errors on stderr).
   ToolCommandResult run(std::string_view line, std::FILE* out, AttachIo io = {});
-  // Before a prompt: one line per interrupt event since the last call.
+  // Before a prompt: one line per interrupt event since the last call, and with a tracer
+  // (--trace) one instant span each on the "interrupts" track (arg: the interrupt's id).
   void report(std::FILE* out);
+  void set_tracer(actors::Tracer* tracer) { tracer_ = tracer; }
   // After a turn: snoozes until the turn's end are over.
   void turn_ended() { interrupts_.end_turn(); }
 
@@ -63,6 +66,7 @@ class ReplTools {
   ToolCommandResult attach(tools::PtyId id, std::FILE* out, AttachIo io);
   void list_interrupts(std::FILE* out);
 
+  actors::Tracer* tracer_ = nullptr;
   tools::InterruptSet interrupts_;
   tools::PtyInterrupts adapter_;
   std::unique_ptr<tools::PtySet> ptys_;  // after the adapter: its drain thread ends first

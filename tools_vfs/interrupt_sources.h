@@ -38,8 +38,8 @@ class PtyInterrupts {
 
  private:
   struct Follow {
-    uint64_t from = 0;     // text view offset not yet raised
-    std::string partial;   // the partial line last raised
+    uint64_t from = 0;    // text view offset not yet raised
+    std::string partial;  // the partial line last raised
     bool exit_told = false;
   };
   void raise_new_text(const PtyEvent& e, Follow& f);

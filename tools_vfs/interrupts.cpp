@@ -14,32 +14,46 @@ std::string id_text(InterruptId id) { return "interrupt " + std::to_string(id); 
 
 const char* source_kind_name(SourceKind k) {
   switch (k) {
-    case SourceKind::kPty: return "pty";
-    case SourceKind::kSubshell: return "subshell";
-    case SourceKind::kClient: return "client";
+    case SourceKind::kPty:
+      return "pty";
+    case SourceKind::kSubshell:
+      return "subshell";
+    case SourceKind::kClient:
+      return "client";
   }
   return "?";
 }
 
 const char* interrupt_state_name(InterruptState s) {
   switch (s) {
-    case InterruptState::kPending: return "pending";
-    case InterruptState::kAcked: return "acked";
-    case InterruptState::kSnoozed: return "snoozed";
-    case InterruptState::kInjected: return "injected";
-    case InterruptState::kDropped: return "dropped";
+    case InterruptState::kPending:
+      return "pending";
+    case InterruptState::kAcked:
+      return "acked";
+    case InterruptState::kSnoozed:
+      return "snoozed";
+    case InterruptState::kInjected:
+      return "injected";
+    case InterruptState::kDropped:
+      return "dropped";
   }
   return "?";
 }
 
 const char* interrupt_event_name(InterruptEventKind k) {
   switch (k) {
-    case InterruptEventKind::kRaised: return "raised";
-    case InterruptEventKind::kAcked: return "acked";
-    case InterruptEventKind::kSnoozed: return "snoozed";
-    case InterruptEventKind::kWoke: return "woke";
-    case InterruptEventKind::kDropped: return "dropped";
-    case InterruptEventKind::kInjected: return "injected";
+    case InterruptEventKind::kRaised:
+      return "raised";
+    case InterruptEventKind::kAcked:
+      return "acked";
+    case InterruptEventKind::kSnoozed:
+      return "snoozed";
+    case InterruptEventKind::kWoke:
+      return "woke";
+    case InterruptEventKind::kDropped:
+      return "dropped";
+    case InterruptEventKind::kInjected:
+      return "injected";
   }
   return "?";
 }
@@ -67,6 +81,7 @@ void InterruptSet::emit(InterruptEventKind kind, const Entry& e, uint64_t text_b
   ev.dropped_bytes = e.text.dropped_bytes();
   ev.raised_bytes = e.text.total_bytes();
   ev.bursts = e.bursts;
+  ev.at = now_();
   events_.push_back(ev);
   changed_.notify_all();
 }
@@ -96,11 +111,11 @@ Result<InterruptId> InterruptSet::raise(InterruptSource source, std::string_view
     e = &live_.at(it->second);
   } else {
     if (live_.size() >= limits_.max_live) {
-      return make_error(ErrorCode::kInvalidArgument,
-                        std::string("too many live interrupts (") +
-                            std::to_string(limits_.max_live) + "): " +
-                            source_kind_name(source.kind) + " " + std::to_string(source.id) +
-                            " cannot raise one until one is acked, injected or dropped");
+      return make_error(
+          ErrorCode::kInvalidArgument,
+          std::string("too many live interrupts (") + std::to_string(limits_.max_live) +
+              "): " + source_kind_name(source.kind) + " " + std::to_string(source.id) +
+              " cannot raise one until one is acked, injected or dropped");
     }
     const size_t head = limits_.max_text_bytes / 4;
     Entry fresh;
@@ -275,8 +290,8 @@ std::vector<AckedText> InterruptSet::take_acked(size_t max_bytes, size_t max_cou
     used += text.size();
     set_state(*e, InterruptState::kInjected);
     emit(InterruptEventKind::kInjected, *e, text.size());  // its slot was reserved at ack
-    out.push_back({e->id, e->source, std::move(text), e->text.dropped_bytes(),
-                   e->text.total_bytes()});
+    out.push_back(
+        {e->id, e->source, std::move(text), e->text.dropped_bytes(), e->text.total_bytes()});
     by_source_.erase(e->source);
     live_.erase(e->id);
   }

@@ -61,6 +61,7 @@ struct InterruptEvent {
   uint64_t dropped_bytes = 0;  // coalesced output cut from its middle to stay within the cap
   uint64_t raised_bytes = 0;   // all its raises brought (kept and cut; the partial line aside)
   uint64_t bursts = 0;         // raises coalesced into it, the first included
+  std::chrono::steady_clock::time_point at;  // when, by the set's clock
 };
 
 // One interrupt as a front end lists it.
@@ -71,7 +72,7 @@ struct InterruptInfo {
   uint64_t text_bytes = 0;
   uint64_t dropped_bytes = 0;
   uint64_t bursts = 0;
-  std::string preview;  // the first line of its text, cut at 80 bytes
+  std::string preview;          // the first line of its text, cut at 80 bytes
   bool until_turn_end = false;  // snoozed until the turn ends
   std::optional<std::chrono::steady_clock::time_point> wake_at;  // snoozed for a delay
 };
@@ -111,8 +112,8 @@ class InterruptSet {
   // A front end's decisions. An unknown or finished id is kNotFound; a decision the state does
   // not allow (ack of an acked one, snooze of an acked one) is kInvalidArgument; so is any
   // decision while the event queue is full (read the events first), and nothing changes.
-  Result<void> ack(InterruptId id);     // pending | snoozed -> acked
-  Result<void> drop(InterruptId id);    // pending | snoozed | acked -> dropped
+  Result<void> ack(InterruptId id);   // pending | snoozed -> acked
+  Result<void> drop(InterruptId id);  // pending | snoozed | acked -> dropped
   // pending | snoozed -> snoozed until the turn ends (delay empty) or for `delay` (> 0).
   Result<void> snooze(InterruptId id, std::optional<std::chrono::milliseconds> delay = {});
 

@@ -1,6 +1,8 @@
 // Injection at the token boundary (EngineOptions::boundary, actors/interrupt_injection.h): ids
 // join the context once, in order, between two generated tokens, and are fed before the next
 // step; acked interrupts arrive framed as tool responses through the real tokenizer.
+#include "actors/interrupt_injection.h"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -10,7 +12,6 @@
 #include <vector>
 
 #include "actors/engine.h"
-#include "actors/interrupt_injection.h"
 #include "model/tool_format/tool_writer.h"
 #include "test/actors/fixture_model.h"
 #include "tools_vfs/interrupts.h"
@@ -203,6 +204,47 @@ TEST(InterruptInjection, AnAckedInterruptIsInjectedAsAToolResponseAtTheNextBound
   ASSERT_EQ(events.size(), 3u);
   EXPECT_EQ(events[2].kind, tools::InterruptEventKind::kInjected);
   EXPECT_EQ(events[2].id, id);
+}
+
+// Several acked at once: one frame each, in the order they were acked, all at one boundary.
+TEST(InterruptInjection, SeveralAckedInterruptsArriveInAckOrderAtOneBoundary) {
+  ThreadPool pool(2);
+  const VocabModel f = load_vocab_model(pool);
+  ASSERT_NE(f.model, nullptr);
+  ASSERT_TRUE(f.tok.has_value());
+  tools::InterruptSet interrupts;
+  const tools::InterruptId a = *interrupts.raise({tools::SourceKind::kPty, 1}, "first pty\n");
+  const tools::InterruptId b = *interrupts.raise({tools::SourceKind::kSubshell, 2}, "[exit 0]");
+  actors::EngineOptions o;
+  o.max_positions = kMaxPositions;
+  o.boundary = actors::interrupt_injection(interrupts, *f.tok);
+  actors::Engine engine(std::make_shared<CpuForward>(*f.model, pool, kMaxPositions), o);
+  ActingSink sink;
+  sink.at = 0;
+  sink.act = [&] {
+    ASSERT_TRUE(interrupts.ack(b).ok());
+    ASSERT_TRUE(interrupts.ack(a).ok());
+  };
+  ASSERT_EQ(engine.run_turn(greedy_turn(f.prompt, 3), sink).reason,
+            actors::StopReason::kTokenLimit);
+  std::vector<int32_t> expect;
+  for (const tools::AckedText& t :
+       {tools::AckedText{b, {tools::SourceKind::kSubshell, 2}, "[exit 0]"},
+        tools::AckedText{a, {tools::SourceKind::kPty, 1}, "first pty\n"}}) {
+    const Result<FormatPieces> pieces = actors::interrupt_response_pieces(t);
+    ASSERT_TRUE(pieces.ok());
+    const Result<std::vector<int32_t>> ids = encode_pieces(*f.tok, *pieces);
+    ASSERT_TRUE(ids.ok());
+    expect.insert(expect.end(), ids->begin(), ids->end());
+  }
+  ASSERT_EQ(sink.injections.size(), 1u);
+  const size_t at = f.prompt.size() + 1;
+  const std::vector<int32_t>& ctx = engine.context();
+  ASSERT_GE(ctx.size(), at + expect.size());
+  EXPECT_EQ(std::vector<int32_t>(ctx.begin() + ptrdiff_t(at),
+                                 ctx.begin() + ptrdiff_t(at + expect.size())),
+            expect);
+  EXPECT_NE(f.tok->decode(expect).find("response:subshell{id:2,"), std::string::npos);
 }
 
 TEST(InterruptInjection, AFrameThatCannotFitStaysAckedAndTheTurnEnds) {

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "cli/repl_input.h"
 
@@ -73,8 +74,8 @@ bool wait_text(ReplTools& tools, uint64_t id, const std::string& needle) {
 }
 
 TEST(ReplTools, ToolCommandsParseAsOneCommandWithTheirArguments) {
-  for (const char* line : {"/pty", "/pty open bash -i", "/ack 3", "/snooze 2 1.5", "/drop 1",
-                           "/interrupts"}) {
+  for (const char* line :
+       {"/pty", "/pty open bash -i", "/ack 3", "/snooze 2 1.5", "/drop 1", "/interrupts"}) {
     const ReplInput in = parse_input(line);
     EXPECT_EQ(in.command, Command::kTool) << line;
     EXPECT_EQ(in.text, line);
@@ -144,14 +145,47 @@ TEST(ReplTools, PtyOutputRaisesAnInterruptThatIsAckedSnoozedOrDropped) {
   EXPECT_FALSE(run(tools, "/pty close 1").result.ok);
 }
 
+// --trace: each event an instant span on the "interrupts" track, at its time, in order.
+TEST(ReplTools, EventsAreTracedAsInstantSpans) {
+  struct Recorder : actors::Tracer {
+    void span(const char* actor, const char* what, int64_t t0, int64_t t1, int64_t arg) override {
+      spans.push_back({actor, what, t0, t1, arg});
+    }
+    struct Span {
+      std::string actor, what;
+      int64_t t0, t1, arg;
+    };
+    std::vector<Span> spans;
+  } rec;
+  TempRoot root;
+  auto opened = ReplTools::open(root.path);
+  ASSERT_TRUE(opened.ok());
+  ReplTools& tools = **opened;
+  tools.set_tracer(&rec);
+  const tools::InterruptId id = *tools.interrupts().raise({tools::SourceKind::kClient, 4}, "x");
+  ASSERT_TRUE(tools.interrupts().snooze(id).ok());
+  ASSERT_TRUE(run(tools, "/drop " + std::to_string(id)).result.ok);
+  ASSERT_EQ(rec.spans.size(), 3u);
+  const char* whats[] = {"raised", "snoozed", "dropped"};
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(rec.spans[i].actor, "interrupts");
+    EXPECT_EQ(rec.spans[i].what, whats[i]);
+    EXPECT_EQ(rec.spans[i].arg, int64_t(id));
+    EXPECT_EQ(rec.spans[i].t0, rec.spans[i].t1);
+    if (i > 0) {
+      EXPECT_LE(rec.spans[i - 1].t0, rec.spans[i].t0);
+    }
+  }
+}
+
 TEST(ReplTools, BadCommandsAreRefusedWithoutSideEffects) {
   TempRoot root;
   auto opened = ReplTools::open(root.path);
   ASSERT_TRUE(opened.ok());
   ReplTools& tools = **opened;
-  for (const char* line : {"/ack", "/ack x", "/ack 1", "/ack 1 2", "/drop 7", "/snooze 1 -3",
-                           "/snooze 1 abc", "/pty open", "/pty frob", "/pty 9", "/pty 9 text",
-                           "/pty close", "/pty close x"}) {
+  for (const char* line :
+       {"/ack", "/ack x", "/ack 1", "/ack 1 2", "/drop 7", "/snooze 1 -3", "/snooze 1 abc",
+        "/pty open", "/pty frob", "/pty 9", "/pty 9 text", "/pty close", "/pty close x"}) {
     const Captured c = run(tools, line);
     EXPECT_FALSE(c.result.ok) << line;
     EXPECT_FALSE(c.result.continue_turn) << line;

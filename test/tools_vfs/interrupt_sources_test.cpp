@@ -53,7 +53,8 @@ TEST(PtyInterrupts, AfterAnInjectionOnlyNewTextRaisesAgainAndAPromptIsItsPartial
   auto ptys = make_pty_set(tree, {}, adapter.callback());
   ASSERT_NE(ptys, nullptr);
   adapter.attach(ptys.get());
-  const PtyId id = open_pty(*ptys, {"sh", "-c", "echo first; printf 'name? '; read x; echo got $x"});
+  const PtyId id =
+      open_pty(*ptys, {"sh", "-c", "echo first; printf 'name? '; read x; echo got $x"});
   EXPECT_EQ(wait_interrupt_text(interrupts, id, "name? "), "first\nname? ");
   const InterruptId first = interrupts.list().at(0).id;
   ASSERT_TRUE(interrupts.ack(first).ok());
@@ -76,8 +77,9 @@ TEST(PtyInterrupts, AChattyPtyCoalescesIntoOneBoundedInterrupt) {
   auto ptys = make_pty_set(tree, {}, adapter.callback());
   ASSERT_NE(ptys, nullptr);
   adapter.attach(ptys.get());
-  const PtyId id = open_pty(*ptys, {"sh", "-c", "i=0; while [ $i -lt 3000 ]; do echo line $i; "
-                                                "i=$((i+1)); done"});
+  const PtyId id = open_pty(*ptys, {"sh", "-c",
+                                    "i=0; while [ $i -lt 3000 ]; do echo line $i; "
+                                    "i=$((i+1)); done"});
   const std::string text = wait_interrupt_text(interrupts, id, "[exited", 20000ms);
   EXPECT_NE(text.find("line 2999\n[exited with status 0]"), std::string::npos) << text;
   EXPECT_NE(text.find("line 0\n"), std::string::npos) << text;

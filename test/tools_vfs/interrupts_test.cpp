@@ -111,8 +111,8 @@ TEST(Interrupts, AckInjectsOnceInAckOrderAndEndsTheInterrupt) {
   EXPECT_TRUE(set.take_acked().empty());  // exactly once
   EXPECT_TRUE(set.list().empty());
   const auto events = set.take_events();
-  EXPECT_EQ(kinds(events), (std::vector{Kind::kAcked, Kind::kAcked, Kind::kInjected,
-                                        Kind::kInjected}));
+  EXPECT_EQ(kinds(events),
+            (std::vector{Kind::kAcked, Kind::kAcked, Kind::kInjected, Kind::kInjected}));
   EXPECT_EQ(events[2].text_bytes, 9u);
   // The source's next output is a new interrupt.
   const InterruptId c = *set.raise(kPty1, "more\n");
@@ -152,7 +152,7 @@ TEST(Interrupts, SnoozeUntilTheTurnEndsThenPendingAgain) {
   ASSERT_TRUE(set.snooze(a).ok());
   EXPECT_EQ(set.pending_count(), 0);
   EXPECT_TRUE(set.list().at(0).until_turn_end);
-  EXPECT_EQ(set.wake_due(), 0u);  // no delay: only the turn's end wakes it
+  EXPECT_EQ(set.wake_due(), 0u);           // no delay: only the turn's end wakes it
   EXPECT_EQ(*set.raise(kPty1, "y\n"), a);  // a snoozed interrupt still coalesces
   EXPECT_EQ(set.pending_count(), 0);
   set.end_turn();
@@ -182,9 +182,8 @@ TEST(Interrupts, SnoozeForADelayWakesByTheClockNotByTheTurn) {
   clock.t += 10ms;
   ASSERT_TRUE(set.raise(kPty2, "z\n").ok());
   EXPECT_EQ(set.pending_count(), 2);
-  EXPECT_EQ(kinds(set.take_events()),
-            (std::vector{Kind::kRaised, Kind::kSnoozed, Kind::kWoke, Kind::kSnoozed, Kind::kWoke,
-                         Kind::kRaised}));
+  EXPECT_EQ(kinds(set.take_events()), (std::vector{Kind::kRaised, Kind::kSnoozed, Kind::kWoke,
+                                                   Kind::kSnoozed, Kind::kWoke, Kind::kRaised}));
 }
 
 TEST(Interrupts, ASnoozedInterruptCanBeAckedOrDropped) {
@@ -257,20 +256,19 @@ TEST(Interrupts, AFullEventQueueDelaysOrRefusesButNeverLosesAnEvent) {
   InterruptLimits lim;
   lim.event_capacity = 4;
   InterruptSet set(lim, clock.fn());
-  const InterruptId a = *set.raise({SourceKind::kPty, 1}, "a");    // 1 event
-  const InterruptId b = *set.raise({SourceKind::kPty, 2}, "b");    // 2
-  ASSERT_TRUE(set.ack(a).ok());                                    // 3, + 1 reserved
+  const InterruptId a = *set.raise({SourceKind::kPty, 1}, "a");     // 1 event
+  const InterruptId b = *set.raise({SourceKind::kPty, 2}, "b");     // 2
+  ASSERT_TRUE(set.ack(a).ok());                                     // 3, + 1 reserved
   EXPECT_EQ(set.ack(b).error().code, ErrorCode::kInvalidArgument);  // needs 2 more
   EXPECT_FALSE(set.snooze(b).ok());
   const InterruptId c = *set.raise({SourceKind::kPty, 3}, "c");  // held, unannounced
   EXPECT_EQ(set.pending_count(), 1);                             // b only
   EXPECT_EQ(set.list().size(), 2u);
-  EXPECT_EQ(set.ack(c).error().code, ErrorCode::kNotFound);  // not raised yet
+  EXPECT_EQ(set.ack(c).error().code, ErrorCode::kNotFound);     // not raised yet
   EXPECT_EQ(set.raise({SourceKind::kPty, 3}, "+").value(), c);  // but it coalesces
   EXPECT_EQ(set.take_acked().size(), 1u);  // the reserved slot: queue now full (4)
   std::vector<InterruptEvent> all = set.take_events();
-  EXPECT_EQ(kinds(all), (std::vector{Kind::kRaised, Kind::kRaised, Kind::kAcked,
-                                     Kind::kInjected}));
+  EXPECT_EQ(kinds(all), (std::vector{Kind::kRaised, Kind::kRaised, Kind::kAcked, Kind::kInjected}));
   // Reading made room: the held interrupt is raised now, with all it coalesced.
   EXPECT_EQ(set.pending_count(), 2);
   EXPECT_EQ(*set.text(c), "c+");
@@ -284,7 +282,7 @@ TEST(Interrupts, AFullEventQueueDelaysOrRefusesButNeverLosesAnEvent) {
   EXPECT_EQ(all.back().kind, Kind::kWoke);
   EXPECT_EQ(all.back().id, b);
   // A turn that ends while the queue is full: the snooze is over, its event waits for room.
-  ASSERT_TRUE(set.snooze(b).ok());  // until the turn ends
+  ASSERT_TRUE(set.snooze(b).ok());                                      // until the turn ends
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(set.snooze(c, 1000ms).ok());  // full: 4 events
   set.end_turn();
   EXPECT_EQ(set.pending_count(), 0);
