@@ -71,13 +71,18 @@ bool InterruptSet::has_room(size_t n) const {
          limits_.event_capacity;
 }
 
-void InterruptSet::emit(InterruptEventKind kind, const Entry& e, uint64_t text_bytes) {
+uint64_t InterruptSet::held_bytes(const Entry& e) {
+  return e.text.total_bytes() - e.text.dropped_bytes() + e.partial.size();
+}
+
+void InterruptSet::emit(InterruptEventKind kind, const Entry& e,
+                        std::optional<uint64_t> text_bytes) {
   InterruptEvent ev;
   ev.seq = next_seq_++;
   ev.kind = kind;
   ev.id = e.id;
   ev.source = e.source;
-  ev.text_bytes = text_bytes;
+  ev.text_bytes = text_bytes ? *text_bytes : held_bytes(e);
   ev.dropped_bytes = e.text.dropped_bytes();
   ev.raised_bytes = e.text.total_bytes();
   ev.bursts = e.bursts;
@@ -133,7 +138,7 @@ Result<InterruptId> InterruptSet::raise(InterruptSource source, std::string_view
     e->announced = true;
     e->state = InterruptState::kPending;
     pending_.fetch_add(1, std::memory_order_relaxed);
-    emit(InterruptEventKind::kRaised, *e, e->text.total_bytes() - e->text.dropped_bytes());
+    emit(InterruptEventKind::kRaised, *e);
   }
   return e->id;
 }
@@ -162,7 +167,7 @@ Result<void> InterruptSet::ack(InterruptId id) {
   }
   e->ack_order = next_ack_++;
   set_state(*e, InterruptState::kAcked);
-  emit(InterruptEventKind::kAcked, *e, e->text.total_bytes() - e->text.dropped_bytes());
+  emit(InterruptEventKind::kAcked, *e);
   return Ok{};
 }
 
@@ -177,7 +182,7 @@ Result<void> InterruptSet::drop(InterruptId id) {
                           std::to_string(limits_.event_capacity) + "); read the events first");
   }
   set_state(*e, InterruptState::kDropped);
-  emit(InterruptEventKind::kDropped, *e, e->text.total_bytes() - e->text.dropped_bytes());
+  emit(InterruptEventKind::kDropped, *e);
   by_source_.erase(e->source);
   live_.erase(id);
   return Ok{};
@@ -205,7 +210,7 @@ Result<void> InterruptSet::snooze(InterruptId id, std::optional<std::chrono::mil
   set_state(*e, InterruptState::kSnoozed);
   e->until_turn_end = !delay.has_value();
   if (delay) e->wake_at = now + *delay;
-  emit(InterruptEventKind::kSnoozed, *e, e->text.total_bytes() - e->text.dropped_bytes());
+  emit(InterruptEventKind::kSnoozed, *e);
   return Ok{};
 }
 
@@ -221,7 +226,7 @@ void InterruptSet::end_turn() {
       continue;
     }
     set_state(e, InterruptState::kPending);
-    emit(InterruptEventKind::kWoke, e, e.text.total_bytes() - e.text.dropped_bytes());
+    emit(InterruptEventKind::kWoke, e);
   }
 }
 
@@ -232,7 +237,7 @@ size_t InterruptSet::wake_due_locked(Clock::time_point now) {
     if (e.state != InterruptState::kSnoozed || !e.wake_at || *e.wake_at > now) continue;
     if (!has_room(1)) break;
     set_state(e, InterruptState::kPending);
-    emit(InterruptEventKind::kWoke, e, e.text.total_bytes() - e.text.dropped_bytes());
+    emit(InterruptEventKind::kWoke, e);
     ++woke;
   }
   return woke;
@@ -305,7 +310,7 @@ void InterruptSet::announce_held() {
     e.announced = true;
     e.state = InterruptState::kPending;
     pending_.fetch_add(1, std::memory_order_relaxed);
-    emit(InterruptEventKind::kRaised, e, e.text.total_bytes() - e.text.dropped_bytes());
+    emit(InterruptEventKind::kRaised, e);
   }
 }
 
@@ -332,7 +337,7 @@ std::vector<InterruptInfo> InterruptSet::list() const {
     info.id = id;
     info.source = e.source;
     info.state = e.state;
-    info.text_bytes = e.text.total_bytes() - e.text.dropped_bytes();
+    info.text_bytes = held_bytes(e);
     info.dropped_bytes = e.text.dropped_bytes();
     info.bursts = e.bursts;
     std::string text = entry_text(e);

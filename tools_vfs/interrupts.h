@@ -57,7 +57,7 @@ struct InterruptEvent {
   InterruptEventKind kind = InterruptEventKind::kRaised;
   InterruptId id = 0;
   InterruptSource source;
-  uint64_t text_bytes = 0;     // text held (injected: the bytes taken)
+  uint64_t text_bytes = 0;     // text held, partial line included (injected: the bytes taken)
   uint64_t dropped_bytes = 0;  // coalesced output cut from its middle to stay within the cap
   uint64_t raised_bytes = 0;   // all its raises brought (kept and cut; the partial line aside)
   uint64_t bursts = 0;         // raises coalesced into it, the first included
@@ -69,7 +69,7 @@ struct InterruptInfo {
   InterruptId id = 0;
   InterruptSource source;
   InterruptState state = InterruptState::kPending;
-  uint64_t text_bytes = 0;
+  uint64_t text_bytes = 0;  // held, partial line included
   uint64_t dropped_bytes = 0;
   uint64_t bursts = 0;
   std::string preview;          // the first line of its text, cut at 80 bytes
@@ -165,7 +165,9 @@ class InterruptSet {
 
   // mu_ held for all of these.
   bool has_room(size_t n) const;  // n more events fit beside the reservations for injections
-  void emit(InterruptEventKind kind, const Entry& e, uint64_t text_bytes);
+  // text_bytes: what the event reports as held; empty: held_bytes(e).
+  void emit(InterruptEventKind kind, const Entry& e, std::optional<uint64_t> text_bytes = {});
+  static uint64_t held_bytes(const Entry& e);  // kept text and the partial line
   void set_state(Entry& e, InterruptState to);  // keeps the atomic counts
   Result<Entry*> find_live(InterruptId id, const char* action);
   size_t wake_due_locked(Clock::time_point now);

@@ -336,6 +336,7 @@ TEST(Interrupts, ThreadsRaiseActAndTakeAtOnceWithoutLosingAnything) {
   constexpr int kSources = 4, kBursts = 2000;
   std::atomic<bool> raising{true};
   std::atomic<uint64_t> injected_bytes{0}, raised_bytes{0}, drops{0}, injections{0};
+  std::atomic<uint64_t> acks{0}, refused_acks{0};
   std::vector<InterruptEvent> events;
   std::mutex events_mu;
   std::vector<std::thread> raisers;
@@ -351,6 +352,9 @@ TEST(Interrupts, ThreadsRaiseActAndTakeAtOnceWithoutLosingAnything) {
           std::this_thread::yield();
         }
         raised_bytes += 10;
+        // A drain thread raises once per read round, not in a tight loop: four threads that
+        // never pause could starve the others of the (unfair) mutex on a loaded machine.
+        if (i % 32 == 31) std::this_thread::sleep_for(50us);
       }
     });
   }
@@ -377,7 +381,7 @@ TEST(Interrupts, ThreadsRaiseActAndTakeAtOnceWithoutLosingAnything) {
         switch (n++ % 4) {
           case 0:
           case 1:
-            (void)set.ack(info.id);
+            ++(set.ack(info.id).ok() ? acks : refused_acks);
             break;
           case 2:
             (void)set.snooze(info.id);
@@ -416,7 +420,8 @@ TEST(Interrupts, ThreadsRaiseActAndTakeAtOnceWithoutLosingAnything) {
   EXPECT_EQ(injected_bytes.load() + dropped + live, raised_bytes.load());
   EXPECT_GE(raised_bytes.load(), uint64_t(kSources) * kBursts * 10);
   EXPECT_GE(drops.load(), 10u);
-  EXPECT_GE(injections.load(), 10u);
+  EXPECT_GE(injections.load(), 10u) << acks << " acks, " << refused_acks << " refused, "
+                                     << events.size() << " events";
   EXPECT_EQ(set.acked_count(), 0);
   int64_t pending = 0;
   for (const auto& info : set.list()) pending += info.state == InterruptState::kPending;
