@@ -4,7 +4,8 @@
 // span lines (cli/repl_input.h); piped input is one turn a line. Ctrl-C while generating
 // interrupts (the text so far stays in the context); at the prompt it drops the line being
 // written, and at an empty prompt it leaves. In pipe mode a turn that fails makes the exit
-// status 1 once the input is done.
+// status 1 once the input is done. With --tools, /pty and the interrupt commands are
+// cli/repl_tools.h's.
 #include "cli/repl.h"
 
 #include <signal.h>
