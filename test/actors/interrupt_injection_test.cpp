@@ -2,6 +2,7 @@
 // join the context once, in order, between two generated tokens, and are fed before the next
 // step; acked interrupts arrive framed as tool responses through the real tokenizer.
 #include "actors/interrupt_injection.h"
+#include "actors/pipeline.h"
 
 #include <gtest/gtest.h>
 
@@ -14,6 +15,7 @@
 #include "actors/engine.h"
 #include "model/tool_format/tool_writer.h"
 #include "test/actors/fixture_model.h"
+#include "test/actors/recording_front_end.h"
 #include "tools_vfs/interrupts.h"
 
 namespace infer::test {
@@ -266,6 +268,49 @@ TEST(InterruptInjection, AFrameThatCannotFitStaysAckedAndTheTurnEnds) {
   EXPECT_EQ(out.reason, actors::StopReason::kContextFull);
   EXPECT_EQ(interrupts.acked_count(), 1);  // still waiting, not lost
   EXPECT_EQ(*interrupts.text(id), "hello\n");
+}
+
+// Through the actor pipeline (the stream actor builds its Engine from PipelineOptions::engine):
+// ids waiting at a turn's first boundary join it, and pending interrupts make the gate act.
+TEST(InterruptPipeline, InjectionAndTheGatesUrgencyWorkThroughTheActors) {
+  ThreadPool pool(2);
+  const Fixture f = load_fixture(fixture_dir("e2b-mini"), pool);
+  ASSERT_NE(f.model, nullptr);
+  const std::vector<int32_t> extra = {5, 6, 7};
+  std::atomic<int64_t> ready{1}, pending{0};
+  actors::PipelineOptions o;
+  o.engine.max_positions = kMaxPositions;
+  o.engine.boundary.ready = &ready;
+  o.engine.boundary.take = [&](std::vector<int32_t>& ids, int64_t) {
+    ids.assign(extra.begin(), extra.end());
+    ready.store(0);
+    return actors::Injection::kIds;
+  };
+  o.gate.pending_interrupts = &pending;
+  o.gate.act_on_interrupts = 1;
+  RecordingFrontEnd front;
+  actors::Pipeline p(std::make_shared<CpuForward>(*f.model, pool, kMaxPositions), o, front);
+  const uint64_t t1 = p.send("", f.prompt, true, 4);
+  const auto end1 = front.wait_turn(t1);
+  ASSERT_TRUE(end1.has_value());
+  EXPECT_EQ(end1->reason, actors::StopReason::kTokenLimit);
+  const Result<actors::PipelineStats> st = p.stats(true);
+  ASSERT_TRUE(st.ok());
+  std::vector<int32_t> expect(f.prompt);
+  expect.insert(expect.end(), extra.begin(), extra.end());
+  const std::vector<int32_t> generated = front.ids(t1);
+  expect.insert(expect.end(), generated.begin(), generated.end());
+  EXPECT_EQ(st->context, expect);
+  // An interrupt pending: the gate acts and the turn stops within its lead.
+  pending.store(1);
+  const uint64_t t2 = p.send("", {}, true, 64);
+  const auto end2 = front.wait_turn(t2);
+  ASSERT_TRUE(end2.has_value());
+  EXPECT_EQ(end2->reason, actors::StopReason::kGate);
+  EXPECT_LE(end2->generated, actors::kGateLead + 1);
+  const auto tokens = front.tokens(t2);
+  ASSERT_FALSE(tokens.empty());
+  EXPECT_EQ(tokens.front().decision, actors::Decision::kAct);
 }
 
 }  // namespace
