@@ -32,6 +32,10 @@ Engine::Engine(std::shared_ptr<Forward> forward, EngineOptions opts)
   context_.reserve(size_t(std::min<int64_t>(opts_.max_positions, int64_t(1) << 20)));
   const Result<void> started = append(opts_.preamble);
   INFER_CHECK(started.ok(), "the preamble: %s", started.error().message.c_str());
+  INFER_CHECK((opts_.boundary.ready == nullptr) == !opts_.boundary.take,
+              "BoundaryInput needs both ready and take");
+  // An interrupt's framed text (8 KiB at most by default) fits without a reallocation.
+  if (opts_.boundary.ready != nullptr) inject_ids_.reserve(size_t(16) << 10);
 }
 
 bool Engine::is_end(int32_t id) const {
@@ -224,6 +228,11 @@ void Engine::generate(const TurnRequest& req, TokenSink& sink, TurnOutcome& out)
       out.reason = StopReason::kGate;
       break;
     }
+    // The one atomic load a token costs while nothing is acked.
+    if (opts_.boundary.ready != nullptr &&
+        opts_.boundary.ready->load(std::memory_order_relaxed) != 0 && !inject(sink, out)) {
+      break;
+    }
     if (full()) {
       out.reason = StopReason::kContextFull;
       break;
@@ -267,6 +276,38 @@ void Engine::generate(const TurnRequest& req, TokenSink& sink, TurnOutcome& out)
   }
   set_request_sampling(nullptr);  // the next turn samples with the session's settings
   set_stop_at_end(true);
+}
+
+bool Engine::inject(TokenSink& sink, TurnOutcome& out) {
+  TraceScope span(opts_.tracer, "stream", "inject");
+  inject_ids_.clear();
+  // One position stays free for the token generated after the injection.
+  const int64_t room = std::max<int64_t>(0, opts_.max_positions - position() - 1);
+  switch (opts_.boundary.take(inject_ids_, room)) {
+    case Injection::kNothing:
+      return true;
+    case Injection::kNoRoom:
+      out.reason = StopReason::kContextFull;
+      return false;
+    case Injection::kIds:
+      break;
+  }
+  if (inject_ids_.empty()) return true;
+  if (int64_t(inject_ids_.size()) > room) {
+    out.reason = StopReason::kError;
+    out.error = make_error(ErrorCode::kInternal,
+                           "an injection of " + std::to_string(inject_ids_.size()) +
+                               " ids was given room for " + std::to_string(room));
+    return false;
+  }
+  if (Result<void> r = append(inject_ids_); !r) {
+    out.reason = StopReason::kError;
+    out.error = r.error();
+    return false;
+  }
+  injected_ += int64_t(inject_ids_.size());
+  sink.injected(position(), int64_t(inject_ids_.size()));
+  return true;
 }
 
 // P(any end id) under softmax(logits / T): the top token has probability exp(0) / z = top_prob,

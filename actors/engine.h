@@ -6,6 +6,7 @@
 // (it is fed by the following step, or by the next turn's prefill when generation stops there).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -22,6 +23,23 @@
 #include "model/sampling.h"
 
 namespace infer::actors {
+
+// What BoundaryInput::take found.
+enum class Injection : uint8_t {
+  kNothing,  // nothing waits (the count was stale)
+  kIds,      // ids to join the context
+  kNoRoom,   // something waits that does not fit in `room`: it keeps waiting, the turn ends
+};
+
+// Ids that join the context between two generated tokens (acked interrupts: docs/TOOLS.md
+// "Interrupts", actors/interrupt_injection.h frames them). Per token the loop does one relaxed
+// load of *ready and nothing else while it reads 0; only then is take called, on the loop's
+// thread, to write at most `room` ids into `ids` (empty, its capacity kept). They are appended
+// after the last generated token and fed (prefilled with it) before the next step.
+struct BoundaryInput {
+  const std::atomic<int64_t>* ready = nullptr;  // null: no injection
+  std::function<Injection(std::vector<int32_t>& ids, int64_t room)> take;
+};
 
 struct EngineOptions {
   SamplingParams sampling;
@@ -46,6 +64,7 @@ struct EngineOptions {
   std::function<void(int64_t pos, int64_t n)> before_generate;
   // Prefill chunks also write every position's logits [n, V] here (--dump-logits); empty: none.
   std::function<Result<void>(std::span<const float> logits, int64_t n)> prompt_logits;
+  BoundaryInput boundary;  // injection between tokens; empty: none
 };
 
 // Where the loop reads, between tokens and prefill chunks, what stops a turn from outside
@@ -100,6 +119,9 @@ class TokenSink {
   virtual Verdict token(const Step& step) = 0;
   // The turn's input is in the context (position() ids, n of them new), before its prefill.
   virtual void appended(int64_t /*position*/, int64_t /*n*/) {}
+  // n ids were injected at a token boundary (EngineOptions::boundary); the context now holds
+  // `position` ids. Before they are fed.
+  virtual void injected(int64_t /*position*/, int64_t /*n*/) {}
 };
 
 // How a turn ended. error is set when reason is kError.
@@ -158,6 +180,8 @@ class Engine {
   double last_decode_ms() const { return last_decode_ms_; }
   // Tokens handed to sinks over the engine's life (never reset): the gate's lead counts them.
   int64_t emitted() const { return emitted_; }
+  // Ids injected at token boundaries over the engine's life.
+  int64_t injected() const { return injected_; }
 
  private:
   Result<void> feed_range(std::span<const int32_t> ids);
@@ -165,6 +189,8 @@ class Engine {
   float end_probability(std::span<const float> logits) const;
   bool interrupted(const TurnControl& c) const;
   void wait_for_gate(const TurnControl& c) const;
+  // Takes what BoundaryInput has and appends it; false ends the turn (out says why).
+  bool inject(TokenSink& sink, TurnOutcome& out);
   void generate(const TurnRequest& req, TokenSink& sink, TurnOutcome& out);
   // step() without committing: the caller decides with commit().
   Result<Step> sample_next();
@@ -194,6 +220,8 @@ class Engine {
   float ms_per_token_ = 0.0f;
   double last_decode_ms_ = 0.0;
   int64_t emitted_ = 0;
+  int64_t injected_ = 0;
+  std::vector<int32_t> inject_ids_;  // BoundaryInput::take's buffer, reserved at construction
   int64_t decode_at_ = -1;         // the position of the last committed generated token
   int64_t hooked_until_ = 0;       // before_generate has seen the positions below this
   std::vector<float> all_logits_;  // [chunk, V] for opts_.prompt_logits

@@ -1,4 +1,6 @@
-// Gate policy: act on a tool-call token, else listen when any enabled threshold says so.
+// Gate policy: act on a tool-call token, else listen when any enabled threshold says so, else act
+// when interrupts are pending past their threshold. User input outranks tool output: a turn that
+// should yield to both listens.
 #include "actors/gate.h"
 
 #include <algorithm>
@@ -15,6 +17,16 @@ Decision Gate::decide(const TokenEvent& s, const GateContext& ctx) const {
     if (o.yield_to_input) return Decision::kListen;
     if (o.max_cost_ms && double(s.ms_per_token) * double(ctx.tokens_left) > *o.max_cost_ms) {
       return Decision::kListen;
+    }
+  }
+  const int64_t interrupts =
+      ctx.pending_interrupts +
+      (o.pending_interrupts ? o.pending_interrupts->load(std::memory_order_relaxed) : 0);
+  if (interrupts > 0) {
+    if (o.act_on_interrupts && interrupts >= *o.act_on_interrupts) return Decision::kAct;
+    if (o.interrupts_weigh_cost && o.max_cost_ms &&
+        double(s.ms_per_token) * double(ctx.tokens_left) > *o.max_cost_ms) {
+      return Decision::kAct;
     }
   }
   return Decision::kSpeak;

@@ -4,6 +4,7 @@
 // output is the same as without a gate.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -20,12 +21,24 @@ struct GateOptions {
   std::optional<float> max_cost_ms;   // listen when input is pending and the turn's remaining
                                       // tokens would cost more than this (ms/token x tokens left)
   std::vector<int32_t> act_ids;       // tokens that start a tool call: act (none until tools land)
+  // Pending interrupts (tools_vfs/interrupts.h InterruptSet::pending_counter), read with one
+  // relaxed load per token; null: none. Urgency like pending input, answered by acting: the turn
+  // stops so that the front end decides on them (ack, snooze, drop) and goes on.
+  const std::atomic<int64_t>* pending_interrupts = nullptr;
+  // Act once this many interrupts are pending (1: at the first one).
+  std::optional<int64_t> act_on_interrupts;
+  // With max_cost_ms: act when an interrupt is pending and the turn's remaining tokens would
+  // cost more than max_cost_ms (a short answer finishes first, a long one yields).
+  bool interrupts_weigh_cost = false;
 };
 
 // What the gate knows besides the step's own signals.
 struct GateContext {
   int64_t pending_inputs = 0;  // inputs sent by the front end and not yet taken by a turn
   int64_t tokens_left = 0;     // of the turn's limit
+  // Interrupts pending besides those GateOptions::pending_interrupts counts (tests, a front end
+  // that counts its own).
+  int64_t pending_interrupts = 0;
 };
 
 class Gate {

@@ -4,7 +4,8 @@
 // span lines (cli/repl_input.h); piped input is one turn a line. Ctrl-C while generating
 // interrupts (the text so far stays in the context); at the prompt it drops the line being
 // written, and at an empty prompt it leaves. In pipe mode a turn that fails makes the exit
-// status 1 once the input is done.
+// status 1 once the input is done. With --tools, /pty and the interrupt commands are
+// cli/repl_tools.h's.
 #include "cli/repl.h"
 
 #include <signal.h>
@@ -27,6 +28,7 @@
 #include "cli/line_editor.h"
 #include "cli/repl_input.h"
 #include "cli/repl_memory.h"
+#include "cli/repl_tools.h"
 #include "cli/session.h"
 
 namespace infer::cli {
@@ -173,6 +175,15 @@ Result<void> run_repl(const Options& opts, bool interactive) {
 
   INFER_TRY(std::unique_ptr<Session> session, open_session(opts, true));
   const Tokenizer& tok = *session->tokenizer;
+  // PTYs and interrupts (--tools): acked interrupts are injected between tokens, pending ones
+  // are the gate's urgency. Declared before the pipeline, which uses them until it ends.
+  std::unique_ptr<ReplTools> tools;
+  if (!opts.tools_root.empty()) {
+    INFER_TRY(tools, ReplTools::open(opts.tools_root.string()));
+    session->pipeline.engine.boundary = tools->injection(tok);
+    session->pipeline.gate.pending_interrupts = &tools->pending_counter();
+    tools->set_tracer(session->pipeline.tracer);
+  }
   ConsoleFrontEnd front(opts.output);
   actors::Pipeline pipeline(session->forward, session->pipeline, front);
   // The SIGINT handler forgets the pipeline before it goes, on every way out.
@@ -199,7 +210,31 @@ Result<void> run_repl(const Options& opts, bool interactive) {
   spec.special = opts.special;
   if (opts.system_prompt) spec.system = *opts.system_prompt;
   int failed_turns = 0, bad_commands = 0;
-  while (std::optional<std::string> text = source.next()) {
+  // One generating turn of `ids` (none: the model goes on, e.g. with an acked interrupt).
+  const auto run_turn = [&](std::vector<int32_t> ids) {
+    const int errors_before = front.errors();
+    g_generating.store(true);
+    const uint64_t turn = pipeline.send("", std::move(ids), true, opts.max_tokens);
+    const actors::TurnEnd end = front.wait_turn(turn);
+    g_generating.store(false);
+    if (front.was_appended(turn)) spec.opens_context = false;
+    if (end.reason == actors::StopReason::kError || front.errors() != errors_before) {
+      ++failed_turns;
+    }
+    std::fputs("\n", stdout);
+    if (interactive && end.reason != actors::StopReason::kEndToken &&
+        end.reason != actors::StopReason::kTokenLimit) {
+      std::printf("[%s]\n", actors::stop_reason_name(end.reason));
+    }
+    std::fflush(stdout);
+    interactive ? print_turn_speed(end) : print_turn_line(turn, end);
+    if (tools) tools->turn_ended();
+  };
+  const auto next_input = [&] {
+    if (tools) tools->report(stdout);  // what the interrupts did since the last prompt
+    return source.next();
+  };
+  while (std::optional<std::string> text = next_input()) {
     const ReplInput in = parse_input(std::move(*text));
     switch (in.command) {
       case Command::kEmpty:
@@ -234,26 +269,22 @@ Result<void> run_repl(const Options& opts, bool interactive) {
         continue;
       case Command::kQuit:
         break;
-      case Command::kText: {
-        const int errors_before = front.errors();
-        g_generating.store(true);
-        const uint64_t turn =
-            pipeline.send("", chat_turn_ids(tok, in.text, spec), true, opts.max_tokens);
-        const actors::TurnEnd end = front.wait_turn(turn);
-        g_generating.store(false);
-        if (front.was_appended(turn)) spec.opens_context = false;
-        if (end.reason == actors::StopReason::kError || front.errors() != errors_before) {
-          ++failed_turns;
+      case Command::kTool: {
+        if (!tools) {
+          std::fflush(stdout);
+          std::fprintf(stderr, "infer: %s needs --tools ROOT (PTYs run in ROOT)\n",
+                       in.text.substr(0, in.text.find(' ')).c_str());
+          ++bad_commands;
+          continue;
         }
-        std::fputs("\n", stdout);
-        if (interactive && end.reason != actors::StopReason::kEndToken &&
-            end.reason != actors::StopReason::kTokenLimit) {
-          std::printf("[%s]\n", actors::stop_reason_name(end.reason));
-        }
-        std::fflush(stdout);
-        interactive ? print_turn_speed(end) : print_turn_line(turn, end);
+        const ToolCommandResult r = tools->run(in.text, stdout);
+        if (!r.ok) ++bad_commands;
+        if (r.continue_turn) run_turn({});
         continue;
       }
+      case Command::kText:
+        run_turn(chat_turn_ids(tok, in.text, spec));
+        continue;
     }
     break;  // kQuit
   }

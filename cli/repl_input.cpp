@@ -16,6 +16,12 @@ std::string_view trim(std::string_view s) {
 
 constexpr std::string_view kBlockFence = "\"\"\"";
 
+// The PTY and interrupt commands, run by cli/repl_tools.cpp with their arguments.
+bool is_tool_command(std::string_view name) {
+  return name == "/pty" || name == "/ack" || name == "/snooze" || name == "/drop" ||
+         name == "/interrupts";
+}
+
 }  // namespace
 
 ReplInput parse_input(std::string text) {
@@ -37,6 +43,7 @@ ReplInput parse_input(std::string text) {
   if (name == "/memory") c = Command::kMemory;
   if (name == "/remember") c = Command::kRemember;
   if (name == "/forget") c = Command::kForget;
+  if (is_tool_command(name)) return {Command::kTool, std::string(t)};
   if (c == Command::kBad) {
     return {c, "unknown command " + std::string(name) +
                    " (try /help; // sends a line that begins with /)"};
@@ -106,6 +113,17 @@ std::string_view repl_help() {
   /forget N remove episode N from the store
   /quit     leave (also /exit, Ctrl-D, or Ctrl-C at an empty prompt)
   //text    sends "/text": a line starting with one / is a command
+)" R"(PTYs and interrupts (with --tools ROOT):
+  /pty open CMD   run CMD on a new PTY in ROOT (as sh -c 'exec CMD')
+  /pty            list the PTYs
+  /pty N          attach to PTY N: its output, your keys go to it; Ctrl-] returns
+                  (without a terminal: print its recent text)
+  /pty N TEXT     type TEXT and Enter into PTY N
+  /pty close N    end PTY N
+  /interrupts     the interrupts waiting: new PTY output raises one per PTY
+  /ack N          inject interrupt N into the model's turn now; the model goes on
+  /snooze N [S]   until the next turn ends, or for S seconds; then pending again
+  /drop N         forget interrupt N
 Input:
   Enter sends the line as one turn. A line ending in \ goes on at the next line;
   a line """ opens a block of lines that a line """ closes (one turn).

@@ -9,19 +9,20 @@
 namespace infer::cli {
 
 enum class Command {
-  kText, kEmpty, kHelp, kReset, kStats, kQuit, kMemory, kRemember, kForget, kBad
+  kText, kEmpty, kHelp, kReset, kStats, kQuit, kMemory, kRemember, kForget, kBad,
+  kTool,  // /pty, /ack, /snooze, /drop, /interrupts (cli/repl_tools.h parses the rest)
 };
 
 // One complete input. kText: `text` is the turn's text (a leading "//" loses one slash);
 // kBad: `text` is the message ("unknown command /foo (try /help)"); kForget: `text` is the
-// episode id (digits).
+// episode id (digits); kTool: `text` is the whole line, trimmed.
 struct ReplInput {
   Command command = Command::kEmpty;
   std::string text;
 };
 
 // A line starting with one "/" is a command: its first word names it and commands take no
-// arguments, except /forget N (an episode id). Anything else is text (several lines always
+// arguments, except /forget N (an episode id) and the tool commands. Anything else is text (several lines always
 // are); only whitespace is kEmpty.
 ReplInput parse_input(std::string text);
 

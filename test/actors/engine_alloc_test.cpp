@@ -3,6 +3,7 @@
 // that asked for it, so the actor systems of the other tests are unaffected.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <memory>
 #include <new>
@@ -97,6 +98,14 @@ TEST(EngineAllocations, ATurnAllocatesNothingPerToken) {
   actors::EngineOptions o;
   o.max_positions = kMaxPositions;
   o.end_ids = {1};
+  // Injection hooked in but nothing acked: one atomic load a token, nothing allocated.
+  std::atomic<int64_t> nothing_acked{0};
+  int takes = 0;
+  o.boundary.ready = &nothing_acked;
+  o.boundary.take = [&](std::vector<int32_t>&, int64_t) {
+    ++takes;
+    return actors::Injection::kNothing;
+  };
   actors::Engine engine(std::make_shared<CpuForward>(*f.model, pool, kMaxPositions), o);
   actors::Control control;
   control.gate_seen.store(int64_t(1) << 40);  // no gate here: the loop never waits for it
@@ -119,6 +128,7 @@ TEST(EngineAllocations, ATurnAllocatesNothingPerToken) {
     t_counting = false;
     EXPECT_EQ(out.generated, kTokens);
     EXPECT_EQ(t_allocations, 0);
+    EXPECT_EQ(takes, 0);
     engine.reset();
   }
 }

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <memory>
 #include <vector>
 
@@ -356,6 +357,45 @@ TEST(Gate, EachThresholdStopsOnlyPastItsValue) {
   o.act_ids = {42};
   EXPECT_EQ(actors::Gate(o).decide(signals(1.0f, 0.6f, 0.0f, 42), {}), Decision::kAct);
   EXPECT_EQ(actors::Gate(o).decide(signals(1.0f, 0.6f, 0.0f, 41), {}), Decision::kSpeak);
+}
+
+// Pending interrupts are urgency: act at the threshold, or when the rest of the turn costs too
+// much; user input and the step's own thresholds come first.
+TEST(Gate, PendingInterruptsActAtTheirThresholdOrPastTheCost) {
+  std::atomic<int64_t> pending{0};
+  actors::GateOptions o;
+  o.pending_interrupts = &pending;
+  EXPECT_EQ(actors::Gate(o).decide(signals(1.0f, 0.6f, 0.0f), {}), Decision::kSpeak);
+  pending.store(3);  // no threshold set: read, not acted on
+  EXPECT_EQ(actors::Gate(o).decide(signals(1.0f, 0.6f, 0.0f), {}), Decision::kSpeak);
+  o.act_on_interrupts = 2;
+  pending.store(1);
+  const actors::Gate gate(o);  // reads the counter at each decision, not at construction
+  EXPECT_EQ(gate.decide(signals(1.0f, 0.6f, 0.0f), {}), Decision::kSpeak);
+  pending.store(2);
+  EXPECT_EQ(gate.decide(signals(1.0f, 0.6f, 0.0f), {}), Decision::kAct);
+  pending.store(0);
+  actors::GateContext ctx;
+  ctx.pending_interrupts = 2;  // counted by the caller instead
+  EXPECT_EQ(gate.decide(signals(1.0f, 0.6f, 0.0f), ctx), Decision::kAct);
+  // Input and uncertainty outrank tool output.
+  o.yield_to_input = true;
+  o.max_entropy = 2.0f;
+  pending.store(5);
+  EXPECT_EQ(actors::Gate(o).decide(signals(1.0f, 0.6f, 0.0f), {1, 10}), Decision::kListen);
+  EXPECT_EQ(actors::Gate(o).decide(signals(2.5f, 0.6f, 0.0f), {}), Decision::kListen);
+  EXPECT_EQ(actors::Gate(o).decide(signals(1.0f, 0.6f, 0.0f), {}), Decision::kAct);
+  // By cost: 10 ms/token, 500 ms allowed.
+  o = {};
+  o.pending_interrupts = &pending;
+  o.max_cost_ms = 500.0f;
+  pending.store(1);
+  EXPECT_EQ(actors::Gate(o).decide(signals(1.0f, 0.6f, 0.0f), {0, 60}), Decision::kSpeak);
+  o.interrupts_weigh_cost = true;
+  EXPECT_EQ(actors::Gate(o).decide(signals(1.0f, 0.6f, 0.0f), {0, 40}), Decision::kSpeak);
+  EXPECT_EQ(actors::Gate(o).decide(signals(1.0f, 0.6f, 0.0f), {0, 60}), Decision::kAct);
+  pending.store(0);
+  EXPECT_EQ(actors::Gate(o).decide(signals(1.0f, 0.6f, 0.0f), {0, 60}), Decision::kSpeak);
 }
 
 TEST(QuietTracker, FiresOnlyForTheLatestTimerWhenIdleAndSomethingIsNew) {

@@ -4,8 +4,8 @@ send-keys types, capture-pane reads the screen. Covers line editing, history (in
 and from the file across runs), a 20 KB bracketed paste as one turn, a one-line paste typed in
 at the cursor, /help, unknown commands, backslash and triple-quote multi-line input, Ctrl-C
 (interrupting the model, dropping a line, leaving), Ctrl-D, /quit, the terminal's bracketed
-paste mode being off after infer exits (also after SIGTERM at the prompt), and an unwritable
-history file (one warning line).
+paste mode being off after infer exits (also after SIGTERM at the prompt), an unwritable
+history file (one warning line), and /pty refused without --tools.
 
 Usage: repl_tmux_test.py build/infer (meson test sets INFER_SHARED_FIXTURES: the e2b-vocab
 fixture, the one with Gemma 4's tokenizer). Fails, never skips, when tmux is missing."""
@@ -205,6 +205,13 @@ def main():
         pane.wait_prompt()
         _, turns = stats(pane)
         check(turns == 2, "/foo did not reach the model")
+        # The PTY commands without --tools: refused, saying what they need.
+        check("/pty open CMD" in s and "/ack N" in s, "/help lists the PTY commands", s)
+        pane.type("/pty open bash")
+        pane.keys("Enter")
+        s = pane.wait("the /pty refusal", lambda s: "/pty needs --tools" in s)
+        check("infer: /pty needs --tools ROOT" in s, "/pty open without --tools is refused", s)
+        pane.wait_prompt()
 
         # A line ending in \ and a """ block: one turn each.
         pane.type("one \\")
