@@ -4,6 +4,7 @@
 // on a model's tiered shapes, and a turn's recall with N episodes stored, phase by phase (no
 // model: synthetic rows in its tiered shapes). Usage:
 //   memory_bench [--config configs/e2b.json] [--episodes 10000] [--dir /tmp] [--recall-only]
+//                [--threads N]  (a recall's threads, MemoryOptions::recall_threads; default 1)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -184,7 +185,8 @@ double median(std::vector<double> v) {
 // episode admitted, so a turn ranks them all and decodes the best), queried with 32 and 128
 // fresh tokens. Medians of 20 turns, phase by phase, on the coded first pass and on the exact
 // path alternately (their hits compared).
-void bench_recall(const ModelConfig& cfg, const std::string& path, uint32_t episodes) {
+void bench_recall(const ModelConfig& cfg, const std::string& path, uint32_t episodes,
+                  int threads) {
   const auto fail = [](const Error& e) {
     std::fprintf(stderr, "%s\n", e.message.c_str());
     std::exit(1);
@@ -229,6 +231,7 @@ void bench_recall(const ModelConfig& cfg, const std::string& path, uint32_t epis
   o.path = path;
   o.capacity = episodes;
   o.min_association = -1.0f;
+  o.recall_threads = threads;
   auto m = memory::EpisodicMemory::open(cfg, o, {});
   if (!m.ok()) fail(m.error());
   KvBlock rows;
@@ -287,15 +290,18 @@ int main(int argc, char** argv) {
   std::string config_path = "configs/e2b.json", dir = "/tmp";
   uint32_t episodes = 10000;
   bool recall_only = false;
+  int threads = 1;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--config" && i + 1 < argc) config_path = argv[++i];
     else if (a == "--episodes" && i + 1 < argc) episodes = uint32_t(std::atoi(argv[++i]));
     else if (a == "--dir" && i + 1 < argc) dir = argv[++i];
     else if (a == "--recall-only") recall_only = true;
+    else if (a == "--threads" && i + 1 < argc) threads = std::max(1, std::atoi(argv[++i]));
     else {
       std::fprintf(stderr,
-                   "usage: memory_bench [--config C] [--episodes N] [--dir D] [--recall-only]\n");
+                   "usage: memory_bench [--config C] [--episodes N] [--dir D] [--recall-only] "
+                   "[--threads N]\n");
       return 2;
     }
   }
@@ -309,7 +315,7 @@ int main(int argc, char** argv) {
   }
   const std::string path = dir + "/memory_bench_" + std::to_string(getpid()) + ".mem";
   if (recall_only) {
-    bench_recall(*cfg, path, episodes);
+    bench_recall(*cfg, path, episodes, threads);
     return 0;
   }
   bench_crc();
@@ -338,6 +344,6 @@ int main(int argc, char** argv) {
   bench_encode_rows(256);
   bench_encode_rows(512);
   bench_episode(*cfg, path);
-  bench_recall(*cfg, path, episodes);
+  bench_recall(*cfg, path, episodes, threads);
   return 0;
 }
