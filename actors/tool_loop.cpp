@@ -166,6 +166,7 @@ TurnOutcome ToolLoop::run_turn(Engine& engine, const TurnRequest& req, uint64_t 
       // Generation stopped elsewhere (end of turn, limit, interrupt, gate, error): a call left
       // open is truncated; it gets its error response without generating further.
       if (std::optional<ToolCallOutcome> open = parser.flush()) call = std::move(open);
+      response.clear();
       if (call) response = respond(*call, sink);
       if (!response.empty() && o.reason != StopReason::kError) {
         TurnRequest tail;
