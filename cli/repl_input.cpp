@@ -37,6 +37,7 @@ ReplInput parse_input(std::string text) {
   if (name == "/memory") c = Command::kMemory;
   if (name == "/remember") c = Command::kRemember;
   if (name == "/forget") c = Command::kForget;
+  if (name == "/tools") c = Command::kTools;
   if (c == Command::kBad) {
     return {c, "unknown command " + std::string(name) +
                    " (try /help; // sends a line that begins with /)"};
@@ -104,6 +105,7 @@ std::string_view repl_help() {
             scores, and the store (episodes, capacity, file)
   /remember store the conversation's tokens not yet stored as episodes now
   /forget N remove episode N from the store
+  /tools    the tools the model may call (--tools ROOT), as declared to it
   /quit     leave (also /exit, Ctrl-D, or Ctrl-C at an empty prompt)
   //text    sends "/text": a line starting with one / is a command
 Input:

@@ -9,7 +9,7 @@
 namespace infer::cli {
 
 enum class Command {
-  kText, kEmpty, kHelp, kReset, kStats, kQuit, kMemory, kRemember, kForget, kBad
+  kText, kEmpty, kHelp, kReset, kStats, kQuit, kMemory, kRemember, kForget, kTools, kBad
 };
 
 // One complete input. kText: `text` is the turn's text (a leading "//" loses one slash);

@@ -44,6 +44,10 @@ struct Session {
   actors::PipelineOptions pipeline;  // tokenizer points into this Session
 };
 
+// <bos> and the system turn (--system's text and, with --tools, the built-in declarations): what
+// the KV ring's anchors must hold so that no declaration is ever evicted.
+int64_t system_turn_tokens(const Options& opts, const Tokenizer& tok);
+
 // Loads everything; a missing tokenizer.json is an error when need_tokenizer.
 Result<std::unique_ptr<Session>> open_session(const Options& opts, bool need_tokenizer);
 
