@@ -64,32 +64,38 @@ int64_t system_turn_tokens(const Options& opts, const Tokenizer& tok) {
       system_turn_ids(tok, opts.system_prompt.value_or(""), opts.special, tools).size());
 }
 
-// With --tools the system turn declares the built-in tools (about a thousand tokens): the ring's
-// anchors grow to hold <bos> and the whole system turn, so that eviction never drops a
-// declaration (DESIGN.md §4: anchors are never evicted). An explicit --anchors is kept; a
-// smaller one is refused later by check_tool_anchors.
-Options with_tool_anchors(const Options& opts, const Session& s) {
+Options with_tool_anchors(const Options& opts, const Tokenizer* tok) {
   Options o = opts;
-  if (opts.tools_root.empty() || !s.tokenizer || opts.anchors || opts.no_ring) return o;
-  const int64_t n = system_turn_tokens(opts, *s.tokenizer);
+  if (opts.tools_root.empty() || tok == nullptr || opts.anchors || opts.no_ring) return o;
+  const int64_t n = system_turn_tokens(opts, *tok);
   o.anchors = int(std::max<int64_t>(RingConfig{}.anchors, n));
   return o;
 }
 
-// --tools ROOT: the built-in tools, counting tokens with the model's tokenizer (the reader's
-// token cap). Null without --tools.
+Result<void> check_tool_anchors(const Options& opts, const Tokenizer& tok,
+                                const std::optional<RingConfig>& ring) {
+  if (!ring || opts.tools_root.empty()) return Ok{};
+  const int64_t n = system_turn_tokens(opts, tok);
+  if (n <= int64_t(ring->anchors)) return Ok{};
+  return make_error(ErrorCode::kInvalidArgument,
+                    "--anchors " + std::to_string(ring->anchors) +
+                        " cannot hold the system turn that declares the tools (" +
+                        std::to_string(n) +
+                        " tokens): eviction would drop declarations; give more --anchors or "
+                        "leave it out (it then grows to fit)");
+}
+
 Result<std::shared_ptr<const tools::BuiltinTools>> open_tools(const Options& opts,
-                                                              const Session& s) {
+                                                              const Tokenizer* tok) {
   if (opts.tools_root.empty()) return std::shared_ptr<const tools::BuiltinTools>();
-  if (!s.tokenizer) {
+  if (tok == nullptr) {
     return make_error(ErrorCode::kInvalidArgument, "--tools needs the model's tokenizer.json");
   }
-  if (Result<ToolTokens> t = ToolTokens::from(*s.tokenizer); !t) {
+  if (Result<ToolTokens> t = ToolTokens::from(*tok); !t) {
     return make_error(ErrorCode::kInvalidArgument,
                       "--tools: the model's tokenizer has no tool-call tokens (" +
                           t.error().message + ")");
   }
-  const Tokenizer* tok = &*s.tokenizer;
   INFER_TRY(std::unique_ptr<tools::BuiltinTools> t,
             tools::BuiltinTools::open(opts.tools_root.string(), [tok](std::string_view text) {
               return tok->encode(text, false, SpecialText::kAsText).size();
@@ -119,7 +125,7 @@ Result<std::unique_ptr<Session>> open_session(const Options& opts, bool need_tok
   const TextConfig& text = s->model->config().text;
   if (s->tokenizer) INFER_TRY_VOID(s->tokenizer->check_fits(text.vocab_size, tok_path.string()));
   const int64_t max_positions = std::min(text.max_position_embeddings, kSessionContext);
-  INFER_TRY(const std::optional<RingConfig> ring, ring_config(with_tool_anchors(opts, *s)));
+  INFER_TRY(const std::optional<RingConfig> ring, ring_config(with_tool_anchors(opts, s->tokenizer ? &*s->tokenizer : nullptr)));
   INFER_TRY_VOID(check_context_memory(s->model->config(), ring, max_positions, gpu_ctx.get()));
   INFER_TRY(Backend backend,
             make_backend(std::move(gpu_ctx), *s->model, *s->pool, max_positions, ring));
@@ -146,16 +152,8 @@ Result<std::unique_ptr<Session>> open_session(const Options& opts, bool need_tok
   p.tokenizer = s->tokenizer ? &*s->tokenizer : nullptr;
   p.tracer = s->trace.get();
   INFER_TRY(p.memory, open_memory(opts, *s, ring));
-  INFER_TRY(p.tools.builtin, open_tools(opts, *s));
-  if (p.tools.builtin && ring && opts.anchors &&
-      system_turn_tokens(opts, *s->tokenizer) > int64_t(ring->anchors)) {
-    return make_error(ErrorCode::kInvalidArgument,
-                      "--anchors " + std::to_string(ring->anchors) +
-                          " cannot hold the system turn that declares the tools (" +
-                          std::to_string(system_turn_tokens(opts, *s->tokenizer)) +
-                          " tokens): eviction would drop declarations; give more --anchors or "
-                          "leave it out (it then grows to fit)");
-  }
+  INFER_TRY(p.tools.builtin, open_tools(opts, p.tokenizer));
+  if (p.tools.builtin) INFER_TRY_VOID(check_tool_anchors(opts, *s->tokenizer, ring));
   if (opts.tool_steps) p.tools.max_steps = *opts.tool_steps;
   // Once everything is open: an error before it stays stderr's only line.
   if (held->gpu == nullptr) std::fprintf(stderr, "%s\n", s->threads.report.c_str());
