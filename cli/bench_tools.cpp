@@ -1,0 +1,128 @@
+// The tools' idle cost: each run decodes kBenchDecodeTokens greedy tokens from the same prompt on
+// a fresh engine; a token's cost is the wall time from the first sampled token to the last over
+// the steps (forward, sampling, the sink and, with the loop, the parser), so what the loop adds
+// per token is in it. The variants alternate within each round so that load on the shared
+// machine falls on all of them alike; medians over the rounds.
+#include "cli/bench_tools.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "actors/engine.h"
+#include "actors/tool_loop.h"
+#include "cli/bench.h"
+#include "cli/session.h"
+#include "model/tool_format/tool_tokens.h"
+
+namespace infer::cli {
+namespace {
+
+constexpr int kRounds = 5;
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+// Times the steps after the first (the first is sampled from the prompt's logits).
+class StepClock : public actors::ToolTurnSink {
+ public:
+  actors::Verdict token(const actors::Step& s, bool) override {
+    last_ns_ = actors::steady_ns();
+    if (s.index == 0) first_ns_ = last_ns_;
+    ++tokens_;
+    return actors::Verdict::kKeep;
+  }
+  void event(const actors::ToolEvent&) override { ++events; }
+  actors::ToolAnswer run(uint64_t, const std::string&, const nlohmann::json&) override {
+    return {nlohmann::json{{"error", "no call runs in the benchmark"}}, true, 0.0};
+  }
+  double ms_per_token() const {
+    return tokens_ > 1 ? double(last_ns_ - first_ns_) * 1e-6 / double(tokens_ - 1) : 0.0;
+  }
+  int events = 0;
+
+ private:
+  int64_t first_ns_ = 0, last_ns_ = 0, tokens_ = 0;
+};
+
+class PlainSink : public actors::TokenSink {
+ public:
+  explicit PlainSink(StepClock& clock) : clock_(clock) {}
+  actors::Verdict token(const actors::Step& s) override { return clock_.token(s, false); }
+
+ private:
+  StepClock& clock_;
+};
+
+enum class Variant { kPlain, kLoopOff, kLoopOn };
+
+Result<double> run_once(Backend& backend, const std::vector<int32_t>& ids, const Tokenizer& tok,
+                        const ToolTokens& markers, Variant v, int& events) {
+  Forward& fwd = *backend.forward;
+  fwd.reset();
+  actors::EngineOptions o;
+  o.max_positions = int64_t(ids.size()) + kBenchDecodeTokens + 1;
+  o.prefill_chunk = std::max<int64_t>(1, int64_t(ids.size()));
+  if (gpu::GpuForward* g = backend.gpu; g != nullptr) {
+    o.decode_argmax = [g](int32_t id) { return g->decode_greedy(id); };
+  }
+  actors::Engine engine(std::shared_ptr<Forward>(std::shared_ptr<void>(), &fwd), std::move(o));
+  actors::TurnRequest turn;
+  turn.input = ids;
+  turn.max_tokens = kBenchDecodeTokens + 1;
+  turn.end_ids = actors::EndIds::kIgnore;
+  StepClock clock;
+  actors::TurnOutcome out;
+  if (v == Variant::kPlain) {
+    PlainSink plain(clock);
+    out = engine.run_turn(turn, plain);
+  } else {
+    actors::ToolLoop loop({&tok, markers, actors::kDefaultToolSteps, v == Variant::kLoopOn});
+    out = loop.run_turn(engine, turn, 1, clock);
+  }
+  if (out.error) return *out.error;
+  events += clock.events;
+  return clock.ms_per_token();
+}
+
+}  // namespace
+
+Result<nlohmann::ordered_json> bench_tools(Backend& backend, const std::vector<int32_t>& ids,
+                                           const Tokenizer& tok, const Options& opts) {
+  INFER_TRY(const ToolTokens markers, ToolTokens::from(tok));
+  // Tools on: the built-in tools open on ROOT, as a session holds them (idle: no call).
+  INFER_TRY(const auto tools, open_tools(opts, &tok));
+  std::vector<double> ms[3];
+  int events = 0;
+  for (int round = 0; round < kRounds; ++round) {
+    for (Variant v : {Variant::kPlain, Variant::kLoopOff, Variant::kLoopOn}) {
+      INFER_TRY(const double m, run_once(backend, ids, tok, markers, v, events));
+      ms[int(v)].push_back(m);
+    }
+  }
+  const double plain = median(ms[0]), off = median(ms[1]), on = median(ms[2]);
+  nlohmann::ordered_json j = {
+      {"rounds", kRounds},
+      {"decode_tokens", kBenchDecodeTokens},
+      {"plain_ms_per_token_runs", ms[0]},
+      {"tools_off_ms_per_token_runs", ms[1]},
+      {"tools_on_idle_ms_per_token_runs", ms[2]},
+      {"plain_ms_per_token_median", plain},
+      {"tools_off_ms_per_token_median", off},
+      {"tools_on_idle_ms_per_token_median", on},
+      {"tools_off_vs_plain", plain > 0 ? off / plain : 0.0},
+      {"tools_on_idle_vs_plain", plain > 0 ? on / plain : 0.0},
+      {"tool_events", events},  // calls the random model wrote (should be 0)
+  };
+  std::fprintf(stderr,
+               "  tools     decode ms/token (median of %d x %d tokens): plain %.3f, tools off "
+               "(calls parsed) %.3f = x%.4f, tools on and idle %.3f = x%.4f\n",
+               kRounds, kBenchDecodeTokens, plain, off, plain > 0 ? off / plain : 0.0, on,
+               plain > 0 ? on / plain : 0.0);
+  return j;
+}
+
+}  // namespace infer::cli
