@@ -154,6 +154,13 @@ Result<std::unique_ptr<Session>> open_session(const Options& opts, bool need_tok
   INFER_TRY(p.memory, open_memory(opts, *s, ring));
   INFER_TRY(p.tools.builtin, open_tools(opts, p.tokenizer));
   if (p.tools.builtin) INFER_TRY_VOID(check_tool_anchors(opts, *s->tokenizer, ring));
+  // --serve opens every context with EngineOptions::preamble: with --tools it is the system turn
+  // declaring them (cli/serve.cpp replaces it when --system is given; that one must pass the
+  // declarations too).
+  if (p.tools.builtin && opts.serve && !opts.system_prompt) {
+    const std::vector<ToolDeclaration> tools = actors::builtin_declarations();
+    p.engine.preamble = system_turn_ids(*s->tokenizer, "", opts.special, tools);
+  }
   if (opts.tool_steps) p.tools.max_steps = *opts.tool_steps;
   // Once everything is open: an error before it stays stderr's only line.
   if (held->gpu == nullptr) std::fprintf(stderr, "%s\n", s->threads.report.c_str());

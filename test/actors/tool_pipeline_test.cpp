@@ -7,7 +7,9 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -115,7 +117,7 @@ class ToolPipelineTest : public ::testing::Test {
 
   // One turn of at most max_tokens after `prompt_`, the model writing `script` then <turn|>.
   TurnRun run(const std::vector<int32_t>& script, int64_t max_tokens = 256,
-          const std::function<void(Pipeline&)>& before = {}) {
+          const std::function<void(Pipeline&)>& before = {}, actors::Tracer* tracer = nullptr) {
     auto fwd = std::make_shared<ScriptedForward>(int64_t(262144), script, kEndOfTurn, 4096);
     actors::PipelineOptions o;
     o.engine.sampling.temperature = 0.0f;
@@ -123,6 +125,7 @@ class ToolPipelineTest : public ::testing::Test {
     o.engine.max_positions = 4096;
     o.tokenizer = &vocab();
     o.tools = setup_;
+    o.tracer = tracer;
     TurnRun r;
     Pipeline p(fwd, o, front_);
     pipeline_ = &p;
@@ -291,6 +294,32 @@ TEST_F(ToolPipelineTest, AClientToolThatNeverAnswersTimesOut) {
   ASSERT_EQ(r.events.size(), 3u);
   EXPECT_EQ(r.events[2].kind, ToolEventKind::kError);
   EXPECT_NE(r.events[2].message.find("did not answer"), std::string::npos) << r.events[2].message;
+}
+
+// Spans by (actor, what), for --trace's "tools" track.
+class SpanCounter : public actors::Tracer {
+ public:
+  void span(const char* actor, const char* what, int64_t, int64_t, int64_t) override {
+    std::lock_guard lock(mu_);
+    ++spans_[std::string(actor) + "/" + what];
+  }
+  int count(const std::string& key) {
+    std::lock_guard lock(mu_);
+    return spans_[key];
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<std::string, int> spans_;
+};
+
+TEST_F(ToolPipelineTest, CallsAreSpansOnTheToolsTrack) {
+  SpanCounter spans;
+  const auto the_call = call("stat", {{"path", "notes.txt"}});
+  run(cat({the_call, the_call}), 256, {}, &spans);
+  EXPECT_EQ(spans.count("tools/builtin call"), 2);
+  EXPECT_EQ(spans.count("stream/tool wait"), 2);
+  EXPECT_EQ(spans.count("io/tool event"), 4);  // call and result, twice
 }
 
 TEST_F(ToolPipelineTest, WithToolsOffNoClientToolCanBeDeclared) {
