@@ -1,8 +1,9 @@
 // The tools' idle cost: each run decodes kBenchDecodeTokens greedy tokens from the same prompt on
-// a fresh engine; a token's cost is the wall time from the first sampled token to the last over
-// the steps (forward, sampling, the sink and, with the loop, the parser), so what the loop adds
-// per token is in it. The variants alternate within each round so that load on the shared
-// machine falls on all of them alike; medians over the rounds.
+// a fresh engine; a step's cost is the wall time between two tokens reaching the sink (forward,
+// sampling, the sink and, with the loop, the parser), so what the loop adds per token is in it.
+// The variants alternate within each round so that load on the shared machine falls on all of
+// them alike. The headline is the median step over all runs of a variant: a run's mean moved by
+// +-40% on the shared 2-core machine as other work came and went, the median step far less.
 #include "cli/bench_tools.h"
 
 #include <algorithm>
@@ -19,7 +20,7 @@
 namespace infer::cli {
 namespace {
 
-constexpr int kRounds = 5;
+constexpr int kRounds = 7;
 // Each run starts from this much of the bench prompt: the variants' decode steps see the same
 // context, and 15 runs do not spend minutes in prefill on a slow CPU.
 constexpr size_t kPromptIds = 32;
@@ -32,9 +33,15 @@ double median(std::vector<double> v) {
 // Times the steps after the first (the first is sampled from the prompt's logits).
 class StepClock : public actors::ToolTurnSink {
  public:
+  StepClock() { step_ms.reserve(kBenchDecodeTokens); }
   actors::Verdict token(const actors::Step& s, bool) override {
-    last_ns_ = actors::steady_ns();
-    if (s.index == 0) first_ns_ = last_ns_;
+    const int64_t now = actors::steady_ns();
+    if (s.index == 0) {
+      first_ns_ = now;
+    } else {
+      step_ms.push_back(double(now - last_ns_) * 1e-6);
+    }
+    last_ns_ = now;
     ++tokens_;
     return actors::Verdict::kKeep;
   }
@@ -46,6 +53,7 @@ class StepClock : public actors::ToolTurnSink {
     return tokens_ > 1 ? double(last_ns_ - first_ns_) * 1e-6 / double(tokens_ - 1) : 0.0;
   }
   int events = 0;
+  std::vector<double> step_ms;
 
  private:
   int64_t first_ns_ = 0, last_ns_ = 0, tokens_ = 0;
@@ -62,8 +70,10 @@ class PlainSink : public actors::TokenSink {
 
 enum class Variant { kPlain, kLoopOff, kLoopOn };
 
+// One run: its mean ms a token; its steps are appended to `steps`.
 Result<double> run_once(Backend& backend, const std::vector<int32_t>& ids, const Tokenizer& tok,
-                        const ToolTokens& markers, Variant v, int& events) {
+                        const ToolTokens& markers, Variant v, int& events,
+                        std::vector<double>& steps) {
   Forward& fwd = *backend.forward;
   fwd.reset();
   actors::EngineOptions o;
@@ -88,6 +98,7 @@ Result<double> run_once(Backend& backend, const std::vector<int32_t>& ids, const
   }
   if (out.error) return *out.error;
   events += clock.events;
+  steps.insert(steps.end(), clock.step_ms.begin(), clock.step_ms.end());
   return clock.ms_per_token();
 }
 
@@ -99,32 +110,36 @@ Result<nlohmann::ordered_json> bench_tools(Backend& backend, const std::vector<i
   // Tools on: the built-in tools open on ROOT, as a session holds them (idle: no call).
   INFER_TRY(const auto tools, open_tools(opts, &tok));
   const std::vector<int32_t> prompt(ids.begin(), ids.begin() + std::min(ids.size(), kPromptIds));
-  std::vector<double> ms[3];
+  std::vector<double> ms[3], steps[3];
   int events = 0;
   for (int round = 0; round < kRounds; ++round) {
     for (Variant v : {Variant::kPlain, Variant::kLoopOff, Variant::kLoopOn}) {
-      INFER_TRY(const double m, run_once(backend, prompt, tok, markers, v, events));
+      INFER_TRY(const double m,
+                run_once(backend, prompt, tok, markers, v, events, steps[int(v)]));
       ms[int(v)].push_back(m);
     }
   }
-  const double plain = median(ms[0]), off = median(ms[1]), on = median(ms[2]);
+  const double plain = median(steps[0]), off = median(steps[1]), on = median(steps[2]);
   nlohmann::ordered_json j = {
       {"rounds", kRounds},
       {"decode_tokens", kBenchDecodeTokens},
       {"prompt_tokens", prompt.size()},
-      {"plain_ms_per_token_runs", ms[0]},
-      {"tools_off_ms_per_token_runs", ms[1]},
-      {"tools_on_idle_ms_per_token_runs", ms[2]},
-      {"plain_ms_per_token_median", plain},
-      {"tools_off_ms_per_token_median", off},
-      {"tools_on_idle_ms_per_token_median", on},
+      {"plain_run_mean_ms_per_token", ms[0]},
+      {"tools_off_run_mean_ms_per_token", ms[1]},
+      {"tools_on_idle_run_mean_ms_per_token", ms[2]},
+      {"plain_run_mean_median", median(ms[0])},
+      {"tools_off_run_mean_median", median(ms[1])},
+      {"tools_on_idle_run_mean_median", median(ms[2])},
+      {"plain_step_ms_median", plain},
+      {"tools_off_step_ms_median", off},
+      {"tools_on_idle_step_ms_median", on},
       {"tools_off_vs_plain", plain > 0 ? off / plain : 0.0},
       {"tools_on_idle_vs_plain", plain > 0 ? on / plain : 0.0},
       {"tool_events", events},  // calls the random model wrote (should be 0)
   };
   std::fprintf(stderr,
-               "  tools     decode ms/token (median of %d x %d tokens): plain %.3f, tools off "
-               "(calls parsed) %.3f = x%.4f, tools on and idle %.3f = x%.4f\n",
+               "  tools     decode ms/token (median step of %d runs x %d tokens each): plain %.3f, "
+               "tools off (calls parsed) %.3f = x%.4f, tools on and idle %.3f = x%.4f\n",
                kRounds, kBenchDecodeTokens, plain, off, plain > 0 ? off / plain : 0.0, on,
                plain > 0 ? on / plain : 0.0);
   return j;
