@@ -62,7 +62,7 @@ class GateSink : public ToolTurnSink {
     caf::scoped_actor waiter{self_->system()};
     waiter
         ->request(self_->state.wiring->tools, kToolWait,
-                  ToolRequest{call_id, in_.turn, name, arguments.dump()})
+                  ToolRequest{call_id, in_.turn, name, tool_json_text(arguments)})
         .receive(
             [&](ToolReply& r) {
               a.result = nlohmann::json::parse(r.result, nullptr, false);

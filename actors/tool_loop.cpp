@@ -25,6 +25,10 @@ const std::string& call_name(const ToolCallOutcome& c) {
 
 }  // namespace
 
+std::string tool_json_text(const json& value) {
+  return value.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
 // One generation step's sink: every token through the parser; a finished call (or the model's
 // own <|tool_response>) ends the step. Tokens of a call go to the caller marked in_call.
 class ToolLoop::SegmentSink : public TokenSink {
@@ -125,7 +129,11 @@ std::vector<int32_t> ToolLoop::respond(const ToolCallOutcome& outcome, ToolTurnS
       const ToolAnswer a = sink.run(e.call_id, call.name, call.arguments);
       result = a.result;
       e.ms = a.ms;
-      if (a.error) e.message = result.is_object() ? result.value("error", "") : "";
+      if (a.error) {  // the tool's own words when it gave them as a string
+        const auto it = result.is_object() ? result.find("error") : result.end();
+        e.message = it != result.end() && it->is_string() ? it->get<std::string>()
+                                                          : tool_json_text(result);
+      }
       if (!a.error) e.kind = ToolEventKind::kResult;
     }
   }
@@ -135,7 +143,7 @@ std::vector<int32_t> ToolLoop::respond(const ToolCallOutcome& outcome, ToolTurnS
     return {};
   }
   if (e.kind != ToolEventKind::kResult) e.kind = ToolEventKind::kError;
-  e.result = result.dump();
+  e.result = tool_json_text(result);
   e.result_bytes = int64_t(e.result.size());
   sink.event(e);
   return response_ids(e.name, result);

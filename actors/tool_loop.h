@@ -33,6 +33,10 @@ struct ToolLoopOptions {
   bool enabled = true;
 };
 
+// A tool value as JSON text. A tool's strings may hold invalid UTF-8 (a Latin-1 file read as
+// text), which json::dump would throw on: such bytes become U+FFFD here.
+std::string tool_json_text(const nlohmann::json& value);
+
 // What a call's tool answered.
 struct ToolAnswer {
   nlohmann::json result;  // the response's value; {error: ...} when it failed

@@ -32,7 +32,7 @@ using Self = tools_actor::stateful_pointer<ToolsState>;
 double ms_between(int64_t t0_ns, int64_t t1_ns) { return double(t1_ns - t0_ns) / 1e6; }
 
 ToolReply error_reply(uint64_t call_id, const std::string& message) {
-  return ToolReply{call_id, json{{"error", message}}.dump(), true, 0.0};
+  return ToolReply{call_id, tool_json_text(json{{"error", message}}), true, 0.0};
 }
 
 ToolReply run_builtin(ToolsState& s, const ToolRequest& req) {
@@ -40,7 +40,7 @@ ToolReply run_builtin(ToolsState& s, const ToolRequest& req) {
   const int64_t t0 = steady_ns();
   const json args = json::parse(req.arguments, nullptr, false);
   const json result = s.setup.builtin->run(req.name, args);  // never throws
-  ToolReply r{req.call_id, result.dump(), result.is_object() && result.contains("error"),
+  ToolReply r{req.call_id, tool_json_text(result), result.is_object() && result.contains("error"),
               ms_between(t0, steady_ns())};
   return r;
 }
@@ -100,7 +100,7 @@ tools_actor::behavior_type tools_fn(Self self, ToolSetup setup,
           return;
         }
         finish_client(s, r.call_id,
-                      ToolReply{r.call_id, result.dump(),
+                      ToolReply{r.call_id, tool_json_text(result),
                                 result.is_object() && result.contains("error"), 0.0});
       },
       [=](const ClientToolTimeout& t) {

@@ -194,6 +194,18 @@ TEST_F(ToolPipelineTest, AReadFileCallRunsAndItsResponseJoinsTheSameTurn) {
   EXPECT_EQ(hidden, the_call.size());
 }
 
+TEST_F(ToolPipelineTest, AResultWithInvalidUtf8ReachesTheModelWithoutACrash) {
+  tree_.file("latin1.txt", "caf\xe9 au lait\n");  // Latin-1: text with one invalid byte
+  const auto the_call = call("read_file", {{"path", "latin1.txt"}});
+  const TurnRun r = run(cat({the_call, text("ok")}));
+  ASSERT_EQ(r.events.size(), 2u);
+  EXPECT_EQ(r.events[1].kind, ToolEventKind::kResult);
+  const json result = json::parse(r.events[1].result);  // the byte as U+FFFD
+  EXPECT_NE(result.at("text").get<std::string>().find("caf\xef\xbf\xbd au lait"),
+            std::string::npos);
+  EXPECT_IDS(r.context, cat({prompt_, the_call, response("read_file", result), text("ok")}));
+}
+
 TEST_F(ToolPipelineTest, AMalformedCallGetsAnErrorResponseAndTheModelGoesOn) {
   // "call:read_file{path notes.txt}": no colon after the key.
   const auto bad = cat({{vocab().token_to_id("<|tool_call>").value()},
