@@ -14,8 +14,8 @@
 
 namespace infer::cli {
 
-// Rounds of the three variants, each kBenchDecodeTokens greedy steps after the first 32 of `ids`;
-// the JSON has each variant's per-run wall ms per token, their medians and the ratios to plain.
+// Rounds of the three variants, each 48 greedy steps after the first 32 of `ids`;
+// the JSON has per-run means, step medians and 10th percentiles, and the ratios to plain.
 Result<nlohmann::ordered_json> bench_tools(Backend& backend, const std::vector<int32_t>& ids,
                                            const Tokenizer& tok, const Options& opts);
 

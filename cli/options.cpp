@@ -106,6 +106,10 @@ Result<void> validate(const Options& o) {
     if ((text_prompt && !o.chat) || o.prompt_ids || o.tokenize || o.bench_actors) {
       return bad("--tools applies to the interactive/pipe session, --chat, --serve and --bench");
     }
+    if (o.bench && (o.bench_stream || o.bench_context || o.bench_quiescence || o.bench_memory)) {
+      return bad("--bench --tools measures the tool-call loop's idle cost: not with the other "
+                 "--bench-* modes");
+    }
     std::error_code ec;
     const auto status = std::filesystem::status(o.tools_root, ec);
     if (!std::filesystem::exists(status)) {

@@ -140,6 +140,8 @@ TEST(Options, ToolsNeedAnExistingDirectoryAndStepsNeedTools) {
   EXPECT_TRUE(parse({"--tools", "/tmp", "--chat", "hi"}).ok());
   EXPECT_TRUE(parse({"--tools", "/tmp", "--serve"}).ok());
   EXPECT_TRUE(parse({"--tools", "/tmp", "--bench"}).ok());
+  EXPECT_NE(error_of({"--tools", "/tmp", "--bench", "--bench-stream", "9"}).find("idle cost"),
+            std::string::npos);
 }
 
 TEST(Options, KvRingSwitchesRunOnTheCpuAndBenchStreamNeedsBench) {
