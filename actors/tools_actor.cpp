@@ -63,7 +63,9 @@ void finish_client(ToolsState& s, uint64_t call_id, ToolReply reply) {
   auto it = s.pending.find(call_id);
   if (it == s.pending.end()) return;  // answered already, or timed out
   const int64_t t1 = steady_ns();
-  if (s.tracer != nullptr) s.tracer->span("tools", "client call", it->second.t0_ns, t1, int64_t(call_id));
+  if (s.tracer != nullptr) {
+    s.tracer->span("tools", "client call", it->second.t0_ns, t1, int64_t(call_id));
+  }
   reply.ms = ms_between(it->second.t0_ns, t1);
   it->second.promise.deliver(std::move(reply));
   s.pending.erase(it);

@@ -202,8 +202,9 @@ Result<int> run_generate(const Options& opts) {
   // which is never fed. With the ring only the token limit ends the stream.
   const int64_t max_tokens = std::min<int64_t>(opts.max_tokens, 1 << 30);
   // Tool responses join the context besides the generated tokens: room for a session's worth.
-  const int64_t max_positions = std::min(
-      text.max_position_embeddings, tools ? std::max(T + max_tokens, kSessionContext) : T + max_tokens);
+  const int64_t max_positions =
+      std::min(text.max_position_embeddings,
+               tools ? std::max(T + max_tokens, kSessionContext) : T + max_tokens);
 
   const SamplingParams params = resolve_sampling(opts, gen);
   INFER_TRY_VOID(check_context_memory(model->config(), ring, max_positions, gpu_ctx.get()));

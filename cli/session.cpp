@@ -125,7 +125,8 @@ Result<std::unique_ptr<Session>> open_session(const Options& opts, bool need_tok
   const TextConfig& text = s->model->config().text;
   if (s->tokenizer) INFER_TRY_VOID(s->tokenizer->check_fits(text.vocab_size, tok_path.string()));
   const int64_t max_positions = std::min(text.max_position_embeddings, kSessionContext);
-  INFER_TRY(const std::optional<RingConfig> ring, ring_config(with_tool_anchors(opts, s->tokenizer ? &*s->tokenizer : nullptr)));
+  const Tokenizer* tok = s->tokenizer ? &*s->tokenizer : nullptr;
+  INFER_TRY(const std::optional<RingConfig> ring, ring_config(with_tool_anchors(opts, tok)));
   INFER_TRY_VOID(check_context_memory(s->model->config(), ring, max_positions, gpu_ctx.get()));
   INFER_TRY(Backend backend,
             make_backend(std::move(gpu_ctx), *s->model, *s->pool, max_positions, ring));

@@ -212,7 +212,9 @@ json BuiltinTools::run_command(const json& args) const {
       return tool_error("run_command: argv must be a non-empty array of strings");
     }
     for (const json& a : argv) {
-      if (!a.is_string()) return tool_error("run_command: argv holds " + a.dump() + ", not a string");
+      if (!a.is_string()) {
+        return tool_error("run_command: argv holds " + a.dump() + ", not a string");
+      }
       req.argv.push_back(a.get<std::string>());
     }
     if (args.contains("script")) return tool_error("run_command: script goes with shell, not argv");
