@@ -275,7 +275,7 @@ using consolidation_actor =
                      caf::reacts_to<DrainMemory>, caf::reacts_to<StreamRestart>>;
 using recall_actor = caf::typed_actor<caf::reacts_to<RecallRequest>>;
 // Tool calls go stream -> tools and back; their events go stream -> gate -> tokenizer -> io with
-// the tokens (in order), a client call's request tools -> io.
+// the tokens (in order), a client call's request tools -> gate -> ... -> io after them.
 using tools_actor =
     caf::typed_actor<caf::replies_to<ToolRequest>::with<ToolReply>,
                      caf::reacts_to<ClientToolResult>, caf::reacts_to<ClientToolTimeout>>;

@@ -29,6 +29,7 @@ using Self = stream_actor::stateful_pointer<StreamState>;
 // A tool call's answer can take as long as its tool allows (a command's timeout, a client's);
 // past this the call gets an error rather than hold the turn for ever.
 constexpr auto kToolWait = std::chrono::minutes(10);
+constexpr auto kToolPoll = std::chrono::milliseconds(20);
 
 // Each token goes to the gate as it is sampled; tool events follow the same path (in order with
 // the tokens), and a call is run by the tools actor while this thread waits.
@@ -55,25 +56,46 @@ class GateSink : public ToolTurnSink {
     self_->send(self_->state.wiring->gate, InputAppended{in_.turn, position, n});
   }
   void event(const ToolEvent& e) override { self_->send(self_->state.wiring->gate, e); }
+  // Waits for the tools actor's answer, looking at the interrupt every kToolPoll: Ctrl-C during
+  // a long command ends the wait (the call gets an error response; the command runs on to its
+  // own timeout in the tools actor).
   ToolAnswer run(uint64_t call_id, const std::string& name,
                  const nlohmann::json& arguments) override {
-    TraceScope scope(self_->state.tracer, "stream", "tool wait", int64_t(call_id));
+    StreamState& st = self_->state;
+    TraceScope scope(st.tracer, "stream", "tool wait", int64_t(call_id));
     ToolAnswer a;
+    const auto fail = [&](std::string why) {
+      a.error = true;
+      a.result = {{"error", std::move(why)}};
+    };
     caf::scoped_actor waiter{self_->system()};
-    waiter
-        ->request(self_->state.wiring->tools, kToolWait,
-                  ToolRequest{call_id, in_.turn, name, tool_json_text(arguments)})
-        .receive(
-            [&](ToolReply& r) {
-              a.result = nlohmann::json::parse(r.result, nullptr, false);
-              a.error = r.error;
-              a.ms = r.ms;
-            },
-            [&](caf::error& e) {
-              a.error = true;
-              a.result = {{"error", "the tool did not answer: " + error_event(e).message}};
-            });
-    if (a.result.is_discarded()) a.result = {{"error", "the tool's answer is not JSON"}};
+    // A plain send: the tools actor's answer comes back as an ordinary message.
+    waiter->send(st.wiring->tools, ToolRequest{call_id, in_.turn, name, tool_json_text(arguments)});
+    const auto deadline = std::chrono::steady_clock::now() + kToolWait;
+    bool waiting = true;
+    waiter->receive_while(waiting)(
+        [&](ToolReply& r) {
+          if (r.call_id != call_id) return;
+          a.result = nlohmann::json::parse(r.result, nullptr, false);
+          a.error = r.error;
+          a.ms = r.ms;
+          if (a.result.is_discarded()) fail("the tool's answer is not JSON");
+          waiting = false;
+        },
+        [&](caf::error& e) {
+          fail("the tool did not answer: " + error_event(e).message);
+          waiting = false;
+        },
+        caf::after(kToolPoll) >> [&] {
+          const Control& c = *st.control;
+          if (c.interrupt_epoch.load() != in_.epoch || c.shutting_down.load()) {
+            fail("interrupted while the tool ran");
+            waiting = false;
+          } else if (std::chrono::steady_clock::now() > deadline) {
+            fail("the tool did not answer within 10 minutes");
+            waiting = false;
+          }
+        });
     return a;
   }
 

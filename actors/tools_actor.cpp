@@ -1,7 +1,7 @@
 // tools: runs the model's calls off the decode thread (DESIGN.md §3). A built-in call runs here
 // (detached: a command may take seconds); a client tool's call goes to the front end as a
-// ToolEvent and is answered when Pipeline::tool_result delivers its result, or with an error
-// after client_timeout. Every call is a span on the "tools" track.
+// ToolEvent (on the events' path, through the gate) and is answered when Pipeline::tool_result
+// delivers its result, or with an error after client_timeout. Each call is a "tools" span.
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <unordered_map>
@@ -54,7 +54,9 @@ void client_call(Self self, const ToolRequest& req, caf::typed_response_promise<
   e.name = req.name;
   e.arguments = req.arguments;
   s.pending.emplace(req.call_id, PendingCall{std::move(rp), steady_ns()});
-  self->send(s.wiring->io, std::move(e));
+  // Through the gate, like the stream's events: the stream sent its kCall there before it asked
+  // us, so the front end sees the call before the request to run it.
+  self->send(s.wiring->gate, std::move(e));
   self->delayed_send(self, s.setup.client_timeout, ClientToolTimeout{req.call_id});
 }
 

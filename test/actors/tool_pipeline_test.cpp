@@ -334,6 +334,24 @@ TEST_F(ToolPipelineTest, CallsAreSpansOnTheToolsTrack) {
   EXPECT_EQ(spans.count("io/tool event"), 4);  // call and result, twice
 }
 
+TEST_F(ToolPipelineTest, AnInterruptEndsTheWaitForATool) {
+  front_.on_client = [this](const ToolEvent&) { pipeline_->interrupt(); };  // and no answer
+  const auto the_call = call("weather", {{"city", "Oslo"}});
+  const auto t0 = std::chrono::steady_clock::now();
+  const TurnRun r = run(cat({the_call, text("never written")}), 256, [](Pipeline& p) {
+    ASSERT_TRUE(p.declare_client_tool({"weather", "", json{{"type", "object"}}}).ok());
+  });
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(s, 30.0);  // not the client timeout (60 s)
+  EXPECT_EQ(r.end.reason, StopReason::kInterrupted);
+  ASSERT_EQ(r.events.size(), 3u);
+  EXPECT_EQ(r.events[2].kind, ToolEventKind::kError);
+  EXPECT_NE(r.events[2].message.find("interrupted"), std::string::npos) << r.events[2].message;
+  // The call and its error response are in the context; nothing was generated after them.
+  EXPECT_IDS(r.context,
+             cat({prompt_, the_call, response("weather", json::parse(r.events[2].result))}));
+}
+
 TEST_F(ToolPipelineTest, WithToolsOffNoClientToolCanBeDeclared) {
   setup_.builtin = nullptr;
   run(text("hi"), 256, [](Pipeline& p) {
