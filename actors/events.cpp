@@ -39,4 +39,20 @@ const char* stop_reason_name(StopReason r) {
   return "?";
 }
 
+const char* tool_event_kind_name(ToolEventKind k) {
+  switch (k) {
+    case ToolEventKind::kCall:
+      return "call";
+    case ToolEventKind::kResult:
+      return "result";
+    case ToolEventKind::kError:
+      return "error";
+    case ToolEventKind::kNotRun:
+      return "not run";
+    case ToolEventKind::kClientCall:
+      return "client call";
+  }
+  return "?";
+}
+
 }  // namespace infer::actors

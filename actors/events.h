@@ -57,6 +57,9 @@ struct TokenEvent {
   Decision decision = Decision::kSpeak;
   std::string text;        // the text this token completes (may be empty: a partial character)
   int64_t emit_ns = 0;     // steady clock when the stream sent it (hop latency, traces)
+  // Part of a tool call the engine runs (<|tool_call> ... <tool_call|>): in the context, never
+  // shown as text (text stays empty); the call itself comes as a ToolEvent.
+  bool tool_call = false;
 };
 
 // A turn's input is in the context (before its prefill): the stream now holds `position` ids,
@@ -157,6 +160,29 @@ struct MemoryNotice {
   MemoryEntry entry;
   uint64_t cause_ticket = 0;
   uint64_t cause_turn = 0;
+};
+
+// A tool call the model wrote (docs/TOOLS.md, Running calls), as the front end sees it.
+enum class ToolEventKind : uint8_t {
+  kCall,        // a call is about to run (name, arguments)
+  kResult,      // it ran: result, result_bytes, ms
+  kError,       // it could not run or failed (malformed, truncated, unknown tool, over
+                // --tool-steps, a tool's own error): message, and the error response's JSON
+  kNotRun,      // tools are off (no --tools): the call is reported, not run, nothing injected
+  kClientCall,  // a call for a tool the front end declared: answer Pipeline::tool_result(call_id)
+};
+const char* tool_event_kind_name(ToolEventKind k);
+
+struct ToolEvent {
+  ToolEventKind kind = ToolEventKind::kCall;
+  uint64_t turn = 0;
+  uint64_t call_id = 0;   // numbers the pipeline's calls from 1
+  std::string name;       // "" when a malformed call's name could not be read
+  std::string arguments;  // the call's arguments as JSON text (a malformed call: its raw text)
+  std::string result;     // kResult, kError: the response written back, as JSON text
+  int64_t result_bytes = 0;  // of the response's JSON text
+  double ms = 0.0;           // how long the tool took (kResult, kError)
+  std::string message;       // kError, kNotRun: why
 };
 
 struct ErrorEvent {

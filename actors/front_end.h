@@ -22,6 +22,9 @@ class FrontEnd {
   // Episodic memory: the answer to Pipeline::memory(), and what happened to episodes.
   virtual void memory_reply(const MemoryReply&) {}
   virtual void memory_event(const MemoryNotice&) {}
+  // A tool call the model wrote, its result or its error; kClientCall asks the front end to run
+  // one of its own tools and answer with Pipeline::tool_result.
+  virtual void tool_event(const ToolEvent&) {}
 };
 
 }  // namespace infer::actors

@@ -55,6 +55,7 @@ gate_actor::behavior_type gate_fn(Self self, Gate gate, std::shared_ptr<Control>
         self->send(self->state.wiring->tokenizer, std::move(e));
       },
       [=](const InputAppended& a) { self->send(self->state.wiring->tokenizer, a); },
+      [=](ToolEvent& e) { self->send(self->state.wiring->tokenizer, std::move(e)); },
       [=](const InputQueued& q) {
         TraceScope scope(self->state.tracer, "gate", "input", int64_t(q.turn));
         self->state.last_queued = std::max(self->state.last_queued, q.turn);

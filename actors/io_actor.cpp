@@ -38,6 +38,10 @@ io_actor::behavior_type io_fn(Self self, FrontEnd* front_end, WiringPtr wiring, 
         self->state.front_end->turn_end(e);
       },
       [=](const InputAppended& a) { self->state.front_end->appended(a); },
+      [=](const ToolEvent& e) {
+        TraceScope scope(self->state.tracer, "io", "tool event", int64_t(e.call_id));
+        self->state.front_end->tool_event(e);
+      },
       [=](const QuietSpan& q) {
         TraceScope scope(self->state.tracer, "io", "quiet");
         self->state.front_end->quiet(q);

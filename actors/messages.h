@@ -70,6 +70,29 @@ struct QuietTick {
   uint64_t generation = 0;
 };
 
+// stream -> tools: run one parsed call (arguments as JSON text); answered with a ToolReply.
+struct ToolRequest {
+  uint64_t call_id = 0;
+  uint64_t turn = 0;
+  std::string name;
+  std::string arguments;
+};
+struct ToolReply {
+  uint64_t call_id = 0;
+  std::string result;  // JSON text of the response's value ({error: ...} when it failed)
+  bool error = false;
+  double ms = 0.0;
+};
+// Pipeline::tool_result -> tools: a client tool's answer (JSON text) to call_id.
+struct ClientToolResult {
+  uint64_t call_id = 0;
+  std::string result;
+};
+// tools -> itself: client_timeout after a client call went out.
+struct ClientToolTimeout {
+  uint64_t call_id = 0;
+};
+
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, TurnSampling& x) {
   return f(caf::meta::type_name("TurnSampling"), x.end_ids, x.own, x.temperature, x.top_k,
@@ -100,7 +123,29 @@ typename Inspector::result_type inspect(Inspector& f, QuietTick& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, TokenEvent& x) {
   return f(caf::meta::type_name("TokenEvent"), x.turn, x.step, x.position, x.id, x.entropy,
-           x.top_prob, x.eot_prob, x.ms_per_token, x.tokens_left, x.decision, x.text, x.emit_ns);
+           x.top_prob, x.eot_prob, x.ms_per_token, x.tokens_left, x.decision, x.text, x.emit_ns,
+           x.tool_call);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, ToolEvent& x) {
+  return f(caf::meta::type_name("ToolEvent"), x.kind, x.turn, x.call_id, x.name, x.arguments,
+           x.result, x.result_bytes, x.ms, x.message);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, ToolRequest& x) {
+  return f(caf::meta::type_name("ToolRequest"), x.call_id, x.turn, x.name, x.arguments);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, ToolReply& x) {
+  return f(caf::meta::type_name("ToolReply"), x.call_id, x.result, x.error, x.ms);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, ClientToolResult& x) {
+  return f(caf::meta::type_name("ClientToolResult"), x.call_id, x.result);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, ClientToolTimeout& x) {
+  return f(caf::meta::type_name("ClientToolTimeout"), x.call_id);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, InputAppended& x) {
@@ -179,6 +224,11 @@ CAF_BEGIN_TYPE_ID_BLOCK(infer_actors, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(infer_actors, (infer::actors::MemoryOp))
   CAF_ADD_TYPE_ID(infer_actors, (infer::actors::MemoryReply))
   CAF_ADD_TYPE_ID(infer_actors, (infer::actors::MemoryNotice))
+  CAF_ADD_TYPE_ID(infer_actors, (infer::actors::ToolEvent))
+  CAF_ADD_TYPE_ID(infer_actors, (infer::actors::ToolRequest))
+  CAF_ADD_TYPE_ID(infer_actors, (infer::actors::ToolReply))
+  CAF_ADD_TYPE_ID(infer_actors, (infer::actors::ClientToolResult))
+  CAF_ADD_TYPE_ID(infer_actors, (infer::actors::ClientToolTimeout))
   CAF_ADD_ATOM(infer_actors, infer::actors, stats_atom, "stats")
   CAF_ADD_ATOM(infer_actors, infer::actors, reset_atom, "reset")
 CAF_END_TYPE_ID_BLOCK(infer_actors)
@@ -197,12 +247,14 @@ using stream_actor =
                      caf::replies_to<reset_atom>::with<ResetDone>>;
 using gate_actor =
     caf::typed_actor<caf::reacts_to<TokenEvent>, caf::reacts_to<TurnEnd>,
+                     caf::reacts_to<ToolEvent>,
                      caf::reacts_to<InputAppended>,
                      caf::reacts_to<InputQueued>, caf::reacts_to<Failure>,
                      caf::replies_to<PipelineStats>::with<PipelineStats>,
                      caf::replies_to<reset_atom>::with<ResetDone>>;
 using tokenizer_actor =
     caf::typed_actor<caf::reacts_to<InputMsg>, caf::reacts_to<TokenEvent>,
+                     caf::reacts_to<ToolEvent>,
                      caf::reacts_to<TurnEnd>, caf::reacts_to<InputAppended>,
                      caf::reacts_to<Failure>,
                      caf::replies_to<MemoryOp>::with<MemoryReply>,
@@ -211,6 +263,7 @@ using tokenizer_actor =
                      caf::replies_to<ResetDone>::with<ResetDone>>;
 using io_actor =
     caf::typed_actor<caf::reacts_to<InputMsg>, caf::reacts_to<TokenEvent>,
+                     caf::reacts_to<ToolEvent>,
                      caf::reacts_to<TurnEnd>, caf::reacts_to<InputAppended>,
                      caf::reacts_to<QuietSpan>, caf::reacts_to<Failure>,
                      caf::reacts_to<MemoryOp>, caf::reacts_to<MemoryNotice>,
@@ -221,6 +274,11 @@ using consolidation_actor =
                      caf::reacts_to<ResetDone>, caf::reacts_to<QuietTick>,
                      caf::reacts_to<DrainMemory>, caf::reacts_to<StreamRestart>>;
 using recall_actor = caf::typed_actor<caf::reacts_to<RecallRequest>>;
+// Tool calls go stream -> tools and back; their events go stream -> gate -> tokenizer -> io with
+// the tokens (in order), a client call's request tools -> gate -> ... -> io after them.
+using tools_actor =
+    caf::typed_actor<caf::replies_to<ToolRequest>::with<ToolReply>,
+                     caf::reacts_to<ClientToolResult>, caf::reacts_to<ClientToolTimeout>>;
 
 // Errors cross actors as caf::error (STYLE.md, Errors); front ends get them back as ErrorEvent.
 inline Failure failure(const Error& e) { return Failure{caf::error(e.code, e.message)}; }
@@ -235,6 +293,7 @@ struct Wiring {
   gate_actor gate;
   consolidation_actor consolidation;
   recall_actor recall;  // null without episodic memory
+  tools_actor tools;
 };
 
 }  // namespace infer::actors

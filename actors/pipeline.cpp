@@ -35,6 +35,7 @@ struct Pipeline::Impl {
   std::shared_ptr<Control> control = std::make_shared<Control>();
   std::shared_ptr<Wiring> wiring = std::make_shared<Wiring>();
   std::shared_ptr<MemoryLink> memory;
+  std::shared_ptr<ToolRegistry> tools;
   std::shared_ptr<Forward> forward;
   std::atomic<uint64_t> turns{0};
 };
@@ -52,12 +53,24 @@ Pipeline::Pipeline(std::shared_ptr<Forward> forward, PipelineOptions opts, Front
       recall_for_turn(*link, *wiring, *fwd, tracer, pos, n);
     };
   }
+  m.tools = std::make_shared<ToolRegistry>(opts.tools.builtin != nullptr);
+  // The call loop runs wherever the tokenizer has the tool markers: with tools off it still
+  // reports the calls the model writes.
+  std::optional<ToolLoopOptions> loop;
+  if (opts.tokenizer != nullptr) {
+    if (Result<ToolTokens> tokens = ToolTokens::from(*opts.tokenizer); tokens.ok()) {
+      loop = ToolLoopOptions{opts.tokenizer, *tokens, opts.tools.max_steps,
+                             opts.tools.builtin != nullptr};
+    }
+  }
   auto engine = std::make_shared<Engine>(std::move(forward), std::move(opts.engine));
   const auto debounce = std::chrono::milliseconds(int64_t(opts.consolidate_after_s * 1000.0));
   Wiring& w = *m.wiring;
   w.io = spawn_io(m.sys, &front_end, m.wiring, opts.tracer);
   w.tokenizer = spawn_tokenizer(m.sys, opts.tokenizer, m.wiring, opts.tracer);
-  w.stream = spawn_stream(m.sys, std::move(engine), m.control, m.wiring, opts.tracer, m.memory);
+  w.stream = spawn_stream(m.sys, std::move(engine), m.control, m.wiring, opts.tracer, m.memory,
+                          std::move(loop));
+  w.tools = spawn_tools(m.sys, opts.tools, m.tools, m.wiring, opts.tracer);
   w.gate = spawn_gate(m.sys, Gate(std::move(opts.gate)), m.control, m.wiring, opts.tracer);
   w.consolidation = spawn_consolidation(m.sys, debounce, m.wiring, opts.tracer, m.memory);
   if (m.memory) {
@@ -90,7 +103,7 @@ Pipeline::~Pipeline() {
   const Wiring& w = *m.wiring;
   for (const caf::actor_addr& a : {w.io.address(), w.tokenizer.address(), w.stream.address(),
                                    w.gate.address(), w.consolidation.address(),
-                                   w.recall.address()}) {
+                                   w.recall.address(), w.tools.address()}) {
     if (a) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
   }
   m.sys.await_all_actors_done();
@@ -151,6 +164,18 @@ Result<PipelineStats> Pipeline::stats(bool with_context) {
                });
   return out;
 }
+
+Result<void> Pipeline::declare_client_tool(ToolDeclaration tool) {
+  return impl_->tools->declare(std::move(tool));
+}
+
+void Pipeline::tool_result(uint64_t call_id, std::string result_json) {
+  caf::anon_send(impl_->wiring->tools, ClientToolResult{call_id, std::move(result_json)});
+}
+
+std::vector<ToolDeclaration> Pipeline::tool_declarations() const { return impl_->tools->all(); }
+
+bool Pipeline::tools_enabled() const { return impl_->tools->enabled(); }
 
 ErrorEvent error_event(const caf::error& e) {
   if (!e) return ErrorEvent{ErrorCode::kInternal, "an empty error"};

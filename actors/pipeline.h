@@ -1,7 +1,7 @@
 // Pipeline: the actor system of one conversation (DESIGN.md §3) behind a plain API, so that
 // front ends (REPL, pipe, --serve) and tests use it without CAF headers. It spawns io ->
-// tokenizer -> stream (detached) -> gate -> tokenizer -> io, plus consolidation; recall and
-// tools join when their issues land. Events come back through the FrontEnd on io's thread.
+// tokenizer -> stream (detached) -> gate -> tokenizer -> io, plus consolidation, tools (detached)
+// and, with memory, recall. Events come back through the FrontEnd on io's thread.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +13,7 @@
 #include "actors/front_end.h"
 #include "actors/gate.h"
 #include "actors/memory_link.h"
+#include "actors/tool_registry.h"
 #include "actors/tracer.h"
 #include "model/forward.h"
 #include "model/tokenizer/tokenizer.h"
@@ -29,6 +30,9 @@ struct PipelineOptions {
   // Episodic memory (DESIGN.md §5): evicted and quiet rows become episodes, each generating
   // turn recalls into the ring's recall tier. Null: none.
   std::shared_ptr<MemoryLink> memory;
+  // Tool calls (docs/TOOLS.md, Running calls): with a tokenizer that has Gemma 4's tool markers
+  // every turn runs through the call loop; tools.builtin null: calls are reported, not run.
+  ToolSetup tools;
 };
 
 // A generating turn's settings besides its limit.
@@ -65,6 +69,17 @@ class Pipeline {
   void memory(MemoryOp op);
   // The session's figures after the turns already sent (waits for them).
   Result<PipelineStats> stats(bool with_context = false);
+
+  // Tools. A client tool is run by the front end: a call to it arrives as a ToolEvent of kind
+  // kClientCall and is answered by tool_result(call_id, JSON text); without an answer within
+  // ToolSetup::client_timeout the model gets an error response. Declaring needs tools on
+  // (kUnsupported otherwise). The declarations go into the system turn of contexts opened after
+  // they are made (the front end writes it: tool_declarations()).
+  Result<void> declare_client_tool(ToolDeclaration tool);
+  void tool_result(uint64_t call_id, std::string result_json);
+  // Built-in tools (when on) and client tools, in the order the system turn lists them.
+  std::vector<ToolDeclaration> tool_declarations() const;
+  bool tools_enabled() const;
 
  private:
   struct Impl;

@@ -5,12 +5,15 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 
 #include "actors/control.h"
 #include "actors/engine.h"
 #include "actors/front_end.h"
 #include "actors/gate.h"
 #include "actors/messages.h"
+#include "actors/tool_loop.h"
+#include "actors/tool_registry.h"
 #include "model/kv_ring_api.h"
 #include "actors/tracer.h"
 #include "model/tokenizer/tokenizer.h"
@@ -26,10 +29,16 @@ tokenizer_actor spawn_tokenizer(caf::actor_system& sys, const Tokenizer* tokeniz
                                 WiringPtr wiring, Tracer* tracer);
 // Detached: runs prefill and the decode loop on its own thread.
 // link: episodic memory (null: none); the stream sets the ring's eviction sink and reads a
-// turn's input rows for recall.
+// turn's input rows for recall. tool_loop: the call loop's settings (nullopt: no tokenizer with
+// tool markers, so calls are not even parsed).
 stream_actor spawn_stream(caf::actor_system& sys, std::shared_ptr<Engine> engine,
                           std::shared_ptr<Control> control, WiringPtr wiring, Tracer* tracer,
-                          std::shared_ptr<MemoryLink> link);
+                          std::shared_ptr<MemoryLink> link,
+                          std::optional<ToolLoopOptions> tool_loop);
+// Detached: a built-in call (a command) may take seconds. registry: the client tools.
+tools_actor spawn_tools(caf::actor_system& sys, ToolSetup setup,
+                        std::shared_ptr<const ToolRegistry> registry, WiringPtr wiring,
+                        Tracer* tracer);
 gate_actor spawn_gate(caf::actor_system& sys, Gate gate, std::shared_ptr<Control> control,
                       WiringPtr wiring, Tracer* tracer);
 // link: episodic memory (null: none); consolidation writes the rows the stream hands over.

@@ -1,7 +1,11 @@
 // stream: owns the Engine (Forward, sampler, context) on a detached thread. One input message
 // runs a whole turn through Engine::run_turn (which checks the interrupt epoch, the gate's stop
 // and the gate's lead between tokens); one message out per token, none per layer (DESIGN.md §3).
+// With a tokenizer that has the tool markers, the turn runs through the ToolLoop: a call the
+// model writes goes to the tools actor and its response joins the same turn.
 #include <algorithm>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <utility>
 
 #include "actors/stages.h"
@@ -15,17 +19,24 @@ struct StreamState {
   WiringPtr wiring;
   Tracer* tracer = nullptr;
   std::shared_ptr<MemoryLink> link;  // null: no episodic memory
+  std::optional<ToolLoop> tool_loop;  // null: no tool markers in the tokenizer
   uint64_t turns = 0;
   int64_t generated = 0;  // since the last reset
 };
 
 using Self = stream_actor::stateful_pointer<StreamState>;
 
-// Each token goes to the gate as it is sampled.
-class GateSink : public TokenSink {
+// A tool call's answer can take as long as its tool allows (a command's timeout, a client's);
+// past this the call gets an error rather than hold the turn for ever.
+constexpr auto kToolWait = std::chrono::minutes(10);
+constexpr auto kToolPoll = std::chrono::milliseconds(20);
+
+// Each token goes to the gate as it is sampled; tool events follow the same path (in order with
+// the tokens), and a call is run by the tools actor while this thread waits.
+class GateSink : public ToolTurnSink {
  public:
   GateSink(Self self, const StreamInput& in) : self_(self), in_(in) {}
-  Verdict token(const Step& s) override {
+  Verdict token(const Step& s, bool in_call) override {
     TokenEvent t;
     t.turn = in_.turn;
     t.step = s.index;
@@ -37,16 +48,71 @@ class GateSink : public TokenSink {
     t.ms_per_token = s.ms_per_token;
     t.tokens_left = in_.max_tokens - s.index - 1;
     t.emit_ns = steady_ns();
+    t.tool_call = in_call;
     self_->send(self_->state.wiring->gate, std::move(t));
     return Verdict::kKeep;
   }
   void appended(int64_t position, int64_t n) override {
     self_->send(self_->state.wiring->gate, InputAppended{in_.turn, position, n});
   }
+  void event(const ToolEvent& e) override { self_->send(self_->state.wiring->gate, e); }
+  // Waits for the tools actor's answer, looking at the interrupt every kToolPoll: Ctrl-C during
+  // a long command ends the wait (the call gets an error response; the command runs on to its
+  // own timeout in the tools actor).
+  ToolAnswer run(uint64_t call_id, const std::string& name,
+                 const nlohmann::json& arguments) override {
+    StreamState& st = self_->state;
+    TraceScope scope(st.tracer, "stream", "tool wait", int64_t(call_id));
+    ToolAnswer a;
+    const auto fail = [&](std::string why) {
+      a.error = true;
+      a.result = {{"error", std::move(why)}};
+    };
+    caf::scoped_actor waiter{self_->system()};
+    // A plain send: the tools actor's answer comes back as an ordinary message.
+    waiter->send(st.wiring->tools, ToolRequest{call_id, in_.turn, name, tool_json_text(arguments)});
+    const auto deadline = std::chrono::steady_clock::now() + kToolWait;
+    bool waiting = true;
+    waiter->receive_while(waiting)(
+        [&](ToolReply& r) {
+          if (r.call_id != call_id) return;
+          a.result = nlohmann::json::parse(r.result, nullptr, false);
+          a.error = r.error;
+          a.ms = r.ms;
+          if (a.result.is_discarded()) fail("the tool's answer is not JSON");
+          waiting = false;
+        },
+        [&](caf::error& e) {
+          fail("the tool did not answer: " + error_event(e).message);
+          waiting = false;
+        },
+        caf::after(kToolPoll) >> [&] {
+          const Control& c = *st.control;
+          if (c.interrupt_epoch.load() != in_.epoch || c.shutting_down.load()) {
+            fail("interrupted while the tool ran");
+            waiting = false;
+          } else if (std::chrono::steady_clock::now() > deadline) {
+            fail("the tool did not answer within 10 minutes");
+            waiting = false;
+          }
+        });
+    return a;
+  }
 
  private:
   Self self_;
   const StreamInput& in_;
+};
+
+// Without the call loop: every token as it is.
+class PlainSink : public TokenSink {
+ public:
+  explicit PlainSink(GateSink& out) : out_(out) {}
+  Verdict token(const Step& s) override { return out_.token(s, false); }
+  void appended(int64_t position, int64_t n) override { out_.appended(position, n); }
+
+ private:
+  GateSink& out_;
 };
 
 void run_turn(Self self, const StreamInput& in) {
@@ -67,7 +133,9 @@ void run_turn(Self self, const StreamInput& in) {
   req.control = TurnControl{s.control.get(), in.epoch, in.turn, in.sampling.gate_may_stop};
   GateSink sink(self, in);
   if (s.link) s.link->running_turn.store(in.turn);  // the automatic recall's cause
-  const TurnOutcome o = s.engine->run_turn(req, sink);
+  PlainSink plain(sink);
+  const TurnOutcome o = s.tool_loop ? s.tool_loop->run_turn(*s.engine, req, in.turn, sink)
+                                    : s.engine->run_turn(req, plain);
   if (s.link) s.link->running_turn.store(0);
   if (o.error) self->send(s.wiring->gate, failure(*o.error));
   s.generated += o.generated;
@@ -138,8 +206,10 @@ PipelineStats stats(const StreamState& s, bool with_context) {
 
 stream_actor::behavior_type stream_fn(Self self, std::shared_ptr<Engine> engine,
                                       std::shared_ptr<Control> control, WiringPtr wiring,
-                                      Tracer* tracer, std::shared_ptr<MemoryLink> link) {
+                                      Tracer* tracer, std::shared_ptr<MemoryLink> link,
+                                      std::optional<ToolLoopOptions> tool_loop) {
   self->state.link = std::move(link);
+  if (tool_loop) self->state.tool_loop.emplace(std::move(*tool_loop));
   self->state.engine = std::move(engine);
   self->state.control = std::move(control);
   self->state.wiring = std::move(wiring);
@@ -173,9 +243,11 @@ stream_actor::behavior_type stream_fn(Self self, std::shared_ptr<Engine> engine,
 
 stream_actor spawn_stream(caf::actor_system& sys, std::shared_ptr<Engine> engine,
                           std::shared_ptr<Control> control, WiringPtr wiring, Tracer* tracer,
-                          std::shared_ptr<MemoryLink> link) {
+                          std::shared_ptr<MemoryLink> link,
+                          std::optional<ToolLoopOptions> tool_loop) {
   return sys.spawn<caf::detached>(stream_fn, std::move(engine), std::move(control),
-                                  std::move(wiring), tracer, std::move(link));
+                                  std::move(wiring), tracer, std::move(link),
+                                  std::move(tool_loop));
 }
 
 }  // namespace infer::actors

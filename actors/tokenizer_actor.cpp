@@ -62,9 +62,11 @@ tokenizer_actor::behavior_type tokenizer_fn(Self self, const Tokenizer* tokenize
       [=](TokenEvent& t) {
         TokenizerState& s = self->state;
         TraceScope scope(s.tracer, "tokenizer", "token", t.step);
-        if (s.decoder) s.decoder->push(t.id, t.text);
+        // A tool call's tokens are not text for the user; the call comes as a ToolEvent.
+        if (s.decoder && !t.tool_call) s.decoder->push(t.id, t.text);
         self->send(s.wiring->io, std::move(t));
       },
+      [=](ToolEvent& e) { self->send(self->state.wiring->io, std::move(e)); },
       [=](TurnEnd& e) {
         TokenizerState& s = self->state;
         TraceScope scope(s.tracer, "tokenizer", "turn_end", int64_t(e.turn));

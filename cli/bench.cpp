@@ -24,6 +24,7 @@
 #include "cli/bench_memory.h"
 #include "cli/bench_quiescence.h"
 #include "cli/bench_stream.h"
+#include "cli/bench_tools.h"
 #include "cli/gpu_profile.h"
 #include "cli/mem_bandwidth.h"
 #include "cli/model_choice.h"
@@ -229,10 +230,17 @@ Result<void> run_bench(const Options& opts) {
   }
 
   nlohmann::json tokenizer_mb_s = nullptr;
+  nlohmann::ordered_json tools = nullptr;
   const auto tok_path = choice.dir / "tokenizer.json";
   if (std::filesystem::exists(tok_path)) {
     INFER_TRY(Tokenizer tok, Tokenizer::load(tok_path));
     tokenizer_mb_s = measure_encode_mb_per_s(tok, size_t(1) << 20);
+    if (!opts.tools_root.empty()) {
+      INFER_TRY(tools, bench_tools(backend, ids, tok, opts));
+    }
+  } else if (!opts.tools_root.empty()) {
+    return make_error(ErrorCode::kNotFound, tok_path.string() + " does not exist (--bench "
+                                            "--tools parses calls by the tokenizer's markers)");
   }
 
   // The bound decode is measured against: host memory read by all threads on the CPU, device
@@ -288,6 +296,7 @@ Result<void> run_bench(const Options& opts) {
                    wait_ms, copy, j);
   }
   if (!profile.is_null()) j["gpu_profile"] = profile;
+  if (!tools.is_null()) j["tools"] = tools;
   INFER_TRY_VOID(write_bench_json(opts, j));
 
   std::fprintf(stderr,

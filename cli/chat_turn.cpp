@@ -4,16 +4,23 @@
 #include <optional>
 #include <string>
 
+#include "base/check.h"
+#include "model/tool_format/format_pieces.h"
+
 namespace infer::cli {
 namespace {
 
 class TurnBuilder {
  public:
-  TurnBuilder(const Tokenizer& tok, SpecialText text_mode) : tok_(tok), text_mode_(text_mode) {}
+  TurnBuilder(const Tokenizer& tok, bool special) : tok_(tok), special_(special) {}
 
   void id(int32_t id) {
     flush();
     ids_.push_back(id);
+  }
+  void ids(const std::vector<int32_t>& ids) {
+    flush();
+    append(ids);
   }
   // A chat marker such as "<|turn>": its added token when the tokenizer has it.
   void marker(std::string_view m) {
@@ -28,25 +35,35 @@ class TurnBuilder {
   }
 
  private:
+  // Without --special no marker spelled in the text becomes its token: encode_unmarked cuts
+  // the tool and channel markers too, which SpecialText::kAsText would still match.
   void flush() {
     if (run_.empty()) return;
-    append(tok_.encode(run_, false, text_mode_));
+    append(special_ ? tok_.encode(run_, false, SpecialText::kMatch) : encode_unmarked(tok_, run_));
     run_.clear();
   }
   void append(const std::vector<int32_t>& ids) { ids_.insert(ids_.end(), ids.begin(), ids.end()); }
 
   const Tokenizer& tok_;
-  SpecialText text_mode_;
+  bool special_;
   std::string run_;
   std::vector<int32_t> ids_;
 };
 
-void open_context(TurnBuilder& b, const Tokenizer& tok, std::optional<std::string_view> system) {
+void open_context(TurnBuilder& b, const Tokenizer& tok, std::optional<std::string_view> system,
+                  std::span<const ToolDeclaration> tools) {
   if (tok.bos_id() >= 0) b.id(tok.bos_id());
-  if (system) {
+  if (system || !tools.empty()) {
     b.marker("<|turn>");
     b.text("system\n");
-    b.text(*system);
+    if (system) b.text(*system);
+    if (!tools.empty()) {  // system_turn_pieces' layout: the declarations after the text
+      Result<FormatPieces> pieces = declarations_pieces(tools);
+      INFER_CHECK(pieces.ok(), "a tool declaration: %s", pieces.error().message.c_str());
+      Result<std::vector<int32_t>> ids = encode_pieces(tok, *pieces);
+      INFER_CHECK(ids.ok(), "the tokenizer's tool markers: %s", ids.error().message.c_str());
+      b.ids(*ids);
+    }
     b.marker("<turn|>");
     b.text("\n");
   }
@@ -56,16 +73,21 @@ void open_context(TurnBuilder& b, const Tokenizer& tok, std::optional<std::strin
 
 std::vector<int32_t> system_turn_ids(const Tokenizer& tok, std::string_view system,
                                      bool special) {
-  TurnBuilder b(tok, special ? SpecialText::kMatch : SpecialText::kAsText);
-  open_context(b, tok, system);
+  return system_turn_ids(tok, system, special, {});
+}
+
+std::vector<int32_t> system_turn_ids(const Tokenizer& tok, std::string_view system, bool special,
+                                     std::span<const ToolDeclaration> tools) {
+  TurnBuilder b(tok, special);
+  open_context(b, tok, system, tools);
   return b.finish();
 }
 
 std::vector<int32_t> chat_turn_ids(const Tokenizer& tok, std::string_view user,
                                    const ChatTurnSpec& spec) {
-  TurnBuilder b(tok, spec.special ? SpecialText::kMatch : SpecialText::kAsText);
+  TurnBuilder b(tok, spec.special);
   if (spec.opens_context) {
-    open_context(b, tok, spec.system);
+    open_context(b, tok, spec.system, spec.tools);
   } else {
     b.marker("<turn|>");
     b.text("\n");

@@ -17,12 +17,48 @@ double per_second(int64_t n, double ms) { return ms > 0 ? double(n) / ms * 1e3 :
 }  // namespace
 
 void ConsoleFrontEnd::token(const actors::TokenEvent& t) {
+  if (t.tool_call && mode_ == OutputMode::kText) return;  // the call shows as a tool event
   if (mode_ == OutputMode::kIds) {
     std::printf(t.step == 0 ? "%d" : " %d", t.id);
   } else {
     std::fwrite(t.text.data(), 1, t.text.size(), stdout);
   }
   std::fflush(stdout);
+}
+
+namespace {
+
+// A value for one line: at most `max` bytes, cut on a character boundary.
+std::string cut(const std::string& s, size_t max) {
+  if (s.size() <= max) return s;
+  size_t n = max;
+  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
+  return s.substr(0, n) + "...";
+}
+
+}  // namespace
+
+std::string describe_tool_event(const actors::ToolEvent& e) {
+  const std::string id = "[tool " + std::to_string(e.call_id) + ": ";
+  char ms[32];
+  std::snprintf(ms, sizeof ms, "%.1f ms", e.ms);
+  switch (e.kind) {
+    case actors::ToolEventKind::kCall:
+    case actors::ToolEventKind::kClientCall:
+      return id + e.name + " " + cut(e.arguments, 200) + "]";
+    case actors::ToolEventKind::kResult:
+      return id + std::to_string(e.result_bytes) + " bytes back in " + ms + "]";
+    case actors::ToolEventKind::kError:
+      return id + (e.name.empty() ? "" : e.name + ": ") + cut(e.message, 300) + "]";
+    case actors::ToolEventKind::kNotRun:
+      return id + e.name + " not run: " + e.message + "]";
+  }
+  return id + "?]";
+}
+
+void ConsoleFrontEnd::tool_event(const actors::ToolEvent& e) {
+  std::fflush(stdout);
+  std::fprintf(stderr, "\n%s\n", describe_tool_event(e).c_str());
 }
 
 void ConsoleFrontEnd::appended(const actors::InputAppended& a) {

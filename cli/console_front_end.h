@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <mutex>
 #include <set>
+#include <string>
 #include <vector>
 
 #include "actors/front_end.h"
@@ -23,6 +24,8 @@ class ConsoleFrontEnd : public actors::FrontEnd {
   void reset_done() override;
   void error(const actors::ErrorEvent& e) override;
   void memory_reply(const actors::MemoryReply& r) override;
+  // One line on stderr per call and per result (stdout keeps the model's text).
+  void tool_event(const actors::ToolEvent& e) override;
 
   actors::TurnEnd wait_turn(uint64_t turn);
   void wait_reset();
@@ -51,6 +54,9 @@ class ConsoleFrontEnd : public actors::FrontEnd {
   int resets_ = 0;
   int errors_ = 0;
 };
+
+// One tool event as the console shows it: "[tool 1: read_file {"path":"a.txt"}]", ...
+std::string describe_tool_event(const actors::ToolEvent& e);
 
 // /stats. The gate's counts only mean something when a --gate-* switch set it up.
 void print_stats(const actors::PipelineStats& s, bool gate_on);

@@ -22,11 +22,13 @@
 
 #include "actors/control.h"
 #include "actors/engine.h"
+#include "actors/tool_registry.h"
 #include "base/clock.h"
 #include "cli/backend.h"
 #include "cli/chat_turn.h"
 #include "cli/memory_check.h"
 #include "cli/model_choice.h"
+#include "cli/one_shot_tools.h"
 #include "cli/session.h"
 #include "model/config.h"
 #include "model/model.h"
@@ -52,11 +54,14 @@ Result<Tokenizer> load_tokenizer(const std::filesystem::path& dir, const char* w
   return Tokenizer::load(path);
 }
 
-// --chat: the prompt as the first user turn, after --system's turn.
+// --chat: the prompt as the first user turn, after --system's turn (which declares the tools
+// with --tools).
 ChatTurnSpec chat_spec(const Options& opts) {
+  static const std::vector<ToolDeclaration> kBuiltin = actors::builtin_declarations();
   ChatTurnSpec spec;
   if (opts.system_prompt) spec.system = *opts.system_prompt;
   spec.special = opts.special;
+  if (!opts.tools_root.empty()) spec.tools = kBuiltin;
   return spec;
 }
 
@@ -163,6 +168,8 @@ Result<int> run_generate(const Options& opts) {
   const TextConfig& text = model->config().text;
   const int64_t V = text.vocab_size;
   if (tok) INFER_TRY_VOID(tok->check_fits(V, (choice.dir / "tokenizer.json").string()));
+  INFER_TRY(const std::shared_ptr<const tools::BuiltinTools> tools,
+            open_tools(opts, tok ? &*tok : nullptr));
   // --chat: one user turn, the prompt as plain text. Otherwise the prompt as raw text (markers
   // it spells become control tokens) or the ids as given.
   std::vector<int32_t> ids;
@@ -182,7 +189,9 @@ Result<int> run_generate(const Options& opts) {
   }
   const int64_t T = int64_t(ids.size());
   // With the KV ring the stream has no end: positions are assigned inside the cache.
-  INFER_TRY(const std::optional<RingConfig> ring, ring_config(opts));
+  INFER_TRY(const std::optional<RingConfig> ring,
+            ring_config(with_tool_anchors(opts, tok ? &*tok : nullptr)));
+  if (tools) INFER_TRY_VOID(check_tool_anchors(opts, *tok, ring));
   if (!ring && T > text.max_position_embeddings) {
     return make_error(ErrorCode::kInvalidArgument,
                       "the prompt has " + std::to_string(T) + " tokens, the model takes " +
@@ -192,7 +201,10 @@ Result<int> run_generate(const Options& opts) {
   // costs nothing. The engine's context holds one more id than the forward: the last token,
   // which is never fed. With the ring only the token limit ends the stream.
   const int64_t max_tokens = std::min<int64_t>(opts.max_tokens, 1 << 30);
-  const int64_t max_positions = std::min(text.max_position_embeddings, T + max_tokens);
+  // Tool responses join the context besides the generated tokens: room for a session's worth.
+  const int64_t max_positions =
+      std::min(text.max_position_embeddings,
+               tools ? std::max(T + max_tokens, kSessionContext) : T + max_tokens);
 
   const SamplingParams params = resolve_sampling(opts, gen);
   INFER_TRY_VOID(check_context_memory(model->config(), ring, max_positions, gpu_ctx.get()));
@@ -217,7 +229,7 @@ Result<int> run_generate(const Options& opts) {
   actors::EngineOptions eo;
   eo.sampling = params;
   eo.end_ids = end_of_turn_ids(text, gen, tok ? &*tok : nullptr);
-  eo.max_positions = (ring ? T + max_tokens : max_positions) + 1;
+  eo.max_positions = (ring ? (tools ? kEndlessPositions : T + max_tokens) : max_positions) + 1;
   eo.prefill_chunk = std::max<int64_t>(T, 1);  // the prompt in one call
   LogitsDump dump;
   if (!opts.dump_logits.empty()) {
@@ -261,7 +273,15 @@ Result<int> run_generate(const Options& opts) {
     turn.max_tokens = max_tokens;
     turn.control = control;
     const auto t_decode = Clock::now();
-    out = engine.run_turn(turn, printer);
+    if (tools) {  // the model's calls run, their responses join this turn
+      INFER_TRY(const ToolTokens markers, ToolTokens::from(*tok));
+      actors::ToolLoop loop({&*tok, markers, opts.tool_steps.value_or(actors::kDefaultToolSteps),
+                             true});
+      OneShotToolSink sink(printer, *tools, opts.output == OutputMode::kIds);
+      out = loop.run_turn(engine, turn, 1, sink);
+    } else {
+      out = engine.run_turn(turn, printer);
+    }
     if (out.error) return *out.error;
     decode_s = seconds_since(t_decode);
   }

@@ -283,9 +283,14 @@ const Switch kSwitches[] = {
        return Ok{};
      }},
     {"--tools", 0, Arg::kRequired,
-     [](Options& o, auto, Value v) -> Result<void> {
+     [](Options& o, auto n, Value v) -> Result<void> {
+       if (v->empty()) return bad(std::string(n) + ": ROOT is empty");
        o.tools_root = std::string(*v);
        return Ok{};
+     }},
+    {"--tool-steps", 0, Arg::kRequired,
+     [](Options& o, auto n, Value v) {
+       return set_int<int64_t>(o.tool_steps, n, v, 0, 1024);
      }},
 };
 

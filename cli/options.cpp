@@ -3,6 +3,7 @@
 #include "cli/options.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <limits>
 #include <string>
 #include <vector>
@@ -98,6 +99,27 @@ Result<void> validate(const Options& o) {
   if (o.quiescence_threshold && !o.quiescence) {
     return bad("--quiescence-threshold needs --quiescence");
   }
+  if (o.tool_steps && o.tools_root.empty()) return bad("--tool-steps needs --tools ROOT");
+  if (!o.tools_root.empty()) {
+    // The tools run in the chat: the session, --chat (declarations in the system turn), --serve
+    // and --bench (its cost, tools on and idle).
+    if ((text_prompt && !o.chat) || o.prompt_ids || o.tokenize || o.bench_actors) {
+      return bad("--tools applies to the interactive/pipe session, --chat, --serve and --bench");
+    }
+    if (o.bench && (o.bench_stream || o.bench_context || o.bench_quiescence || o.bench_memory)) {
+      return bad("--bench --tools measures the tool-call loop's idle cost: not with the other "
+                 "--bench-* modes");
+    }
+    std::error_code ec;
+    const auto status = std::filesystem::status(o.tools_root, ec);
+    if (!std::filesystem::exists(status)) {
+      return bad("--tools: '" + o.tools_root.string() + "' does not exist (ROOT must be an "
+                 "existing directory)");
+    }
+    if (!std::filesystem::is_directory(status)) {
+      return bad("--tools: '" + o.tools_root.string() + "' is not a directory");
+    }
+  }
   return Ok{};
 }
 
@@ -172,9 +194,8 @@ std::string_view closest_switch(std::string_view arg) {
   return best_distance <= limit ? best : std::string_view();
 }
 
-std::string unavailable_feature(const Options& o) {
-  if (!o.tools_root.empty()) return "--tools: tools are not built yet";
-  return "";
+std::string unavailable_feature(const Options&) {
+  return "";  // every switch is built
 }
 
 }  // namespace infer::cli

@@ -91,7 +91,9 @@ struct Options {
   bool gate_yield = false;             // --gate-yield: listen when input is pending
   std::optional<float> consolidate_after_s;
   std::filesystem::path trace_file;
+  // --tools ROOT: the built-in tools over ROOT (an existing directory); empty: tools are off.
   std::filesystem::path tools_root;
+  std::optional<int64_t> tool_steps;  // --tool-steps N: calls a turn (actors::kDefaultToolSteps)
 };
 
 // Parses argv (without argv[0]). Errors are messages for "infer: <message>", exit status 2.

@@ -150,6 +150,25 @@ class InputSource {
   LineReader reader_;
 };
 
+// /tools: what the system turn declared.
+void print_tools(const std::vector<ToolDeclaration>& tools, bool enabled) {
+  if (!enabled) {
+    std::puts("tools are off (start with --tools ROOT); a call the model writes is reported, "
+              "not run");
+  }
+  for (const ToolDeclaration& t : tools) {
+    std::printf("  %-13s %s\n", t.name.c_str(), t.description.c_str());
+    if (t.parameters.is_object() && t.parameters.contains("properties")) {
+      std::string args;
+      for (const auto& [key, value] : t.parameters["properties"].items()) {
+        args += (args.empty() ? "" : ", ") + key;
+      }
+      std::printf("  %-13s takes: %s\n", "", args.empty() ? "nothing" : args.c_str());
+    }
+  }
+  std::fflush(stdout);
+}
+
 bool gate_on(const Options& o) {
   return o.gate_entropy || o.gate_top_prob || o.gate_end_prob || o.gate_yield;
 }
@@ -209,6 +228,9 @@ Result<void> run_repl(const Options& opts, bool interactive) {
   ChatTurnSpec spec;
   spec.special = opts.special;
   if (opts.system_prompt) spec.system = *opts.system_prompt;
+  // With --tools the system turn declares them (and so opens every context, --system or not).
+  const std::vector<ToolDeclaration> tools = pipeline.tool_declarations();
+  spec.tools = tools;
   int failed_turns = 0, bad_commands = 0;
   // One generating turn of `ids` (none: the model goes on, e.g. with an acked interrupt).
   const auto run_turn = [&](std::vector<int32_t> ids) {
@@ -266,6 +288,9 @@ Result<void> run_repl(const Options& opts, bool interactive) {
         if (!run_memory_command(in, session->pipeline.memory != nullptr, pipeline, front)) {
           ++bad_commands;
         }
+        continue;
+      case Command::kTools:
+        print_tools(tools, pipeline.tools_enabled());
         continue;
       case Command::kQuit:
         break;

@@ -43,6 +43,7 @@ ReplInput parse_input(std::string text) {
   if (name == "/memory") c = Command::kMemory;
   if (name == "/remember") c = Command::kRemember;
   if (name == "/forget") c = Command::kForget;
+  if (name == "/tools") c = Command::kTools;
   if (is_tool_command(name)) return {Command::kTool, std::string(t)};
   if (c == Command::kBad) {
     return {c, "unknown command " + std::string(name) +
@@ -111,6 +112,7 @@ std::string_view repl_help() {
             scores, and the store (episodes, capacity, file)
   /remember store the conversation's tokens not yet stored as episodes now
   /forget N remove episode N from the store
+  /tools    the tools the model may call (--tools ROOT), as declared to it
   /quit     leave (also /exit, Ctrl-D, or Ctrl-C at an empty prompt)
   //text    sends "/text": a line starting with one / is a command
 )" R"(PTYs and interrupts (with --tools ROOT):

@@ -9,7 +9,7 @@
 namespace infer::cli {
 
 enum class Command {
-  kText, kEmpty, kHelp, kReset, kStats, kQuit, kMemory, kRemember, kForget, kBad,
+  kText, kEmpty, kHelp, kReset, kStats, kQuit, kMemory, kRemember, kForget, kTools, kBad,
   kTool,  // /pty, /ack, /snooze, /drop, /interrupts (cli/repl_tools.h parses the rest)
 };
 

@@ -6,10 +6,14 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "actors/tool_registry.h"
 #include "cli/backend.h"
+#include "cli/chat_turn.h"
 #include "cli/gpu_trace.h"
 #include "cli/memory_check.h"
 #include "memory/episodic_memory.h"
+#include "model/tool_format/tool_tokens.h"
+#include "tools_vfs/builtin_tools.h"
 
 namespace infer::cli {
 
@@ -55,6 +59,51 @@ Result<std::shared_ptr<actors::MemoryLink>> open_memory(const Options& opts, con
   return link;
 }
 
+int64_t system_turn_tokens(const Options& opts, const Tokenizer& tok) {
+  const std::vector<ToolDeclaration> tools = actors::builtin_declarations();
+  return int64_t(
+      system_turn_ids(tok, opts.system_prompt.value_or(""), opts.special, tools).size());
+}
+
+Options with_tool_anchors(const Options& opts, const Tokenizer* tok) {
+  Options o = opts;
+  if (opts.tools_root.empty() || tok == nullptr || opts.anchors || opts.no_ring) return o;
+  const int64_t n = system_turn_tokens(opts, *tok);
+  o.anchors = int(std::max<int64_t>(RingConfig{}.anchors, n));
+  return o;
+}
+
+Result<void> check_tool_anchors(const Options& opts, const Tokenizer& tok,
+                                const std::optional<RingConfig>& ring) {
+  if (!ring || opts.tools_root.empty()) return Ok{};
+  const int64_t n = system_turn_tokens(opts, tok);
+  if (n <= int64_t(ring->anchors)) return Ok{};
+  return make_error(ErrorCode::kInvalidArgument,
+                    "--anchors " + std::to_string(ring->anchors) +
+                        " cannot hold the system turn that declares the tools (" +
+                        std::to_string(n) +
+                        " tokens): eviction would drop declarations; give more --anchors or "
+                        "leave it out (it then grows to fit)");
+}
+
+Result<std::shared_ptr<const tools::BuiltinTools>> open_tools(const Options& opts,
+                                                              const Tokenizer* tok) {
+  if (opts.tools_root.empty()) return std::shared_ptr<const tools::BuiltinTools>();
+  if (tok == nullptr) {
+    return make_error(ErrorCode::kInvalidArgument, "--tools needs the model's tokenizer.json");
+  }
+  if (Result<ToolTokens> t = ToolTokens::from(*tok); !t) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "--tools: the model's tokenizer has no tool-call tokens (" +
+                          t.error().message + ")");
+  }
+  INFER_TRY(std::unique_ptr<tools::BuiltinTools> t,
+            tools::BuiltinTools::open(opts.tools_root.string(), [tok](std::string_view text) {
+              return tok->encode(text, false, SpecialText::kAsText).size();
+            }));
+  return std::shared_ptr<const tools::BuiltinTools>(std::move(t));
+}
+
 Result<std::unique_ptr<Session>> open_session(const Options& opts, bool need_tokenizer) {
   auto s = std::make_unique<Session>();
   INFER_TRY(s->choice, choose_model(opts));
@@ -77,7 +126,8 @@ Result<std::unique_ptr<Session>> open_session(const Options& opts, bool need_tok
   const TextConfig& text = s->model->config().text;
   if (s->tokenizer) INFER_TRY_VOID(s->tokenizer->check_fits(text.vocab_size, tok_path.string()));
   const int64_t max_positions = std::min(text.max_position_embeddings, kSessionContext);
-  INFER_TRY(const std::optional<RingConfig> ring, ring_config(opts));
+  const Tokenizer* tok = s->tokenizer ? &*s->tokenizer : nullptr;
+  INFER_TRY(const std::optional<RingConfig> ring, ring_config(with_tool_anchors(opts, tok)));
   INFER_TRY_VOID(check_context_memory(s->model->config(), ring, max_positions, gpu_ctx.get()));
   INFER_TRY(Backend backend,
             make_backend(std::move(gpu_ctx), *s->model, *s->pool, max_positions, ring));
@@ -104,6 +154,16 @@ Result<std::unique_ptr<Session>> open_session(const Options& opts, bool need_tok
   p.tokenizer = s->tokenizer ? &*s->tokenizer : nullptr;
   p.tracer = s->trace.get();
   INFER_TRY(p.memory, open_memory(opts, *s, ring));
+  INFER_TRY(p.tools.builtin, open_tools(opts, p.tokenizer));
+  if (p.tools.builtin) INFER_TRY_VOID(check_tool_anchors(opts, *s->tokenizer, ring));
+  // --serve opens every context with EngineOptions::preamble: with --tools it is the system turn
+  // declaring them (cli/serve.cpp replaces it when --system is given; that one must pass the
+  // declarations too).
+  if (p.tools.builtin && opts.serve && !opts.system_prompt) {
+    const std::vector<ToolDeclaration> tools = actors::builtin_declarations();
+    p.engine.preamble = system_turn_ids(*s->tokenizer, "", opts.special, tools);
+  }
+  if (opts.tool_steps) p.tools.max_steps = *opts.tool_steps;
   // Once everything is open: an error before it stays stderr's only line.
   if (held->gpu == nullptr) std::fprintf(stderr, "%s\n", s->threads.report.c_str());
   return s;

@@ -15,6 +15,7 @@
 #include "model/model.h"
 #include "model/thread_pool.h"
 #include "model/tokenizer/tokenizer.h"
+#include "tools_vfs/builtin_tools.h"
 
 namespace infer::cli {
 
@@ -43,6 +44,21 @@ struct Session {
   bool ring = false;
   actors::PipelineOptions pipeline;  // tokenizer points into this Session
 };
+
+// <bos> and the system turn (--system's text and, with --tools, the built-in declarations): what
+// the KV ring's anchors must hold so that no declaration is ever evicted.
+int64_t system_turn_tokens(const Options& opts, const Tokenizer& tok);
+// With --tools the system turn declares the built-in tools (about 750 tokens): the ring's
+// anchors grow to hold <bos> and the whole system turn, so that eviction never drops a
+// declaration (DESIGN.md §4: anchors are never evicted). An explicit --anchors is kept, and
+// check_tool_anchors refuses it when it is smaller.
+Options with_tool_anchors(const Options& opts, const Tokenizer* tok);
+Result<void> check_tool_anchors(const Options& opts, const Tokenizer& tok,
+                                const std::optional<RingConfig>& ring);
+// --tools ROOT: the built-in tools, counting tokens with the model's tokenizer (the reader's
+// token cap). Null without --tools; an error without a tokenizer that has the tool markers.
+Result<std::shared_ptr<const tools::BuiltinTools>> open_tools(const Options& opts,
+                                                              const Tokenizer* tok);
 
 // Loads everything; a missing tokenizer.json is an error when need_tokenizer.
 Result<std::unique_ptr<Session>> open_session(const Options& opts, bool need_tokenizer);

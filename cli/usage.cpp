@@ -106,8 +106,13 @@ episodic memory (docs/MEMORY.md; with the KV ring)
       --no-memory          no episodic memory (the default; conflicts with --memory)
       --mem-list           print the episodes of --memory's file and exit (no model loaded)
 
-not built yet (giving it is an error for now)
-      --tools ROOT
+tools (docs/TOOLS.md; the session, --chat, --serve)
+      --tools ROOT         let the model call the built-in tools on the directory ROOT (list,
+                           stat, read in chunks, write, mkdir, remove, search, run a command):
+                           declared in the system turn, results written back into its turn.
+                           Without it a call the model writes is reported, not run. REPL: /tools
+      --tool-steps N       tool calls a turn may make (default 8; 0: every call gets an error);
+                           the call past N gets an error response and the turn ends
 
 interactive session (no prompt: a tty on stdin opens the REPL, a pipe is read one turn a line)
       --gate-entropy F     the gate stops and listens when a step's entropy is above F nats

@@ -169,8 +169,10 @@ Result<SubshellResult> Subshell::run(const SubshellRequest& request) const {
   // Only the child may hold the write ends now, so EOF on a pipe means its side is closed.
   out_write.reset();
   err_write.reset();
+  SubshellOptions limits = options_;
+  if (request.wall_timeout.count() > 0) limits.wall_timeout = request.wall_timeout;
   SubshellResult result =
-      supervise(std::move(child), std::move(out_read), std::move(err_read), options_);
+      supervise(std::move(child), std::move(out_read), std::move(err_read), limits);
   result.confined = landlock_.active();
   return result;
 }

@@ -51,6 +51,8 @@ struct SubshellOptions {
 struct SubshellRequest {
   std::vector<std::string> argv;  // argv[0]: a name looked up in PATH, or a path
   std::string cwd;                // relative to ROOT; "" is ROOT
+  // This command's wall-clock limit; 0: the options' wall_timeout (a tool call's own timeout).
+  std::chrono::milliseconds wall_timeout{0};
 };
 
 enum class EndReason {

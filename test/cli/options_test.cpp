@@ -92,11 +92,9 @@ TEST(Options, LaterFeaturesParseButAreReportedUnavailable) {
   EXPECT_EQ(unavailable_feature(*parse({"--serve"})), "");  // built
   EXPECT_EQ(unavailable_feature(*parse({"--memory"})), "");  // built
   EXPECT_EQ(unavailable_feature(*parse({"--storage", "x.mem", "--mem-capacity", "64"})), "");
-  for (std::vector<std::string_view> args : {std::vector<std::string_view>{"--tools", "/tmp"}}) {
-    r = parse(args);
-    ASSERT_TRUE(r.ok()) << args[0] << ": " << r.error().message;
-    EXPECT_NE(unavailable_feature(*r), "") << args[0];
-  }
+  r = parse({"--tools", "/tmp"});  // built: the session runs the model's calls
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(unavailable_feature(*r), "");
   r = parse({"--gpu", "--anchors", "32", "--window", "64", "--evict", "fifo"});  // GPU ring
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(unavailable_feature(*r), "");
@@ -122,6 +120,28 @@ TEST(Options, LaterFeaturesParseButAreReportedUnavailable) {
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(unavailable_feature(*r), "");
   EXPECT_FALSE(parse({"--gate-entropy", "2.5", "hi"}).ok());  // one-shot runs have no gate
+}
+
+TEST(Options, ToolsNeedAnExistingDirectoryAndStepsNeedTools) {
+  auto r = parse({"--tools", "/tmp", "--tool-steps", "3"});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->tools_root, "/tmp");
+  EXPECT_EQ(*r->tool_steps, 3);
+  EXPECT_FALSE(parse({"--tools", "/tmp"})->tool_steps.has_value());  // the default
+  EXPECT_TRUE(parse({"--tools", "/tmp", "--tool-steps", "0"}).ok());  // calls get errors
+  EXPECT_EQ(error_of({"--tools", "/no/such/dir"}),
+            "--tools: '/no/such/dir' does not exist (ROOT must be an existing directory)");
+  EXPECT_EQ(error_of({"--tools", "/etc/passwd"}), "--tools: '/etc/passwd' is not a directory");
+  EXPECT_EQ(error_of({"--tools", ""}), "--tools: ROOT is empty");
+  EXPECT_EQ(error_of({"--tool-steps", "2"}), "--tool-steps needs --tools ROOT");
+  EXPECT_EQ(error_of({"--tools", "/tmp", "--tool-steps", "-1"}),
+            "--tool-steps: expected an integer 0 to 1024, got '-1'");
+  EXPECT_NE(error_of({"--tools", "/tmp", "hi"}).find("--tools applies to"), std::string::npos);
+  EXPECT_TRUE(parse({"--tools", "/tmp", "--chat", "hi"}).ok());
+  EXPECT_TRUE(parse({"--tools", "/tmp", "--serve"}).ok());
+  EXPECT_TRUE(parse({"--tools", "/tmp", "--bench"}).ok());
+  EXPECT_NE(error_of({"--tools", "/tmp", "--bench", "--bench-stream", "9"}).find("idle cost"),
+            std::string::npos);
 }
 
 TEST(Options, KvRingSwitchesRunOnTheCpuAndBenchStreamNeedsBench) {

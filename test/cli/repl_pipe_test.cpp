@@ -11,7 +11,10 @@
 #include <string>
 #include <vector>
 
+#include "actors/tool_registry.h"
+#include "cli/chat_turn.h"
 #include "model/tokenizer/tokenizer.h"
+#include "model/tool_format/format_pieces.h"
 #include "test/cli/subprocess.h"
 #include "test/test_paths.h"
 
@@ -41,10 +44,11 @@ long context_tokens(const RunResult& r) {
   return n;
 }
 
+// User text as the REPL encodes it without --special: no marker spelled in it is matched.
 size_t plain_tokens(std::string_view text) {
   static const Result<Tokenizer> tok = Tokenizer::load(vocab_dir() / "tokenizer.json");
   EXPECT_TRUE(tok);
-  return tok ? tok->encode(text, false, SpecialText::kAsText).size() : 0;
+  return tok ? encode_unmarked(*tok, text).size() : 0;
 }
 
 // <bos> <|turn> "user\n{text}" <turn|> "\n" <|turn> "model\n": the first turn's length.
@@ -162,6 +166,46 @@ TEST(ReplPipe, MemoryCommandsWithoutMemorySayHowToTurnItOn) {
   }
   EXPECT_EQ(n, 3u) << r.out;
   EXPECT_NE(r.err.find("/forget takes an episode id"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace infer::test
+
+namespace infer::test {
+namespace {
+
+// --tools ROOT in the pipe mode: /tools lists the built-in tools, the first context opens with
+// the system turn declaring them, a ROOT that is not a directory and --anchors too small to
+// hold that turn are usage errors (exit status 2).
+TEST(ReplPipe, ToolsAreDeclaredInTheSystemTurnAndListed) {
+  const fs::path root = fs::temp_directory_path();
+  const RunResult r = pipe_infer("/tools\nhi\n/stats\n", {"-n", "0", "--tools", root.string()});
+  EXPECT_EQ(r.status, 0) << r.err;
+  for (const char* name : {"list_dir", "read_file", "write_file", "search_files", "run_command"}) {
+    EXPECT_NE(r.out.find(name), std::string::npos) << name << " in " << r.out;
+  }
+  const Result<Tokenizer> tok = Tokenizer::load(vocab_dir() / "tokenizer.json");
+  ASSERT_TRUE(tok);
+  const std::vector<ToolDeclaration> tools = actors::builtin_declarations();
+  const size_t system = cli::system_turn_ids(*tok, "", false, tools).size();  // with <bos>
+  EXPECT_EQ(size_t(context_tokens(r)), system + first_turn_tokens("hi") - 1) << r.out;
+
+  const RunResult off = pipe_infer("/tools\n", {"-n", "0"});
+  EXPECT_EQ(off.status, 0) << off.err;
+  EXPECT_NE(off.out.find("tools are off"), std::string::npos) << off.out;
+}
+
+TEST(ReplPipe, ToolsRefuseAMissingRootAndAnchorsThatCannotHoldTheDeclarations) {
+  const RunResult missing = pipe_infer("hi\n", {"--tools", "/no/such/infer-root"});
+  EXPECT_EQ(missing.status, 2);
+  EXPECT_NE(missing.err.find("'/no/such/infer-root' does not exist"), std::string::npos)
+      << missing.err;
+  const RunResult small = pipe_infer(
+      "hi\n", {"-n", "0", "--tools", fs::temp_directory_path().string(), "--anchors", "32"});
+  EXPECT_EQ(small.status, 2);
+  EXPECT_NE(small.err.find("cannot hold the system turn that declares the tools"),
+            std::string::npos)
+      << small.err;
 }
 
 }  // namespace
