@@ -229,8 +229,8 @@ Result<void> run_repl(const Options& opts, bool interactive) {
   spec.special = opts.special;
   if (opts.system_prompt) spec.system = *opts.system_prompt;
   // With --tools the system turn declares them (and so opens every context, --system or not).
-  const std::vector<ToolDeclaration> tools = pipeline.tool_declarations();
-  spec.tools = tools;
+  const std::vector<ToolDeclaration> declared = pipeline.tool_declarations();
+  spec.tools = declared;
   int failed_turns = 0, bad_commands = 0;
   // One generating turn of `ids` (none: the model goes on, e.g. with an acked interrupt).
   const auto run_turn = [&](std::vector<int32_t> ids) {
@@ -290,7 +290,7 @@ Result<void> run_repl(const Options& opts, bool interactive) {
         }
         continue;
       case Command::kTools:
-        print_tools(tools, pipeline.tools_enabled());
+        print_tools(declared, pipeline.tools_enabled());
         continue;
       case Command::kQuit:
         break;
