@@ -68,6 +68,7 @@ int64_t system_turn_tokens(const Options& opts, const Tokenizer& tok) {
 Options with_tool_anchors(const Options& opts, const Tokenizer* tok) {
   Options o = opts;
   if (opts.tools_root.empty() || tok == nullptr || opts.anchors || opts.no_ring) return o;
+  if (!ToolTokens::from(*tok)) return o;  // open_tools refuses it with the reason
   const int64_t n = system_turn_tokens(opts, *tok);
   o.anchors = int(std::max<int64_t>(RingConfig{}.anchors, n));
   return o;

@@ -13,6 +13,8 @@
 
 #include "actors/tool_registry.h"
 #include "cli/chat_turn.h"
+#include "model/synth/demo_model.h"
+#include "model/thread_pool.h"
 #include "model/tokenizer/tokenizer.h"
 #include "model/tool_format/format_pieces.h"
 #include "test/cli/subprocess.h"
@@ -206,6 +208,21 @@ TEST(ReplPipe, ToolsRefuseAMissingRootAndAnchorsThatCannotHoldTheDeclarations) {
   EXPECT_NE(small.err.find("cannot hold the system turn that declares the tools"),
             std::string::npos)
       << small.err;
+}
+
+// A model whose tokenizer has no tool markers (the built-in demo model's): --tools is refused
+// with the reason and exit 2, not a failed check while the anchors are sized.
+TEST(ReplPipe, ToolsRefuseATokenizerWithoutToolMarkers) {
+  const fs::path dir = fs::temp_directory_path() / ("infer-demo-" + std::to_string(getpid()));
+  ThreadPool pool(1);
+  ASSERT_TRUE(write_demo_model(dir, pool).ok());
+  const RunResult r = run_binary_with_input(
+      infer_binary(), {"--model", dir.string(), "--tools", fs::temp_directory_path().string()},
+      "hi\n");
+  fs::remove_all(dir);
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_NE(r.err.find("--tools: the model's tokenizer has no tool-call tokens"), std::string::npos)
+      << r.err;
 }
 
 }  // namespace
