@@ -94,9 +94,7 @@ Result<std::shared_ptr<const tools::BuiltinTools>> open_tools(const Options& opt
     return make_error(ErrorCode::kInvalidArgument, "--tools needs the model's tokenizer.json");
   }
   if (Result<ToolTokens> t = ToolTokens::from(*tok); !t) {
-    return make_error(ErrorCode::kInvalidArgument,
-                      "--tools: the model's tokenizer has no tool-call tokens (" +
-                          t.error().message + ")");
+    return make_error(ErrorCode::kInvalidArgument, "--tools: the model's " + t.error().message);
   }
   INFER_TRY(std::unique_ptr<tools::BuiltinTools> t,
             tools::BuiltinTools::open(opts.tools_root.string(), [tok](std::string_view text) {
