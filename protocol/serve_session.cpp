@@ -5,17 +5,9 @@
 
 #include <algorithm>
 
+#include "base/overload.h"
+
 namespace infer::protocol {
-namespace {
-
-template <class... F>
-struct Overload : F... {
-  using F::operator()...;
-};
-template <class... F>
-Overload(F...) -> Overload<F...>;
-
-}  // namespace
 
 ServeSession::ServeSession(ServerHello hello, int64_t default_max_tokens,
                            std::function<int64_t()> now_ns)

@@ -4,17 +4,11 @@
 // client's mask says, named by their cause.
 #include <algorithm>
 
+#include "base/overload.h"
 #include "protocol/serve_session.h"
 
 namespace infer::protocol {
 namespace {
-
-template <class... F>
-struct Overload : F... {
-  using F::operator()...;
-};
-template <class... F>
-Overload(F...) -> Overload<F...>;
 
 // The answer to a tool frame of opcode `op`, or the ERROR that replaces it.
 template <class Answer>
