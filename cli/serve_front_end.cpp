@@ -172,6 +172,7 @@ void ServeFrontEnd::token(const actors::TokenEvent& t) {
   e.top_prob = t.top_prob;
   e.eot_prob = t.eot_prob;
   e.cost_ms = t.ms_per_token * float(std::max<int64_t>(t.tokens_left, 0));
+  e.inserted = t.inserted();
   std::lock_guard lock(mu_);
   protocol::SessionOutput out;
   session_.token(e, out);
