@@ -41,6 +41,7 @@ Result<std::unique_ptr<ServeTools>> ServeTools::open(const std::string& root) {
   INFER_TRY(t->ptys_, tools::PtySet::create(
                           root, {}, [self](const tools::PtyEvent& e) { self->on_pty_event(e); }));
   t->adapter_.attach(t->ptys_.get());
+  t->drained_.store(t->ptys_.get());
   t->timer_ = std::thread([self] { self->interrupts_.run_timer(); });
   return t;
 }
@@ -48,6 +49,7 @@ Result<std::unique_ptr<ServeTools>> ServeTools::open(const std::string& root) {
 ServeTools::~ServeTools() {
   interrupts_.stop_timer();
   if (timer_.joinable()) timer_.join();
+  drained_.store(nullptr);
   ptys_.reset();  // ends and reaps every child while the adapter and queue still exist
 }
 

@@ -125,6 +125,8 @@ class ServeTools : public protocol::ToolFrames {
   std::vector<protocol::EngineToken> held_tokens_;     // its response's tokens so far
 
   std::unique_ptr<tools::PtySet> ptys_;  // after the adapter and queue: its drain thread ends first
+  // ptys_ as the drain thread's events read it: null from the destructor on.
+  std::atomic<const tools::PtySet*> drained_{nullptr};
   std::thread timer_;                    // InterruptSet::run_timer
 };
 

@@ -23,7 +23,7 @@ void ServeTools::push_event(protocol::EngineToolEvent e) {
 void ServeTools::on_pty_event(const tools::PtyEvent& e) {
   if (e.kind == tools::PtyEvent::Kind::kClosed) return;  // pty_close told it, with its cause
   adapter_.on_event(e);  // the PTY's interrupt first: an event is never ahead of its reason
-  const tools::PtySet* ptys = ptys_.get();
+  const tools::PtySet* ptys = drained_.load();
   if (ptys == nullptr) return;
   std::lock_guard lock(q_mu_);
   if (e.kind == tools::PtyEvent::Kind::kExited) {
@@ -107,6 +107,11 @@ void ServeTools::engine_event(const actors::ToolEvent& e, ToolStreamOutput& out)
     }
     case actors::ToolEventKind::kResult:
     case actors::ToolEventKind::kError:
+      // The engine is done with the call (a client's late answer is OUT_OF_ORDER from now).
+      if (const auto it = calls_.find(e.call_id);
+          it != calls_.end() && it->second.state == CallState::kOut) {
+        it->second.state = CallState::kCancelled;
+      }
       held_ran_ = protocol::EngineToolEvent{
           protocol::ToolEvent{tool_ran_event(e, calls_.count(e.call_id) != 0)}, 0, e.turn};
       break;
