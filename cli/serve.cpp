@@ -47,6 +47,7 @@ Result<int> run_serve(const Options& opts) {
     INFER_TRY(tools, ServeTools::open(opts.tools_root.string()));
     session->pipeline.engine.boundary = tools->injection(*session->tokenizer);
     session->pipeline.gate.pending_interrupts = &tools->pending_counter();
+    tools->set_tracer(session->pipeline.tracer);
     // A client call waits for its TOOL_RESULT (§4.22); the engine's own bound on a tool's wait
     // (actors/stream_actor.cpp, 10 minutes) still ends it.
     session->pipeline.tools.client_timeout = std::chrono::hours(24);

@@ -20,6 +20,7 @@
 #include "actors/engine.h"
 #include "actors/events.h"
 #include "actors/pipeline.h"
+#include "actors/tracer.h"
 #include "base/result.h"
 #include "cli/serve_tool_events.h"
 #include "model/tokenizer/tokenizer.h"
@@ -45,6 +46,9 @@ class ServeTools : public protocol::ToolFrames {
   const std::atomic<int64_t>& pending_counter() const { return interrupts_.pending_counter(); }
   // The pipeline client tools are declared to and answered through; before the first frame.
   void attach(actors::Pipeline* p) { pipeline_ = p; }
+  // --trace: each interrupt transition is an instant span on an "interrupts" track (its
+  // argument the interrupt's id), as in the REPL. Null: none.
+  void set_tracer(actors::Tracer* tracer) { tracer_ = tracer; }
 
   // protocol::ToolFrames (under the front end's lock).
   protocol::ToolReply<protocol::ToolDeclared> declare(uint32_t rid,
@@ -104,6 +108,7 @@ class ServeTools : public protocol::ToolFrames {
   };
 
   actors::Pipeline* pipeline_ = nullptr;
+  actors::Tracer* tracer_ = nullptr;
   tools::InterruptSet interrupts_;
   tools::PtyInterrupts adapter_;
 

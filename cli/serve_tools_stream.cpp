@@ -3,6 +3,7 @@
 // inserted tokens put in the order the spec wants (an event that says where tokens went comes
 // before them).
 #include <algorithm>
+#include <chrono>
 
 #include "cli/serve_tools.h"
 
@@ -52,6 +53,11 @@ void ServeTools::on_pty_event(const tools::PtyEvent& e) {
 void ServeTools::take_interrupt_events(std::vector<protocol::EngineToolEvent>& out) {
   for (const tools::InterruptEvent& e : interrupts_.take_events()) {
     last_interrupt_id_ = std::max(last_interrupt_id_, e.id);
+    if (tracer_ != nullptr) {
+      const int64_t at_ns =
+          std::chrono::duration_cast<std::chrono::nanoseconds>(e.at.time_since_epoch()).count();
+      tracer_->span("interrupts", tools::interrupt_event_name(e.kind), at_ns, at_ns, int64_t(e.id));
+    }
     const auto delay = snooze_ms_.find(e.id);
     protocol::InterruptEvent w = interrupt_event(e, delay != snooze_ms_.end() ? delay->second : 0);
     if (e.kind == tools::InterruptEventKind::kInjected) {

@@ -9,6 +9,7 @@ resize, a named key, close, a program that exits, unknown ids) with no child lef
 
 usage: serve_tools_test.py INFER [unittest args]; fixtures as serve_test.py."""
 
+import json
 import os
 import sys
 import tempfile
@@ -68,9 +69,9 @@ def gone(pid):
 
 
 class ServeWithTools(ss.ServeCase):
-    def start_tools(self):
+    def start_tools(self, *extra):
         self.root = tempfile.mkdtemp(prefix="infer-tools-")
-        return self.start(ss.vocab_dir(), "--tools", self.root)
+        return self.start(ss.vocab_dir(), "--tools", self.root, *extra)
 
     def refused(self, code, call):
         with self.assertRaises(ic.ServerError) as e:
@@ -88,7 +89,8 @@ class ServeWithTools(ss.ServeCase):
             time.sleep(0.02)
 
     def test_the_frames_answer_and_refuse_as_the_spec_says(self):
-        c = self.start_tools()
+        trace = os.path.join(tempfile.mkdtemp(prefix="infer-trace-"), "trace.json")
+        c = self.start_tools("--trace", trace)
         c.tool_watch(("interrupt",))
         tool = {"name": "get_weather", "description": "Weather now",
                 "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}
@@ -119,6 +121,13 @@ class ServeWithTools(ss.ServeCase):
         # A new event on the channel is a new interrupt.
         self.assertGreater(c.raise_interrupt(3, "again"), iid)
         self.assertEqual(c.shutdown(), 0)
+        # --trace: every transition is an instant span on the "interrupts" track.
+        with open(trace) as f:
+            events = json.load(f)
+        events = events["traceEvents"] if isinstance(events, dict) else events
+        spans = [(e["name"], e["args"]["arg"]) for e in events
+                 if e.get("cat") == "interrupts" and e.get("ph") == "X"]
+        self.assertEqual(spans[:2], [("raised", iid), ("dropped", iid)])
 
     def test_a_pty_lives_is_read_resized_and_closed_and_no_child_is_left(self):
         c = self.start_tools()
