@@ -129,6 +129,22 @@ class ServeWithTools(ss.ServeCase):
                  if e.get("cat") == "interrupts" and e.get("ph") == "X"]
         self.assertEqual(spans[:2], [("raised", iid), ("dropped", iid)])
 
+    def test_the_system_turn_declares_the_built_in_tools_with_system_or_without(self):
+        root = tempfile.mkdtemp(prefix="infer-tools-")
+
+        def opening(*extra):  # the tokens every context opens with
+            c = self.start(ss.vocab_dir(), *extra)
+            pos = c.stats()["pos"]
+            self.assertEqual(c.shutdown(), 0)
+            return pos
+
+        system = ("--system", "You are an agent.")
+        with_both, text_only = opening("--tools", root, *system), opening(*system)
+        tools_only, empty = opening("--tools", root), opening("--system", "")
+        # The declarations are the same tokens after the system text or after none.
+        self.assertEqual(with_both - text_only, tools_only - empty)
+        self.assertGreater(with_both - text_only, 500)  # the built-in declarations (about 750 tokens)
+
     def test_a_pty_lives_is_read_resized_and_closed_and_no_child_is_left(self):
         c = self.start_tools()
         c.tool_watch(("pty_state",))
