@@ -151,6 +151,17 @@ TEST(ServeToolsFrontEnd, AClientToolRoundTripsOverTheProtocolAndItsResponseIsSen
     (*tools)->attach(&pipeline);
     front.set_tools(tools->get());
     std::thread server([&] { status = front.run(to_server[0]); });
+    // On every way out (a failed ASSERT too): the server's input ends, so it shuts down as on
+    // EOF, and its thread is joined before the front end goes.
+    struct EndInput {
+      std::thread& server;
+      int& fd;
+      ~EndInput() {
+        if (fd >= 0) ::close(fd);
+        fd = -1;
+        server.join();
+      }
+    } end_input{server, to_server[1]};
     WireClient c(to_server[1], from_server[0]);
     std::vector<Received> seen;
 
@@ -224,10 +235,9 @@ TEST(ServeToolsFrontEnd, AClientToolRoundTripsOverTheProtocolAndItsResponseIsSen
 
     c.send(protocol::Shutdown{}, 9);
     EXPECT_TRUE(c.until<protocol::ShutdownAck>(seen));
-    server.join();
   }
   EXPECT_EQ(status, 0);
-  for (const int fd : {to_server[0], to_server[1], from_server[0], from_server[1]}) ::close(fd);
+  for (const int fd : {to_server[0], from_server[0], from_server[1]}) ::close(fd);
 }
 
 }  // namespace

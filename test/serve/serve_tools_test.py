@@ -143,7 +143,8 @@ class ServeWithTools(ss.ServeCase):
         tools_only, empty = opening("--tools", root), opening("--system", "")
         # The declarations are the same tokens after the system text or after none.
         self.assertEqual(with_both - text_only, tools_only - empty)
-        self.assertGreater(with_both - text_only, 500)  # the built-in declarations (about 750 tokens)
+        # The built-in declarations are about 750 tokens.
+        self.assertGreater(with_both - text_only, 500)
 
     def test_a_pty_lives_is_read_resized_and_closed_and_no_child_is_left(self):
         c = self.start_tools()
