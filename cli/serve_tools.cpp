@@ -177,6 +177,14 @@ protocol::ToolReply<protocol::PtyData> ServeTools::pty_read(uint32_t,
 protocol::ToolReply<protocol::ToolAck> ServeTools::interrupt_action(
     uint32_t rid, const protocol::InterruptAction& a) {
   const uint64_t id = a.interrupt_id;
+  // Acked and waiting for a boundary: the set would let a drop take it back, the protocol
+  // does not (§4.27: nothing changes).
+  for (const tools::InterruptInfo& i : interrupts_.list()) {
+    if (i.id == id && i.state == tools::InterruptState::kAcked) {
+      return refuse(WireError::kOutOfOrder, "interrupt " + std::to_string(id) +
+                                                " is acked and waits to be written");
+    }
+  }
   action_cause_[id] = rid;
   Result<void> r;
   switch (a.action) {

@@ -4,8 +4,10 @@ reference client. Without --tools: every client method of the range raises Serve
 NOT_AVAILABLE with the frame's opcode, a malformed tool frame too (its payload is not read), and
 the session goes on (a generation afterwards, no TOOL_CALL or TOOL_EVENT ever sent). With
 --tools ROOT: the frames' answers and errors (declarations, results for calls never sent,
-interrupts raised, acted on and done), and a PTY's life cycle (open, write, read both views,
-resize, a named key, close, a program that exits, unknown ids) with no child left at the end.
+interrupts raised, acted on and done, their --trace spans), an interrupt acked while idle
+opening the next generation as its first TOKENs, the built-in declarations in the system turn
+with --system or without, and a PTY's life cycle (open, write, read both views, resize, a named
+key, close, a program that exits, unknown ids) with no child left at the end.
 
 usage: serve_tools_test.py INFER [unittest args]; fixtures as serve_test.py."""
 
@@ -128,6 +130,32 @@ class ServeWithTools(ss.ServeCase):
         spans = [(e["name"], e["args"]["arg"]) for e in events
                  if e.get("cat") == "interrupts" and e.get("ph") == "X"]
         self.assertEqual(spans[:2], [("raised", iid), ("dropped", iid)])
+
+    def test_an_interrupt_acked_while_idle_opens_the_next_generation(self):
+        c = self.start_tools()
+        c.tool_watch(("interrupt",))
+        iid = c.raise_interrupt(9, "DELTA_READY")
+        c.interrupt_action(iid, "ack")
+        # Acked and waiting for a boundary: nothing more may change it.
+        self.assertIn("acked", self.refused("OUT_OF_ORDER", lambda: c.interrupt_action(iid, "drop")))
+        self.refused("OUT_OF_ORDER", lambda: c.interrupt_action(iid, "ack"))
+        tokens, done = ss.run_generation(c, max_tokens=4, stop_at_eot=False)
+        injected = None
+        deadline = time.monotonic() + WAIT_S
+        while injected is None and time.monotonic() < deadline:
+            e = c.tool_events.get(timeout=WAIT_S)
+            if e["interrupt_id"] == iid and e["state"] == 5:
+                injected = e
+        self.assertIsNotNone(injected)
+        n = injected["n_tokens"]
+        self.assertEqual(injected["pos"], tokens[0]["pos"])  # the generation's first TOKENs
+        text = "".join(t["text"] for t in tokens[:n])
+        self.assertEqual(text, "<|tool_response>response:client{id:9,interrupt:%d,"
+                               "text:<|\"|>DELTA_READY<|\"|>}<tool_response|>" % iid)
+        self.assertEqual(len(tokens), n + 4)  # then the 4 generated ones
+        self.assertEqual(done["n_tokens"], len(tokens))
+        self.refused("OUT_OF_ORDER", lambda: c.interrupt_action(iid, "drop"))  # done now
+        self.assertEqual(c.shutdown(), 0)
 
     def test_the_system_turn_declares_the_built_in_tools_with_system_or_without(self):
         root = tempfile.mkdtemp(prefix="infer-tools-")
