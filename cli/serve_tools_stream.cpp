@@ -23,7 +23,7 @@ void ServeTools::push_event(protocol::EngineToolEvent e) {
 
 void ServeTools::on_pty_event(const tools::PtyEvent& e) {
   if (e.kind == tools::PtyEvent::Kind::kClosed) return;  // pty_close told it, with its cause
-  adapter_.on_event(e);  // the PTY's interrupt first: an event is never ahead of its reason
+  adapter_.on_event(e);  // its interrupt holds this text before a client can see the output
   const tools::PtySet* ptys = drained_.load();
   if (ptys == nullptr) return;
   std::lock_guard lock(q_mu_);
