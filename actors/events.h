@@ -42,6 +42,9 @@ enum class StopReason : uint8_t {
 };
 const char* stop_reason_name(StopReason r);
 
+// Where a token of a turn comes from.
+enum class TokenOrigin : uint8_t { kSampled, kToolResponse, kInterrupt };
+
 // One generated token on its way out: the stream fills id and signals, the gate its decision,
 // the tokenizer the text. step counts the tokens of the turn from 0.
 struct TokenEvent {
@@ -60,6 +63,12 @@ struct TokenEvent {
   // Part of a tool call the engine runs (<|tool_call> ... <tool_call|>): in the context, never
   // shown as text (text stays empty); the call itself comes as a ToolEvent.
   bool tool_call = false;
+  // kSampled, or written into the turn by the engine: a tool's response after its call, an
+  // acked interrupt injected at a token boundary (docs/PROTOCOL.md §4.29: --serve sends these
+  // as TOKENs so that a client can rebuild the context). Those have no gate decision and are
+  // not counted as generated; their `step` is the number of tokens sampled before them.
+  TokenOrigin origin = TokenOrigin::kSampled;
+  bool inserted() const { return origin != TokenOrigin::kSampled; }
 };
 
 // A turn's input is in the context (before its prefill): the stream now holds `position` ids,

@@ -28,6 +28,10 @@ gate_actor::behavior_type gate_fn(Self self, Gate gate, std::shared_ptr<Control>
   return {
       [=](TokenEvent& t) {
         GateState& s = self->state;
+        if (t.inserted()) {  // not sampled: nothing to decide, and not part of the gate's lead
+          self->send(s.wiring->tokenizer, std::move(t));
+          return;
+        }
         TraceScope scope(s.tracer, "gate", "token", t.step);
         GateContext ctx;
         ctx.pending_inputs = s.last_queued > t.turn ? int64_t(s.last_queued - t.turn) : 0;

@@ -15,10 +15,12 @@ Result<FormatPieces> interrupt_response_pieces(const tools::AckedText& acked) {
   return response_pieces(tools::source_kind_name(acked.source.kind), result);
 }
 
-BoundaryInput interrupt_injection(tools::InterruptSet& set, const Tokenizer& tok) {
+BoundaryInput interrupt_injection(
+    tools::InterruptSet& set, const Tokenizer& tok,
+    std::function<void(tools::InterruptId id, int64_t n_ids)> on_taken) {
   BoundaryInput b;
   b.ready = &set.acked_counter();
-  b.take = [&set, &tok](std::vector<int32_t>& ids, int64_t room) {
+  b.take = [&set, &tok, on_taken = std::move(on_taken)](std::vector<int32_t>& ids, int64_t room) {
     // One at a time, so each is offered the room the ones before it left.
     for (size_t n = 0; n < kInterruptsPerBoundary; ++n) {
       const int64_t left = room - int64_t(ids.size());
@@ -36,6 +38,7 @@ BoundaryInput interrupt_injection(tools::InterruptSet& set, const Tokenizer& tok
             tok, "[interrupt " + std::to_string(a.id) + ": " + framed.error().message + "]");
       }
       ids.insert(ids.end(), framed->begin(), framed->end());
+      if (on_taken) on_taken(a.id, int64_t(framed->size()));
     }
     if (!ids.empty()) return Injection::kIds;
     return set.acked_count() > 0 ? Injection::kNoRoom : Injection::kNothing;

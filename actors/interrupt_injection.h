@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 #include "actors/engine.h"
 #include "base/result.h"
@@ -27,6 +28,10 @@ Result<FormatPieces> interrupt_response_pieces(const tools::AckedText& acked);
 // `tok`. Both must outlive the engine. An interrupt is taken only when its text bytes plus
 // kInterruptFrameIds fit in the room left; one that does not stays acked (with those after it)
 // and, when nothing was taken, the turn ends (context full).
-BoundaryInput interrupt_injection(tools::InterruptSet& set, const Tokenizer& tok);
+// on_taken (may be empty) hears each taken interrupt's id and its ids' count, in order, on the
+// loop's thread before the ids join the context (--serve's TOOL_EVENT `injected` says both).
+BoundaryInput interrupt_injection(
+    tools::InterruptSet& set, const Tokenizer& tok,
+    std::function<void(tools::InterruptId id, int64_t n_ids)> on_taken = {});
 
 }  // namespace infer::actors

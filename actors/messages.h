@@ -124,7 +124,7 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, TokenEvent& x) {
   return f(caf::meta::type_name("TokenEvent"), x.turn, x.step, x.position, x.id, x.entropy,
            x.top_prob, x.eot_prob, x.ms_per_token, x.tokens_left, x.decision, x.text, x.emit_ns,
-           x.tool_call);
+           x.tool_call, x.origin);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, ToolEvent& x) {

@@ -169,6 +169,10 @@ Result<void> Pipeline::declare_client_tool(ToolDeclaration tool) {
   return impl_->tools->declare(std::move(tool));
 }
 
+Result<void> Pipeline::set_client_tools(std::vector<ToolDeclaration> tools) {
+  return impl_->tools->replace_client(std::move(tools));
+}
+
 void Pipeline::tool_result(uint64_t call_id, std::string result_json) {
   caf::anon_send(impl_->wiring->tools, ClientToolResult{call_id, std::move(result_json)});
 }

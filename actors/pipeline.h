@@ -76,6 +76,8 @@ class Pipeline {
   // (kUnsupported otherwise). The declarations go into the system turn of contexts opened after
   // they are made (the front end writes it: tool_declarations()).
   Result<void> declare_client_tool(ToolDeclaration tool);
+  // Replaces every client tool at once (ToolRegistry::replace_client); [] withdraws them.
+  Result<void> set_client_tools(std::vector<ToolDeclaration> tools);
   void tool_result(uint64_t call_id, std::string result_json);
   // Built-in tools (when on) and client tools, in the order the system turn lists them.
   std::vector<ToolDeclaration> tool_declarations() const;

@@ -49,11 +49,27 @@ class GateSink : public ToolTurnSink {
     t.tokens_left = in_.max_tokens - s.index - 1;
     t.emit_ns = steady_ns();
     t.tool_call = in_call;
+    generated_before_ = s.index + 1;
     self_->send(self_->state.wiring->gate, std::move(t));
     return Verdict::kKeep;
   }
   void appended(int64_t position, int64_t n) override {
     self_->send(self_->state.wiring->gate, InputAppended{in_.turn, position, n});
+  }
+  // Each id the engine wrote without sampling goes out as a token marked inserted, so that a
+  // front end sees the whole context (the gate passes it on without a decision).
+  void inserted(int64_t position, int64_t n, TokenOrigin origin) override {
+    const std::vector<int32_t>& context = self_->state.engine->context();
+    for (int64_t pos = position - n; pos < position; ++pos) {
+      TokenEvent t;
+      t.turn = in_.turn;
+      t.step = generated_before_;
+      t.position = pos;
+      t.id = context[size_t(pos)];
+      t.emit_ns = steady_ns();
+      t.origin = origin;
+      self_->send(self_->state.wiring->gate, std::move(t));
+    }
   }
   void event(const ToolEvent& e) override { self_->send(self_->state.wiring->gate, e); }
   // Waits for the tools actor's answer, looking at the interrupt every kToolPoll: Ctrl-C during
@@ -102,6 +118,7 @@ class GateSink : public ToolTurnSink {
  private:
   Self self_;
   const StreamInput& in_;
+  int64_t generated_before_ = 0;  // tokens of the turn sampled so far
 };
 
 // Without the call loop: every token as it is.
@@ -110,6 +127,9 @@ class PlainSink : public TokenSink {
   explicit PlainSink(GateSink& out) : out_(out) {}
   Verdict token(const Step& s) override { return out_.token(s, false); }
   void appended(int64_t position, int64_t n) override { out_.appended(position, n); }
+  void injected(int64_t position, int64_t n) override {
+    out_.inserted(position, n, TokenOrigin::kInterrupt);
+  }
 
  private:
   GateSink& out_;

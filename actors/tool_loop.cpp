@@ -65,7 +65,14 @@ class ToolLoop::SegmentSink : public TokenSink {
     return v;
   }
   void appended(int64_t position, int64_t n) override {
-    if (first_) out_.appended(position, n);
+    if (first_) {
+      out_.appended(position, n);
+    } else {
+      out_.inserted(position, n, TokenOrigin::kToolResponse);  // a response the loop wrote after a call
+    }
+  }
+  void injected(int64_t position, int64_t n) override {
+    out_.inserted(position, n, TokenOrigin::kInterrupt);
   }
 
   std::optional<ToolCallOutcome> finished_;

@@ -53,6 +53,9 @@ class ToolTurnSink {
   virtual Verdict token(const Step& step, bool in_call) = 0;
   // The turn's own input is in the context (not the responses the loop appends).
   virtual void appended(int64_t /*position*/, int64_t /*n*/) {}
+  // Ids the engine wrote into the turn without sampling them (a tool's response, an injected
+  // interrupt): the context now holds `position` ids, the last n of them these.
+  virtual void inserted(int64_t /*position*/, int64_t /*n*/, TokenOrigin /*origin*/) {}
   virtual void event(const ToolEvent& e) = 0;
   // Runs a parsed call; blocks until it has an answer (the tool bounds its own time).
   virtual ToolAnswer run(uint64_t call_id, const std::string& name,

@@ -15,8 +15,10 @@ std::vector<ToolDeclaration> builtin_declarations() {
   return out;
 }
 
-Result<void> ToolRegistry::declare(ToolDeclaration tool) {
-  if (!enabled_) {
+namespace {
+
+Result<void> check_client_tool(bool enabled, const ToolDeclaration& tool) {
+  if (!enabled) {
     return make_error(ErrorCode::kUnsupported,
                       "tools are off (start with --tools ROOT to declare tools)");
   }
@@ -25,6 +27,28 @@ Result<void> ToolRegistry::declare(ToolDeclaration tool) {
                       "'" + tool.name + "' is a built-in tool's name: choose another");
   }
   INFER_TRY_VOID(declaration_pieces(tool));  // the name, the schema's depth
+  return Ok{};
+}
+
+}  // namespace
+
+Result<void> ToolRegistry::replace_client(std::vector<ToolDeclaration> tools) {
+  for (size_t i = 0; i < tools.size(); ++i) {
+    INFER_TRY_VOID(check_client_tool(enabled_, tools[i]));
+    for (size_t j = 0; j < i; ++j) {
+      if (tools[j].name == tools[i].name) {
+        return make_error(ErrorCode::kInvalidArgument,
+                          "'" + tools[i].name + "' is declared twice");
+      }
+    }
+  }
+  std::lock_guard lock(mu_);
+  client_ = std::move(tools);
+  return Ok{};
+}
+
+Result<void> ToolRegistry::declare(ToolDeclaration tool) {
+  INFER_TRY_VOID(check_client_tool(enabled_, tool));
   std::lock_guard lock(mu_);
   auto same = std::find_if(client_.begin(), client_.end(),
                            [&](const ToolDeclaration& t) { return t.name == tool.name; });

@@ -39,6 +39,10 @@ class ToolRegistry {
   // A client tool: kUnsupported when tools are off, kInvalidArgument for a bad name or schema or
   // a built-in's name. Declaring a client tool's name again replaces it.
   Result<void> declare(ToolDeclaration tool);
+  // All the client tools at once (--serve's TOOL_DECLARE): `tools` replace them, [] withdraws
+  // them. Each is checked as declare() does and a name may appear once; a refusal changes
+  // nothing.
+  Result<void> replace_client(std::vector<ToolDeclaration> tools);
   bool is_client(std::string_view name) const;
   // Built-ins first (when on), then client tools in the order declared.
   std::vector<ToolDeclaration> all() const;

@@ -18,6 +18,7 @@ double per_second(int64_t n, double ms) { return ms > 0 ? double(n) / ms * 1e3 :
 
 void ConsoleFrontEnd::token(const actors::TokenEvent& t) {
   if (t.tool_call && mode_ == OutputMode::kText) return;  // the call shows as a tool event
+  if (t.inserted()) return;  // a response or an injected interrupt: shown as its own event
   if (mode_ == OutputMode::kIds) {
     std::printf(t.step == 0 ? "%d" : " %d", t.id);
   } else {

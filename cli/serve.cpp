@@ -7,10 +7,12 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 
 #include "cli/chat_turn.h"
 #include "cli/serve_front_end.h"
+#include "cli/serve_tools.h"
 #include "cli/session.h"
 
 namespace infer::cli {
@@ -22,14 +24,33 @@ Result<int> run_serve(const Options& opts) {
   if (opts.system_prompt) {
     // Every context (at start and after each RESET) opens with <bos> and this system turn; the
     // client then appends its user turns.
+    // With --tools the turn declares the built-in tools too (as cli/session.cpp's without
+    // --system), so that the model knows them.
     std::vector<int32_t>& preamble = session->pipeline.engine.preamble;
-    preamble = system_turn_ids(*session->tokenizer, *opts.system_prompt, opts.special);
+    const std::vector<ToolDeclaration> tools = session->pipeline.tools.builtin
+                                                   ? actors::builtin_declarations()
+                                                   : std::vector<ToolDeclaration>();
+    preamble = system_turn_ids(*session->tokenizer, *opts.system_prompt, opts.special, tools);
     if (int64_t(preamble.size()) >= session->stream_capacity) {
       return make_error(ErrorCode::kInvalidArgument,
                         "--system: the system turn is " + std::to_string(preamble.size()) +
                             " tokens, the context holds " +
                             std::to_string(session->stream_capacity));
     }
+  }
+
+  // --tools: PTYs and interrupts for the tool frames; acked interrupts are injected between
+  // tokens and pending ones are the gate's urgency, as in the REPL. Declared before the
+  // pipeline, which uses them until it ends; ended (every child reaped) after it.
+  std::unique_ptr<ServeTools> tools;
+  if (session->pipeline.tools.builtin) {
+    INFER_TRY(tools, ServeTools::open(opts.tools_root.string()));
+    session->pipeline.engine.boundary = tools->injection(*session->tokenizer);
+    session->pipeline.gate.pending_interrupts = &tools->pending_counter();
+    tools->set_tracer(session->pipeline.tracer);
+    // A client call waits for its TOOL_RESULT (§4.22); the engine's own bound on a tool's wait
+    // (actors/stream_actor.cpp, 10 minutes) still ends it.
+    session->pipeline.tools.client_timeout = std::chrono::hours(24);
   }
 
   protocol::ServerHello hello;
@@ -49,6 +70,10 @@ Result<int> run_serve(const Options& opts) {
     actors::Pipeline pipeline(session->forward, session->pipeline, front);
     front.attach(&pipeline);
     front.set_trace(session->trace.get());
+    if (tools) {
+      tools->attach(&pipeline);
+      front.set_tools(tools.get());
+    }
     std::fprintf(stderr, "infer: serving %s (%s) on stdin/stdout, protocol version %u\n",
                  hello.model_name.c_str(), session->backend_name.c_str(),
                  protocol::kProtocolVersion);

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <variant>
 
@@ -53,6 +54,52 @@ ServeFrontEnd::ServeFrontEnd(int out_fd, protocol::ServerHello hello, int64_t de
   session_.set_preamble(preamble_tokens);
 }
 
+ServeFrontEnd::~ServeFrontEnd() { stop_tool_poll(); }
+
+void ServeFrontEnd::set_tools(ServeTools* tools) {
+  tools_ = tools;
+  session_.set_tools(tools);
+  tool_poll_ = std::thread([this] {
+    std::unique_lock lock(mu_);
+    while (!stop_poll_ && !session_.finished()) {
+      poll_cv_.wait_for(lock, std::chrono::milliseconds(kToolPollMs));
+      if (stop_poll_ || session_.finished()) break;
+      protocol::SessionOutput out;
+      take_tool_events(out);
+      carry_out(out);
+    }
+  });
+}
+
+void ServeFrontEnd::stop_tool_poll() {
+  {
+    std::lock_guard lock(mu_);
+    stop_poll_ = true;
+  }
+  poll_cv_.notify_all();
+  if (tool_poll_.joinable()) tool_poll_.join();
+}
+
+void ServeFrontEnd::take_tool_events(protocol::SessionOutput& out) {
+  if (tools_ == nullptr || session_.finished()) return;
+  std::vector<protocol::EngineToolEvent> events;
+  tools_->take_events(events);
+  for (const protocol::EngineToolEvent& e : events) session_.tool_event(e, out);
+}
+
+void ServeFrontEnd::apply(ToolStreamOutput& items, protocol::SessionOutput& out) {
+  for (ToolStreamItem& item : items.items) {
+    std::visit(Overload{
+                   [&](const protocol::EngineToolEvent& e) {
+                     if (!session_.finished()) session_.tool_event(e, out);
+                   },
+                   [&](const protocol::EngineToken& t) { session_.token(t, out); },
+                   [&](const protocol::EngineToolCall& c) { session_.tool_call(c, out); },
+               },
+               item);
+  }
+}
+
 bool ServeFrontEnd::write_all() {
   size_t done = 0;
   while (done < buf_.size()) {
@@ -67,6 +114,11 @@ bool ServeFrontEnd::write_all() {
 }
 
 void ServeFrontEnd::carry_out(protocol::SessionOutput& out) {
+  if (tools_ != nullptr && session_.finished() && !tools_shut_) {
+    // Every PTY's program ends and is reaped before SHUTDOWN_ACK (§4.29).
+    tools_->shutdown();
+    tools_shut_ = true;
+  }
   buf_.clear();
   for (const protocol::Outgoing& f : out.frames) protocol::encode(f.message, f.request_id, buf_);
   if (!buf_.empty() && !write_all()) {  // the client went away: the session ends (§7.5)
@@ -138,6 +190,7 @@ int ServeFrontEnd::run(int in_fd) {
         session_.end_of_input(out);
       } else {
         session_.feed(std::span<const uint8_t>(chunk, size_t(n)), out);
+        take_tool_events(out);  // what the frames caused, at once
       }
       carry_out(out);
     }
@@ -145,7 +198,10 @@ int ServeFrontEnd::run(int in_fd) {
   }
   std::unique_lock lock(mu_);
   cv_.wait(lock, [&] { return session_.finished(); });
-  return session_.exit_status();
+  const int status = session_.exit_status();
+  lock.unlock();
+  stop_tool_poll();
+  return status;
 }
 
 // ---- the io actor's side
@@ -172,9 +228,16 @@ void ServeFrontEnd::token(const actors::TokenEvent& t) {
   e.top_prob = t.top_prob;
   e.eot_prob = t.eot_prob;
   e.cost_ms = t.ms_per_token * float(std::max<int64_t>(t.tokens_left, 0));
+  e.inserted = t.inserted();
   std::lock_guard lock(mu_);
   protocol::SessionOutput out;
-  session_.token(e, out);
+  if (tools_ != nullptr) {
+    ToolStreamOutput items;
+    tools_->token(t.origin, std::move(e), items);
+    apply(items, out);
+  } else {
+    session_.token(e, out);
+  }
   carry_out(out);
 }
 
@@ -190,6 +253,11 @@ void ServeFrontEnd::turn_end(const actors::TurnEnd& t) {
   e.tail_text = t.tail_text;
   std::lock_guard lock(mu_);
   protocol::SessionOutput out;
+  if (tools_ != nullptr && t.reason != actors::StopReason::kNoGenerate) {
+    ToolStreamOutput items;  // a held response; snoozes until the turn's end wake
+    tools_->turn_ended(t.turn, items);
+    apply(items, out);
+  }
   session_.turn_end(e, out);
   carry_out(out);
 }
@@ -219,6 +287,17 @@ void ServeFrontEnd::memory_reply(const actors::MemoryReply& r) {
   std::lock_guard lock(mu_);
   protocol::SessionOutput out;
   session_.memory_reply(std::move(reply), out);
+  carry_out(out);
+}
+
+void ServeFrontEnd::tool_event(const actors::ToolEvent& e) {
+  std::lock_guard lock(mu_);
+  protocol::SessionOutput out;
+  if (tools_ != nullptr) {
+    ToolStreamOutput items;
+    tools_->engine_event(e, items);
+    apply(items, out);
+  }
   carry_out(out);
 }
 

@@ -259,6 +259,10 @@ void ServeSession::token(const EngineToken& t, SessionOutput& out) {
   // each is in the context, so a client that rebuilds the stream from its TOKENs gets this one.
   if (t.turn != gen_turn_) return;
   write(gen_rid_, ServerMessage{Token{t.id, gen_sent_, t.pos, t.text}}, out);
+  if (t.inserted) {  // no step of the model: no GATE, and DONE's last_id stays the generated one
+    ++gen_sent_;
+    return;
+  }
   if ((gen_flags_ & kGenGateEvents) != 0 || t.decision != GateDecision::kSpeak) {
     Gate g;
     g.decision = t.decision;

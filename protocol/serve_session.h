@@ -46,6 +46,9 @@ struct EngineToken {
   GateDecision decision = GateDecision::kSpeak;
   float entropy = 0.0f, top_prob = 0.0f, eot_prob = 0.0f;
   float cost_ms = 0.0f;  // ms per token x tokens left
+  // Written by the engine, not sampled (a tool's response, an injected interrupt, §4.29): a
+  // TOKEN like the others, with no GATE after it.
+  bool inserted = false;
 };
 
 // A turn (append or generation) ended; every token of it came first.

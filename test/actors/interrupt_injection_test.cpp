@@ -301,6 +301,15 @@ TEST(InterruptPipeline, InjectionAndTheGatesUrgencyWorkThroughTheActors) {
   const std::vector<int32_t> generated = front.ids(t1);
   expect.insert(expect.end(), generated.begin(), generated.end());
   EXPECT_EQ(st->context, expect);
+  // The injected ids reach the front end as tokens of the turn, marked, at their positions.
+  std::vector<int32_t> inserted;
+  for (const actors::TokenEvent& t : front.all_tokens(t1)) {
+    if (!t.inserted()) continue;
+    EXPECT_EQ(t.origin, actors::TokenOrigin::kInterrupt);
+    EXPECT_EQ(t.position, int64_t(f.prompt.size() + inserted.size()));
+    inserted.push_back(t.id);
+  }
+  EXPECT_EQ(inserted, extra);
   // An interrupt pending: the gate acts and the turn stops within its lead.
   pending.store(1);
   const uint64_t t2 = p.send("", {}, true, 64);

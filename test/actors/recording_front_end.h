@@ -43,7 +43,14 @@ class RecordingFrontEnd : public actors::FrontEnd {
     return wait([&] { return resets_ >= n; });
   }
 
+  // The turn's sampled tokens.
   std::vector<actors::TokenEvent> tokens(uint64_t turn) const {
+    std::vector<actors::TokenEvent> out = all_tokens(turn);
+    std::erase_if(out, [](const actors::TokenEvent& t) { return t.inserted(); });
+    return out;
+  }
+  // With the ids the engine inserted (tool responses, injected interrupts), in context order.
+  std::vector<actors::TokenEvent> all_tokens(uint64_t turn) const {
     std::lock_guard lock(mu_);
     std::vector<actors::TokenEvent> out;
     for (const auto& t : tokens_) {
