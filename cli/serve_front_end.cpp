@@ -12,6 +12,7 @@
 #include <variant>
 
 #include "base/check.h"
+#include "base/overload.h"
 #include "cli/serve_memory.h"
 #include "protocol/encode.h"
 
@@ -36,13 +37,6 @@ protocol::GateDecision gate_decision(actors::Decision d) {
     default: return protocol::GateDecision::kSpeak;
   }
 }
-
-template <class... F>
-struct Overload : F... {
-  using F::operator()...;
-};
-template <class... F>
-Overload(F...) -> Overload<F...>;
 
 }  // namespace
 
