@@ -223,6 +223,10 @@ void ServeFrontEnd::token(const actors::TokenEvent& t) {
   e.eot_prob = t.eot_prob;
   e.cost_ms = t.ms_per_token * float(std::max<int64_t>(t.tokens_left, 0));
   e.inserted = t.inserted();
+  if (tools_ != nullptr) {
+    e.pending_interrupts = uint32_t(std::max<int64_t>(
+        0, tools_->pending_counter().load(std::memory_order_relaxed)));
+  }
   std::lock_guard lock(mu_);
   protocol::SessionOutput out;
   if (tools_ != nullptr) {

@@ -4,6 +4,7 @@
 #include "protocol/serve_session.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "base/overload.h"
 
@@ -253,6 +254,13 @@ void ServeSession::appended(const EngineAppended& a, SessionOutput& out) {
   release_answers(out);
 }
 
+// §4.8: 1 while client input waits (it outranks everything); else 1 - 2^-n for n pending tool
+// interrupts (0.5 for one, 0.75 for two, ...), 0 with none.
+float ServeSession::urgency(uint32_t pending_interrupts) const {
+  if (!queued_.empty()) return 1.0f;
+  return 1.0f - std::ldexp(1.0f, -int(std::min<uint32_t>(pending_interrupts, 126)));
+}
+
 void ServeSession::token(const EngineToken& t, SessionOutput& out) {
   pos_ = std::max(pos_, int64_t(t.pos) + 1);
   // Every token of the turn goes out, also those generated before an INTERRUPT took effect:
@@ -270,7 +278,7 @@ void ServeSession::token(const EngineToken& t, SessionOutput& out) {
     g.entropy = t.entropy;
     g.top_prob = t.top_prob;
     g.eot_prob = t.eot_prob;
-    g.urgency = queued_.empty() ? 0.0f : 1.0f;  // pending input
+    g.urgency = urgency(t.pending_interrupts);
     g.cost_ms = t.cost_ms;
     write(gen_rid_, ServerMessage{g}, out);
   }

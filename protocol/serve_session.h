@@ -49,6 +49,8 @@ struct EngineToken {
   // Written by the engine, not sampled (a tool's response, an injected interrupt, §4.29): a
   // TOKEN like the others, with no GATE after it.
   bool inserted = false;
+  // Tool interrupts pending when the token was sampled (--tools): part of the GATE's urgency.
+  uint32_t pending_interrupts = 0;
 };
 
 // A turn (append or generation) ended; every token of it came first.
@@ -205,6 +207,8 @@ class ServeSession {
   bool generating() const { return gen_turn_ != 0; }
 
  private:
+  // The GATE frame's urgency (§4.8) with this many tool interrupts pending.
+  float urgency(uint32_t pending_interrupts) const;
   // Events name their cause while it may still be at work: the latest requests suffice.
   static constexpr size_t kMaxCauses = 256;
 

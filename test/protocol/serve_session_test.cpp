@@ -80,6 +80,32 @@ TEST(ServeSession, AGenerationBecomesTokensGatesAndOneDone) {
   EXPECT_EQ(commands_of<GenerateCommand>(d.take_commands()).size(), 1u);
 }
 
+// §4.8's urgency: 0 with nothing waiting, 1 - 2^-n with n tool interrupts pending, 1 once
+// client input is queued behind the generation, whatever the interrupts.
+TEST(ServeSession, GateUrgencyCountsPendingInterruptsAndQueuedInput) {
+  Driver d;
+  d.start_generating(10);
+  const auto gate_urgency = [&](uint32_t pending) {
+    EngineToken t;
+    t.turn = 2;
+    t.id = 11;
+    t.pos = 1;
+    t.decision = GateDecision::kStopAndListen;  // a GATE frame follows
+    t.pending_interrupts = pending;
+    d.session().token(t, d.out());
+    const auto frames = d.take_frames();
+    EXPECT_EQ(frames.size(), 2u);
+    return frames.size() == 2 ? std::get<Gate>(frames[1].message).urgency : -1.0f;
+  };
+  EXPECT_EQ(gate_urgency(0), 0.0f);
+  EXPECT_EQ(gate_urgency(1), 0.5f);
+  EXPECT_EQ(gate_urgency(2), 0.75f);
+  EXPECT_EQ(gate_urgency(1000), 1.0f);
+  d.send(4, AppendIds{{7}});  // queued behind the generation
+  EXPECT_EQ(gate_urgency(0), 1.0f);
+  EXPECT_EQ(gate_urgency(1), 1.0f);
+}
+
 TEST(ServeSession, AppendsWhileGeneratingWaitForDoneAndStatsIsAnsweredAtOnce) {
   Driver d;
   d.start_generating(10);
