@@ -157,6 +157,9 @@ class Engine {
   Result<Step> step();
   // Forgets the conversation; the sampler restarts from its seed.
   void reset();
+  // The ids contexts open with from the next reset() on (EngineOptions::preamble). They must be
+  // in the vocabulary (reset() checks).
+  void set_preamble(std::vector<int32_t> ids) { opts_.preamble = std::move(ids); }
   // before_generate will not be shown the positions so far (an explicit recall used them).
   void skip_before_generate() { hooked_until_ = position(); }
 

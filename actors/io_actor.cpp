@@ -67,6 +67,7 @@ io_actor::behavior_type io_fn(Self self, FrontEnd* front_end, WiringPtr wiring, 
                   });
       },
       [=](const MemoryNotice& n) { self->state.front_end->memory_event(n); },
+      [=](SetPreamble& p) { self->send(self->state.wiring->tokenizer, std::move(p)); },
       [=](reset_atom a) {
         self->request(self->state.wiring->tokenizer, caf::infinite, a)
             .then([=](ResetDone) { self->state.front_end->reset_done(); });

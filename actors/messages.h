@@ -53,6 +53,13 @@ struct StreamInput {
 // stream -> consolidation: the context is empty again; also the reset request's reply.
 struct ResetDone {};
 
+// io -> tokenizer -> stream: the ids every context opens with from the next reset on (--serve's
+// system turn once a client declared its tools), along the path a reset takes so that it
+// reaches the engine before the reset sent after it.
+struct SetPreamble {
+  std::vector<int32_t> ids;
+};
+
 // An error on its way to the front end (stream or tokenizer -> ... -> io), as a caf::error built
 // from our ErrorCode (CAF_ERROR_CODE_ENUM below). A bare caf::error message would go to the
 // actor's error handler, not its behavior, so it travels in this struct.
@@ -111,6 +118,10 @@ typename Inspector::result_type inspect(Inspector& f, StreamInput& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, ResetDone&) {
   return f(caf::meta::type_name("ResetDone"));
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, SetPreamble& x) {
+  return f(caf::meta::type_name("SetPreamble"), x.ids);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, InputQueued& x) {
@@ -229,6 +240,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(infer_actors, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(infer_actors, (infer::actors::ToolReply))
   CAF_ADD_TYPE_ID(infer_actors, (infer::actors::ClientToolResult))
   CAF_ADD_TYPE_ID(infer_actors, (infer::actors::ClientToolTimeout))
+  CAF_ADD_TYPE_ID(infer_actors, (infer::actors::SetPreamble))
   CAF_ADD_ATOM(infer_actors, infer::actors, stats_atom, "stats")
   CAF_ADD_ATOM(infer_actors, infer::actors, reset_atom, "reset")
 CAF_END_TYPE_ID_BLOCK(infer_actors)
@@ -244,6 +256,7 @@ using stream_actor =
     caf::typed_actor<caf::reacts_to<StreamInput>, caf::reacts_to<StoreSpan>,
                      caf::replies_to<MemoryOp>::with<MemoryReply>,
                      caf::replies_to<stats_atom, bool>::with<PipelineStats>,
+                     caf::reacts_to<SetPreamble>,
                      caf::replies_to<reset_atom>::with<ResetDone>>;
 using gate_actor =
     caf::typed_actor<caf::reacts_to<TokenEvent>, caf::reacts_to<TurnEnd>,
@@ -259,6 +272,7 @@ using tokenizer_actor =
                      caf::reacts_to<Failure>,
                      caf::replies_to<MemoryOp>::with<MemoryReply>,
                      caf::replies_to<stats_atom, bool>::with<PipelineStats>,
+                     caf::reacts_to<SetPreamble>,
                      caf::replies_to<reset_atom>::with<ResetDone>,
                      caf::replies_to<ResetDone>::with<ResetDone>>;
 using io_actor =
@@ -268,7 +282,7 @@ using io_actor =
                      caf::reacts_to<QuietSpan>, caf::reacts_to<Failure>,
                      caf::reacts_to<MemoryOp>, caf::reacts_to<MemoryNotice>,
                      caf::replies_to<stats_atom, bool>::with<PipelineStats>,
-                     caf::reacts_to<reset_atom>>;
+                     caf::reacts_to<SetPreamble>, caf::reacts_to<reset_atom>>;
 using consolidation_actor =
     caf::typed_actor<caf::reacts_to<InputQueued>, caf::reacts_to<TurnEnd>,
                      caf::reacts_to<ResetDone>, caf::reacts_to<QuietTick>,

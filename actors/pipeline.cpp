@@ -151,7 +151,12 @@ void Pipeline::memory(MemoryOp op) { caf::anon_send(impl_->wiring->io, std::move
 
 void Pipeline::interrupt() { impl_->control->interrupt_epoch.fetch_add(1); }
 
-void Pipeline::reset() { caf::anon_send(impl_->wiring->io, reset_atom::value); }
+void Pipeline::reset(std::optional<std::vector<int32_t>> preamble) {
+  // Both go to io, so the engine takes the preamble before this reset (CAF keeps the order of
+  // one sender's messages to one receiver, and every stage passes them on in turn).
+  if (preamble) caf::anon_send(impl_->wiring->io, SetPreamble{std::move(*preamble)});
+  caf::anon_send(impl_->wiring->io, reset_atom::value);
+}
 
 Result<PipelineStats> Pipeline::stats(bool with_context) {
   caf::scoped_actor self{impl_->sys};

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -61,8 +62,9 @@ class Pipeline {
   // Stops the generation in progress, and any turn already sent, within one token; what was
   // generated stays in the context. Async-signal-safe (one atomic increment).
   void interrupt();
-  // Empties the context (after the turns already sent). FrontEnd::reset_done follows.
-  void reset();
+  // Empties the context (after the turns already sent). FrontEnd::reset_done follows. With
+  // `preamble`, that context and every later one open with these ids instead.
+  void reset(std::optional<std::vector<int32_t>> preamble = std::nullopt);
   // Episodic memory on request, after the turns already sent; FrontEnd::memory_reply answers it
   // with op.ticket (the caller's numbering). Without memory the reply is an error. While
   // memory is on, FrontEnd::memory_event reports every change to the store.

@@ -245,6 +245,7 @@ stream_actor::behavior_type stream_fn(Self self, std::shared_ptr<Engine> engine,
       [=](stats_atom, bool with_context) {  // the gate adds its counts and answers
         return self->delegate(self->state.wiring->gate, stats(self->state, with_context));
       },
+      [=](SetPreamble& p) { self->state.engine->set_preamble(std::move(p.ids)); },
       [=](reset_atom a) {
         StreamState& s = self->state;
         TraceScope scope(s.tracer, "stream", "reset");

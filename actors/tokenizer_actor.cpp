@@ -58,6 +58,7 @@ tokenizer_actor::behavior_type tokenizer_fn(Self self, const Tokenizer* tokenize
       [=](stats_atom a, bool with_context) {
         return self->delegate(self->state.wiring->stream, a, with_context);
       },
+      [=](SetPreamble& p) { self->send(self->state.wiring->stream, std::move(p)); },
       [=](reset_atom a) { return self->delegate(self->state.wiring->stream, a); },
       [=](TokenEvent& t) {
         TokenizerState& s = self->state;

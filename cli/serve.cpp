@@ -48,6 +48,10 @@ Result<int> run_serve(const Options& opts) {
     session->pipeline.engine.boundary = tools->injection(*session->tokenizer);
     session->pipeline.gate.pending_interrupts = &tools->pending_counter();
     tools->set_tracer(session->pipeline.tracer);
+    // TOOL_DECLARE rewrites the opening system turn with the client's tools (§4.21), within
+    // the anchors (eviction never drops them; without the ring the whole context holds them).
+    tools->set_opening_turn({&*session->tokenizer, opts.system_prompt.value_or(""), opts.special,
+                             session->ring ? session->anchors : session->stream_capacity - 1});
     // A client call waits for its TOOL_RESULT (§4.22); the engine's own bound on a tool's wait
     // (actors/stream_actor.cpp, 10 minutes) still ends it.
     session->pipeline.tools.client_timeout = std::chrono::hours(24);

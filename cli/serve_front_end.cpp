@@ -146,7 +146,7 @@ void ServeFrontEnd::carry_out(protocol::SessionOutput& out) {
                                  (unsigned long long)turn, (unsigned long long)g.turn);
                    },
                    [&](const protocol::InterruptCommand&) { p.interrupt(); },
-                   [&](const protocol::ResetCommand&) { p.reset(); },
+                   [&](const protocol::ResetCommand& c) { p.reset(c.preamble); },
                    [&](const protocol::TraceMarkCommand& m) {
                      if (trace_ != nullptr) trace_->mark("io", m.label, actors::steady_ns());
                    },

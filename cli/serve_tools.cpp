@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/interrupt_injection.h"
+#include "base/check.h"
+#include "cli/chat_turn.h"
 
 namespace infer::cli {
 namespace {
@@ -71,10 +73,30 @@ protocol::ToolReply<protocol::ToolDeclared> ServeTools::declare(uint32_t,
     tools.push_back(ToolDeclaration{t.name, t.description, std::move(params)});
   }
   const size_t n = tools.size();
-  if (Result<void> r = pipeline_->set_client_tools(std::move(tools)); !r) {
+  if (Result<void> r = pipeline_->set_client_tools(tools); !r) {
     return refuse(WireError::kBadValue, r.error().message);
   }
+  if (opening_.tokenizer != nullptr) {
+    std::vector<int32_t> ids = system_turn_ids(*opening_.tokenizer, opening_.system_text,
+                                               opening_.special, pipeline_->tool_declarations());
+    if (int64_t(ids.size()) > opening_.max_tokens) {
+      INFER_CHECK(pipeline_->set_client_tools(client_tools_).ok(), "the previous client tools");
+      return refuse(WireError::kBadValue,
+                    "the system turn declaring these tools would be " +
+                        std::to_string(ids.size()) + " tokens; the KV ring's anchors hold " +
+                        std::to_string(opening_.max_tokens) +
+                        " (start the server with a larger --anchors)");
+    }
+    opening_ids_ = std::move(ids);
+  }
+  client_tools_ = std::move(tools);
   return protocol::ToolDeclared{uint32_t(n)};
+}
+
+std::optional<std::vector<int32_t>> ServeTools::opening_turn() {
+  std::optional<std::vector<int32_t>> ids;
+  ids.swap(opening_ids_);
+  return ids;
 }
 
 protocol::ToolReply<protocol::ToolAck> ServeTools::result(uint32_t,

@@ -49,10 +49,22 @@ class ServeTools : public protocol::ToolFrames {
   // --trace: each interrupt transition is an instant span on an "interrupts" track (its
   // argument the interrupt's id), as in the REPL. Null: none.
   void set_tracer(actors::Tracer* tracer) { tracer_ = tracer; }
+  // How the system turn that opens every context is written (§4.21): TOOL_DECLARE rewrites it
+  // with the client's tools after the built-in ones, for the contexts from the next RESET on,
+  // and is refused when it would pass `max_tokens` (the KV ring's anchors, so that eviction
+  // never drops a declaration). Without it, client tools are not written into the turn.
+  struct OpeningTurn {
+    const Tokenizer* tokenizer = nullptr;
+    std::string system_text;  // --system's text ("" without it)
+    bool special = false;     // --special
+    int64_t max_tokens = 0;
+  };
+  void set_opening_turn(OpeningTurn o) { opening_ = std::move(o); }
 
   // protocol::ToolFrames (under the front end's lock).
   protocol::ToolReply<protocol::ToolDeclared> declare(uint32_t rid,
                                                       const protocol::ToolDeclare& d) override;
+  std::optional<std::vector<int32_t>> opening_turn() override;
   protocol::ToolReply<protocol::ToolAck> result(uint32_t rid,
                                                 const protocol::ToolResult& r) override;
   protocol::ToolReply<protocol::PtyOpened> pty_open(uint32_t rid,
@@ -109,6 +121,9 @@ class ServeTools : public protocol::ToolFrames {
 
   actors::Pipeline* pipeline_ = nullptr;
   actors::Tracer* tracer_ = nullptr;
+  OpeningTurn opening_;
+  std::vector<ToolDeclaration> client_tools_;          // the last TOOL_DECLARE's
+  std::optional<std::vector<int32_t>> opening_ids_;    // its system turn, until taken
   tools::InterruptSet interrupts_;
   tools::PtyInterrupts adapter_;
 

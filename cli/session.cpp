@@ -69,7 +69,7 @@ Options with_tool_anchors(const Options& opts, const Tokenizer* tok) {
   Options o = opts;
   if (opts.tools_root.empty() || tok == nullptr || opts.anchors || opts.no_ring) return o;
   if (!ToolTokens::from(*tok)) return o;  // open_tools refuses it with the reason
-  const int64_t n = system_turn_tokens(opts, *tok);
+  const int64_t n = system_turn_tokens(opts, *tok) + (opts.serve ? kClientToolTokens : 0);
   o.anchors = int(std::max<int64_t>(RingConfig{}.anchors, n));
   return o;
 }
@@ -131,6 +131,7 @@ Result<std::unique_ptr<Session>> open_session(const Options& opts, bool need_tok
   INFER_TRY(Backend backend,
             make_backend(std::move(gpu_ctx), *s->model, *s->pool, max_positions, ring));
   s->ring = ring.has_value();
+  s->anchors = ring ? ring->anchors : 0;
   s->context_tokens = ring ? ring->anchors + ring->window + ring->recall : max_positions;
   s->stream_capacity = ring ? ring->anchors + ring->window : max_positions;
   INFER_TRY_VOID(apply_quiescence(opts, backend));

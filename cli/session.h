@@ -42,6 +42,7 @@ struct Session {
   int64_t context_tokens = 0;
   int64_t stream_capacity = 0;  // stream tokens it holds: the ring's anchors + window
   bool ring = false;
+  int64_t anchors = 0;  // the ring's anchor tokens (0 without the ring)
   actors::PipelineOptions pipeline;  // tokenizer points into this Session
 };
 
@@ -50,8 +51,10 @@ struct Session {
 int64_t system_turn_tokens(const Options& opts, const Tokenizer& tok);
 // With --tools the system turn declares the built-in tools (about 750 tokens): the ring's
 // anchors grow to hold <bos> and the whole system turn, so that eviction never drops a
-// declaration (DESIGN.md §4: anchors are never evicted). An explicit --anchors is kept, and
+// declaration (DESIGN.md §4: anchors are never evicted), and under --serve kClientToolTokens
+// more for the tools a client declares (TOOL_DECLARE). An explicit --anchors is kept, and
 // check_tool_anchors refuses it when it is smaller.
+inline constexpr int64_t kClientToolTokens = 1024;
 Options with_tool_anchors(const Options& opts, const Tokenizer* tok);
 Result<void> check_tool_anchors(const Options& opts, const Tokenizer& tok,
                                 const std::optional<RingConfig>& ring);

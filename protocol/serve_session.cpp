@@ -85,8 +85,16 @@ void ServeSession::handle(uint32_t rid, const ClientMessage& m, SessionOutput& o
             // As INTERRUPT, then the queued appends, then the reset: DONE, APPENDEDs, RESET_ACK.
             if (gen_turn_ != 0) interrupt(out);
             flush_queue(out);
-            answers_.push_back(Pending{Pending::kResetAck, rid});
-            out.commands.push_back(ResetCommand{});
+            Pending ack{Pending::kResetAck, rid};
+            ResetCommand reset;
+            if (next_preamble_) {
+              sent_preamble_ = int64_t(next_preamble_->size());
+              reset.preamble = std::move(next_preamble_);
+              next_preamble_.reset();
+            }
+            ack.preamble = sent_preamble_;
+            answers_.push_back(std::move(ack));
+            out.commands.push_back(std::move(reset));
           },
           [&](const Shutdown&) {
             shutdown_rid_ = rid;
@@ -357,14 +365,15 @@ void ServeSession::flush_engine_error(SessionOutput& out) {
 
 void ServeSession::reset_done(SessionOutput& out) {
   flush_engine_error(out);
-  pos_ = preamble_;
   for (Pending& p : answers_) {
     if (p.kind == Pending::kResetAck && !p.done) {
+      preamble_ = p.preamble;
       p.frame = ServerMessage{ResetAck{}};
       p.done = true;
       break;
     }
   }
+  pos_ = preamble_;
   release_answers(out);
 }
 

@@ -100,7 +100,11 @@ struct GenerateCommand {
   std::vector<int32_t> stop_ids;
 };
 struct InterruptCommand {};
-struct ResetCommand {};  // answered by reset_done()
+// Answered by reset_done(). preamble: the new context and every later one open with these ids
+// (a client's tools joined the system turn, §4.21); none: as before.
+struct ResetCommand {
+  std::optional<std::vector<int32_t>> preamble;
+};
 struct TraceMarkCommand {
   std::string label;
 };
@@ -174,6 +178,7 @@ class ServeSession {
   }
   void set_preamble(int64_t tokens) {
     preamble_ = tokens;
+    sent_preamble_ = tokens;
     pos_ = tokens;
     reader_.set_preamble(tokens > 0);
   }
@@ -222,6 +227,7 @@ class ServeSession {
     Opcode opcode = Opcode::kAppendText;  // kAppended: the frame it answers
     bool done = false;  // the engine answered; the frame is `frame`
     ServerMessage frame;
+    int64_t preamble = 0;  // kResetAck: the ids the context opens with after that reset
   };
   struct QueuedAppend {  // an APPEND or memory frame that arrived while generating
     uint32_t rid = 0;
@@ -300,6 +306,11 @@ class ServeSession {
   // STATS, over the session.
   int64_t pos_ = 0;
   int64_t preamble_ = 0;
+  // The system turn the next RESET passes to the engine (ToolFrames::opening_turn after a
+  // TOOL_DECLARE), and the length of the one the engine opens contexts with from the last RESET
+  // sent on (preamble_ becomes it when that reset is done).
+  std::optional<std::vector<int32_t>> next_preamble_;
+  int64_t sent_preamble_ = 0;
   uint64_t prefill_tokens_ = 0, decode_tokens_ = 0, generations_ = 0;
   double prefill_ms_ = 0.0, decode_ms_ = 0.0;
 };

@@ -45,7 +45,16 @@ void ServeSession::take_tool_frame(uint32_t rid, const ClientMessage& m, Session
   ToolFrames& t = *tools_;
   ServerMessage reply = std::visit(
       Overload{
-          [&](const ToolDeclare& x) { return reply_frame(op, t.declare(rid, x)); },
+          [&](const ToolDeclare& x) {
+            ToolReply<ToolDeclared> r = t.declare(rid, x);
+            // The system turn that now declares the client's tools opens the next context.
+            if (std::holds_alternative<ToolDeclared>(r)) {
+              if (std::optional<std::vector<int32_t>> turn = t.opening_turn()) {
+                next_preamble_ = std::move(turn);
+              }
+            }
+            return reply_frame(op, std::move(r));
+          },
           [&](const ToolResult& x) { return reply_frame(op, t.result(rid, x)); },
           [&](const PtyOpen& x) { return reply_frame(op, t.pty_open(rid, x)); },
           [&](const PtyWrite& x) { return reply_frame(op, t.pty_write(rid, x)); },

@@ -13,8 +13,10 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <variant>
+#include <vector>
 
 #include "protocol/tool_messages.h"
 
@@ -49,6 +51,9 @@ class ToolFrames {
   // A client event: a new interrupt of source kClient, channel `r.channel`, or the one of that
   // channel still pending or snoozed, the text coalesced into it.
   virtual ToolReply<InterruptRaised> interrupt_raise(uint32_t request_id, const InterruptRaise& r) = 0;
+  // After a TOOL_DECLARE it answered: the ids every context opens with from the next RESET on
+  // (the system turn declaring the built-in and the client's tools, §4.21); nullopt: unchanged.
+  virtual std::optional<std::vector<int32_t>> opening_turn() { return std::nullopt; }
 };
 
 // ---- engine -> session (ServeSession::tool_call, ServeSession::tool_event)

@@ -69,6 +69,12 @@ class FakeTools : public ToolFrames {
     log("interrupt_raise", rid, r);
     return InterruptRaised{r.channel + 1};
   }
+  std::optional<std::vector<int32_t>> opening_turn() override {
+    std::optional<std::vector<int32_t>> t;
+    t.swap(opening);
+    return t;
+  }
+  std::optional<std::vector<int32_t>> opening;  // what the next opening_turn() answers
 
  private:
   void log(const char* what, uint32_t rid, ClientMessage m) { calls.push_back({what, rid, std::move(m)}); }
@@ -85,6 +91,38 @@ std::vector<ClientMessage> tool_samples() {
     if (is_tools_opcode(uint16_t(opcode_of(m)))) out.push_back(m);
   }
   return out;
+}
+
+// §4.21: a TOOL_DECLARE whose opening turn changed hands it to the next RESET's command; the
+// positions after that reset (and every later one) start past it.
+TEST(ServeSessionTools, ADeclaredOpeningTurnGoesWithTheNextResetAndMovesItsPositions) {
+  FakeTools tools;
+  Driver d;
+  d.session().set_preamble(10);
+  d.session().set_tools(&tools);
+  d.handshake();
+  tools.opening = std::vector<int32_t>(50, 7);
+  d.send(2, ToolDeclare{R"([{"name":"ping"}])"});
+  d.take_frames();
+  d.send(3, StatsRequest{});
+  EXPECT_EQ(only<Stats>(d.take_frames()).pos, 10u);  // this context keeps its turn
+  d.send(4, Reset{});
+  auto resets = commands_of<ResetCommand>(d.take_commands());
+  ASSERT_EQ(resets.size(), 1u);
+  ASSERT_TRUE(resets[0].preamble.has_value());
+  EXPECT_EQ(resets[0].preamble->size(), 50u);
+  d.reset_done();
+  d.take_frames();
+  d.send(5, StatsRequest{});
+  EXPECT_EQ(only<Stats>(d.take_frames()).pos, 50u);
+  d.send(6, Reset{});  // unchanged since: no new turn, the same length
+  resets = commands_of<ResetCommand>(d.take_commands());
+  ASSERT_EQ(resets.size(), 1u);
+  EXPECT_FALSE(resets[0].preamble.has_value());
+  d.reset_done();
+  d.take_frames();
+  d.send(7, StatsRequest{});
+  EXPECT_EQ(only<Stats>(d.take_frames()).pos, 50u);
 }
 
 TEST(ServeSessionTools, WithoutToolsEveryFrameOfTheRangeIsNotAvailable) {

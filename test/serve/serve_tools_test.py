@@ -174,6 +174,33 @@ class ServeWithTools(ss.ServeCase):
         # The built-in declarations are about 750 tokens.
         self.assertGreater(with_both - text_only, 500)
 
+    def test_client_tools_join_the_system_turn_from_the_next_reset(self):
+        c = self.start_tools()
+        builtin = c.stats()["pos"]
+        tool = {"name": "get_weather", "description": "Weather of a city",
+                "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
+                               "required": ["city"]}}
+        self.assertEqual(c.declare_tools([tool]), 1)
+        self.assertEqual(c.stats()["pos"], builtin)  # this context keeps its opening turn
+        c.append_text("<|turn>user\nhi<turn|>\n")
+        c.reset()
+        with_client = c.stats()["pos"]
+        self.assertGreater(with_client, builtin + 20)  # the declaration's tokens
+        c.append_text("<|turn>user\nhi<turn|>\n")
+        tokens, done = run_generation(c, max_tokens=2)  # the longer opening turn is fed
+        self.assertEqual(len(tokens), 2, done)
+        self.assertGreater(tokens[0]["pos"], with_client)  # after the turn and the user's
+        # Withdrawn: the next context opens with the built-in declarations alone again.
+        self.assertEqual(c.declare_tools([]), 0)
+        c.reset()
+        self.assertEqual(c.stats()["pos"], builtin)
+        # A declaration that would not fit the anchors is refused and changes nothing.
+        huge = {"name": "huge", "description": "x " * 2000}  # ~2,000 tokens
+        self.assertIn("anchors", self.refused("BAD_VALUE", lambda: c.declare_tools([huge])))
+        c.reset()
+        self.assertEqual(c.stats()["pos"], builtin)
+        self.assertEqual(c.shutdown(), 0)
+
     def test_a_pty_lives_is_read_resized_and_closed_and_no_child_is_left(self):
         c = self.start_tools()
         c.tool_watch(("pty_state",))
