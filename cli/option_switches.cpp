@@ -267,6 +267,10 @@ const Switch kSwitches[] = {
        o.gate_yield = true;
        return Ok{};
      }},
+    {"--gate-interrupts", 0, Arg::kRequired,
+     [](Options& o, auto n, Value v) {
+       return set_int<int64_t>(o.gate_interrupts, n, v, 1, 1 << 20);
+     }},
     {"--bench-actors", 0, Arg::kOptional,
      [](Options& o, auto, Value v) -> Result<void> {
        o.bench_actors = true;

@@ -57,7 +57,7 @@ Result<void> validate(const Options& o) {
   }
   // One-shot generation runs without the actor pipeline: its gate and debounce do not apply.
   if ((o.gate_entropy || o.gate_top_prob || o.gate_end_prob || o.gate_yield ||
-       o.consolidate_after_s) &&
+       o.gate_interrupts || o.consolidate_after_s) &&
       (text_prompt || o.prompt_ids)) {
     return bad("--gate-*/--consolidate-after apply to the interactive session (no prompt)");
   }
@@ -100,6 +100,9 @@ Result<void> validate(const Options& o) {
     return bad("--quiescence-threshold needs --quiescence");
   }
   if (o.tool_steps && o.tools_root.empty()) return bad("--tool-steps needs --tools ROOT");
+  if (o.gate_interrupts && o.tools_root.empty()) {
+    return bad("--gate-interrupts needs --tools ROOT (interrupts come from its PTYs and clients)");
+  }
   if (!o.tools_root.empty()) {
     // The tools run in the chat: the session, --chat (declarations in the system turn), --serve
     // and --bench (its cost, tools on and idle).

@@ -89,6 +89,7 @@ struct Options {
   std::optional<float> gate_top_prob;  // --gate-top-prob: listen below this top probability
   std::optional<float> gate_end_prob;  // --gate-end-prob: listen at this end-of-turn probability
   bool gate_yield = false;             // --gate-yield: listen when input is pending
+  std::optional<int64_t> gate_interrupts;  // --gate-interrupts N: act once N tool interrupts wait
   std::optional<float> consolidate_after_s;
   std::filesystem::path trace_file;
   // --tools ROOT: the built-in tools over ROOT (an existing directory); empty: tools are off.

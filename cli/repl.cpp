@@ -170,7 +170,8 @@ void print_tools(const std::vector<ToolDeclaration>& tools, bool enabled) {
 }
 
 bool gate_on(const Options& o) {
-  return o.gate_entropy || o.gate_top_prob || o.gate_end_prob || o.gate_yield;
+  return o.gate_entropy || o.gate_top_prob || o.gate_end_prob || o.gate_yield ||
+         o.gate_interrupts;
 }
 
 }  // namespace

@@ -150,6 +150,7 @@ Result<std::unique_ptr<Session>> open_session(const Options& opts, bool need_tok
   p.gate.min_top_prob = opts.gate_top_prob;
   p.gate.end_prob = opts.gate_end_prob;
   p.gate.yield_to_input = opts.gate_yield;
+  p.gate.act_on_interrupts = opts.gate_interrupts;
   if (opts.consolidate_after_s) p.consolidate_after_s = *opts.consolidate_after_s;
   p.tokenizer = s->tokenizer ? &*s->tokenizer : nullptr;
   p.tracer = s->trace.get();

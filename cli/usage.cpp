@@ -119,6 +119,8 @@ interactive session (no prompt: a tty on stdin opens the REPL, a pipe is read on
       --gate-top-prob P    ... when the most likely token's probability is below P
       --gate-end-prob P    ... when the end-of-turn probability reaches P
       --gate-yield         ... as soon as more input is waiting
+      --gate-interrupts N  ... acts (stops the turn, "act") once N tool interrupts are pending
+                           (--tools: PTY output or client events waiting for /ack or an action)
                            (default: speak until the end of the turn or -n tokens)
       --consolidate-after S  seconds without input before a quiet span (default 6)
       --trace FILE         Chrome trace-event JSON of the session (open in ui.perfetto.dev):

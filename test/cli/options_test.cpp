@@ -134,6 +134,11 @@ TEST(Options, ToolsNeedAnExistingDirectoryAndStepsNeedTools) {
   EXPECT_EQ(error_of({"--tools", "/etc/passwd"}), "--tools: '/etc/passwd' is not a directory");
   EXPECT_EQ(error_of({"--tools", ""}), "--tools: ROOT is empty");
   EXPECT_EQ(error_of({"--tool-steps", "2"}), "--tool-steps needs --tools ROOT");
+  EXPECT_EQ(*parse({"--tools", "/tmp", "--gate-interrupts", "2"})->gate_interrupts, 2);
+  EXPECT_EQ(error_of({"--gate-interrupts", "1"}),
+            "--gate-interrupts needs --tools ROOT (interrupts come from its PTYs and clients)");
+  EXPECT_EQ(error_of({"--tools", "/tmp", "--gate-interrupts", "0"}),
+            "--gate-interrupts: expected an integer 1 to 1048576, got '0'");
   EXPECT_EQ(error_of({"--tools", "/tmp", "--tool-steps", "-1"}),
             "--tool-steps: expected an integer 0 to 1024, got '-1'");
   EXPECT_NE(error_of({"--tools", "/tmp", "hi"}).find("--tools applies to"), std::string::npos);
