@@ -21,7 +21,7 @@
 namespace infer {
 namespace {
 
-constexpr const char* kDemoName = "demo-v1";  // also in the /tmp fallback below
+constexpr const char* kDemoName = "demo-v2";  // also in the /tmp fallback below
 const char* const kFiles[] = {"config.json", "generation_config.json", "tokenizer.json",
                               "model.safetensors"};
 
@@ -203,7 +203,7 @@ Result<std::filesystem::path> ensure_demo_model() {
   ThreadPool pool(threads);
   const std::filesystem::path dir = demo_model_dir();
   Result<std::filesystem::path> made = ensure_demo_model_at(dir, pool);
-  const std::filesystem::path fallback = std::filesystem::path("/tmp") / "infer-demo-v1";
+  const std::filesystem::path fallback = std::filesystem::path("/tmp") / "infer-demo-v2";
   if (made.ok() || dir == fallback) return made;
   return ensure_demo_model_at(fallback, pool);  // e.g. a read-only home directory
 }

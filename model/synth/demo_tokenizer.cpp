@@ -10,6 +10,7 @@
 #include "base/check.h"
 #include "model/synth/bpe_trainer.h"
 #include "model/synth/demo_text.h"
+#include "model/tool_format/tool_tokens.h"
 
 namespace infer {
 namespace {
@@ -31,10 +32,21 @@ std::string normalize(std::string_view text) {
   return out;
 }
 
-ordered_json added_token(int id, std::string_view content) {
+ordered_json added_token(int id, std::string_view content, bool special = true) {
   return ordered_json{{"id", id},        {"content", content}, {"single_word", false},
                       {"lstrip", false}, {"rstrip", false},    {"normalized", false},
-                      {"special", true}};
+                      {"special", special}};
+}
+
+// Gemma 4's chat and tool markers besides the turn ones (the tool markers, <|think|>,
+// <|channel>, <channel|>): the vocabulary's last ids, added tokens that are not special, as in
+// Gemma's tokenizer.json, so that --tools works on the demo model too.
+std::vector<std::string_view> format_markers() {
+  std::vector<std::string_view> out;
+  for (std::string_view m : kFormatMarkers) {
+    if (m != kTurnOpen && m != kTurnClose) out.push_back(m);
+  }
+  return out;
 }
 
 // The fixed parts of Gemma's tokenizer.json (normalizer, pre-tokenizer, template, decoder).
@@ -67,6 +79,8 @@ void add_pipeline(ordered_json* tok) {
 DemoTokenizer build_demo_tokenizer(int vocab_size) {
   INFER_CHECK(vocab_size >= 512, "demo vocabulary of %d entries is too small", vocab_size);
   const char* specials[kNumSpecials] = {"<pad>", "<eos>", "<bos>", "<unk>", "<|turn>", "<turn|>"};
+  const std::vector<std::string_view> markers = format_markers();
+  const int merge_limit = vocab_size - int(markers.size());  // the markers take the last ids
 
   std::vector<std::string> pieces(specials, specials + kNumSpecials);
   for (int b = 0; b < 256; ++b) {
@@ -89,16 +103,17 @@ DemoTokenizer build_demo_tokenizer(int vocab_size) {
   for (const auto& [left, right] : bpe.merges) {
     const std::string joined = left + right;
     if (!ids.count(joined)) {
-      if (static_cast<int>(pieces.size()) >= vocab_size) break;
+      if (static_cast<int>(pieces.size()) >= merge_limit) break;
       ids.emplace(joined, static_cast<int>(pieces.size()));
       pieces.push_back(joined);
     }
     merges.push_back({left, right});
   }
   const int first_unused_id = static_cast<int>(pieces.size());
-  for (int unused = 0; static_cast<int>(pieces.size()) < vocab_size; ++unused) {
+  for (int unused = 0; static_cast<int>(pieces.size()) < merge_limit; ++unused) {
     pieces.push_back("<unused" + std::to_string(unused) + ">");
   }
+  for (std::string_view m : markers) pieces.emplace_back(m);
 
   ordered_json tok;
   tok["version"] = "1.0";
@@ -106,6 +121,9 @@ DemoTokenizer build_demo_tokenizer(int vocab_size) {
   tok["padding"] = nullptr;
   ordered_json added = ordered_json::array();
   for (int i = 0; i < kNumSpecials; ++i) added.push_back(added_token(i, specials[i]));
+  for (size_t i = 0; i < markers.size(); ++i) {
+    added.push_back(added_token(merge_limit + int(i), markers[i], /*special=*/false));
+  }
   tok["added_tokens"] = added;
   add_pipeline(&tok);
   ordered_json vocab = ordered_json::object();

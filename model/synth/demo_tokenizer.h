@@ -17,12 +17,15 @@ inline constexpr int kDemoFirstByteId = 6;  // "<0x00>" .. "<0xFF>" are ids 6 ..
 
 struct DemoTokenizer {
   std::string json;     // tokenizer.json text
-  int first_unused_id;  // ids [kDemoFirstByteId + 256, first_unused_id) are characters and merges
+  // ids [kDemoFirstByteId + 256, first_unused_id) are characters and merges; the rest are
+  // "<unusedN>" and, last, Gemma 4's tool and channel markers (added tokens, not special)
+  int first_unused_id;
 };
 
 // A tokenizer with exactly vocab_size entries (vocab_size >= 512): the specials, the 256 byte
 // tokens, printable ASCII and the text's characters, the learned merges, then "<unusedN>" to
-// fill. Deterministic: the same vocab_size gives the same bytes.
+// fill, then the tool and channel markers as the last ids. Deterministic: the same vocab_size
+// gives the same bytes.
 DemoTokenizer build_demo_tokenizer(int vocab_size);
 // build_demo_tokenizer(vocab_size).json
 std::string demo_tokenizer_json(int vocab_size);

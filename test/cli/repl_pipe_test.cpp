@@ -3,10 +3,12 @@
 // (chat markers as control tokens, user text never unless --special; the --system turn), and
 // a refused turn or command makes the exit status 1 after the rest of the input.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <regex>
 #include <string>
 #include <vector>
@@ -16,6 +18,7 @@
 #include "model/synth/demo_model.h"
 #include "model/thread_pool.h"
 #include "model/tokenizer/tokenizer.h"
+#include "model/tool_format/tool_tokens.h"
 #include "model/tool_format/format_pieces.h"
 #include "test/cli/subprocess.h"
 #include "test/test_paths.h"
@@ -210,12 +213,30 @@ TEST(ReplPipe, ToolsRefuseAMissingRootAndAnchorsThatCannotHoldTheDeclarations) {
       << small.err;
 }
 
-// A model whose tokenizer has no tool markers (the built-in demo model's): --tools is refused
-// with the reason and exit 2, not a failed check while the anchors are sized.
+// A model whose tokenizer has no tool markers (the demo model's with them renamed away): --tools
+// is refused with the reason and exit 2, not a failed check while the anchors are sized.
 TEST(ReplPipe, ToolsRefuseATokenizerWithoutToolMarkers) {
   const fs::path dir = fs::temp_directory_path() / ("infer-demo-" + std::to_string(getpid()));
   ThreadPool pool(1);
   ASSERT_TRUE(write_demo_model(dir, pool).ok());
+  {
+    std::ifstream in(dir / "tokenizer.json");
+    nlohmann::ordered_json tok = nlohmann::ordered_json::parse(in);
+    nlohmann::ordered_json kept = nlohmann::ordered_json::array();
+    for (auto& t : tok["added_tokens"]) {
+      if (t["special"].get<bool>()) kept.push_back(t);
+    }
+    tok["added_tokens"] = kept;
+    nlohmann::ordered_json vocab = tok["model"]["vocab"];
+    for (std::string_view m : kFormatMarkers) {
+      if (m == kTurnOpen || m == kTurnClose || !vocab.contains(m)) continue;
+      const auto id = vocab[std::string(m)];
+      vocab.erase(std::string(m));
+      vocab["<renamed" + std::to_string(id.get<int>()) + ">"] = id;
+    }
+    tok["model"]["vocab"] = vocab;
+    std::ofstream(dir / "tokenizer.json") << tok.dump(1);
+  }
   const RunResult r = run_binary_with_input(
       infer_binary(), {"--model", dir.string(), "--tools", fs::temp_directory_path().string()},
       "hi\n");

@@ -37,25 +37,12 @@ void check(bool ok) {
   if (!ok) __builtin_trap();
 }
 
-// The demo model's tokenizer with the format's markers appended as added tokens (ids past its
-// vocabulary, as a multimodal checkpoint's are): small, so that strings break into many byte
-// tokens, which is the hard case for a by-id parser fed decoded pieces.
+// The demo model's tokenizer, which holds the format's markers as its last ids: small, so that
+// strings break into many byte tokens, which is the hard case for a by-id parser fed decoded
+// pieces.
 const infer::Tokenizer& tokenizer() {
   static const infer::Tokenizer tok = [] {
-    const int vocab = 1024;
-    nlohmann::ordered_json j = nlohmann::ordered_json::parse(infer::demo_tokenizer_json(vocab));
-    int id = vocab;
-    for (std::string_view m : infer::kFormatMarkers) {
-      if (m == infer::kTurnOpen || m == infer::kTurnClose) continue;  // the demo has them
-      j["added_tokens"].push_back({{"id", id++},
-                                   {"content", m},
-                                   {"single_word", false},
-                                   {"lstrip", false},
-                                   {"rstrip", false},
-                                   {"normalized", false},
-                                   {"special", false}});
-    }
-    auto t = infer::Tokenizer::parse(j.dump(), "demo tokenizer.json + tool markers");
+    auto t = infer::Tokenizer::parse(infer::demo_tokenizer_json(1024), "demo tokenizer.json");
     check(t.ok());
     return std::move(t).value();
   }();

@@ -142,17 +142,17 @@ TEST(SynthDemo, HeadRowsOfBytesAndUnusedIdsAreDamped) {
 TEST(SynthDemo, ModelDirFollowsXdgThenHomeThenTmp) {
   {
     ScopedEnv xdg("XDG_CACHE_HOME", "/x/cache");
-    EXPECT_EQ(demo_model_dir(), std::filesystem::path("/x/cache/infer/demo-v1"));
+    EXPECT_EQ(demo_model_dir(), std::filesystem::path("/x/cache/infer/demo-v2"));
   }
   {
     ScopedEnv xdg("XDG_CACHE_HOME", nullptr);
     ScopedEnv home("HOME", "/home/someone");
-    EXPECT_EQ(demo_model_dir(), std::filesystem::path("/home/someone/.cache/infer/demo-v1"));
+    EXPECT_EQ(demo_model_dir(), std::filesystem::path("/home/someone/.cache/infer/demo-v2"));
   }
   {
     ScopedEnv xdg("XDG_CACHE_HOME", nullptr);
     ScopedEnv home("HOME", nullptr);
-    EXPECT_EQ(demo_model_dir(), std::filesystem::path("/tmp/infer-demo-v1"));
+    EXPECT_EQ(demo_model_dir(), std::filesystem::path("/tmp/infer-demo-v2"));
   }
 }
 
