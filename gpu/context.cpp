@@ -7,6 +7,7 @@
 #include <cstring>
 #include <vector>
 
+#include "gpu/coop_matrix_khr.h"
 #include "gpu/vk_check.h"
 
 namespace infer::gpu {
@@ -187,12 +188,6 @@ void query_features(VkPhysicalDevice physical, bool offered, Features& f) {
   vkGetPhysicalDeviceFeatures2(physical, &q);
 }
 
-// A default-on extension: the device offers `name` and the environment variable `env` is not 0.
-bool offered_unless_refused(VkPhysicalDevice physical, const char* env, const char* name) {
-  const char* v = std::getenv(env);
-  return !(v != nullptr && v[0] == '0') && has_device_extension(physical, name);
-}
-
 // Whether the device offers the one cooperative-matrix shape matmul_coop.comp uses.
 bool offers_f16_coop_16x16x16(VkPhysicalDevice physical) {
   uint32_t n = 0;
@@ -215,6 +210,27 @@ bool offers_f16_coop_16x16x16(VkPhysicalDevice physical) {
   return false;
 }
 
+// The same through VK_KHR_cooperative_matrix (matmul_coopmat.comp): subgroup-scope 16x16x16
+// f16 x f16 + f32 -> f32, among the shapes the device lists.
+bool offers_khr_f16_coop_16x16x16(VkInstance instance, VkPhysicalDevice physical) {
+  const auto properties = reinterpret_cast<PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR>(
+      vkGetInstanceProcAddr(instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR"));
+  uint32_t n = 0;
+  if (properties == nullptr || properties(physical, &n, nullptr) != VK_SUCCESS) return false;
+  std::vector<VkCooperativeMatrixPropertiesKHR> props(
+      n, VkCooperativeMatrixPropertiesKHR{VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_KHR});
+  if (properties(physical, &n, props.data()) != VK_SUCCESS) return false;
+  for (const VkCooperativeMatrixPropertiesKHR& p : props) {
+    if (p.MSize == 16 && p.NSize == 16 && p.KSize == 16 &&
+        p.AType == VK_COMPONENT_TYPE_FLOAT16_KHR && p.BType == VK_COMPONENT_TYPE_FLOAT16_KHR &&
+        p.CType == VK_COMPONENT_TYPE_FLOAT32_KHR && p.ResultType == VK_COMPONENT_TYPE_FLOAT32_KHR &&
+        p.scope == VK_SCOPE_SUBGROUP_KHR && !p.saturatingAccumulation) {
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 Result<void> VulkanContext::create_device(bool pipeline_stats) {
@@ -225,16 +241,24 @@ Result<void> VulkanContext::create_device(bool pipeline_stats) {
                                          &has12};
   VkPhysicalDeviceFeatures2 has{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &has11};
   vkGetPhysicalDeviceFeatures2(physical_, &has);
-  // Cooperative matrices for prefill's products where offered; INFER_COOPMAT=0 turns them off
-  // (the f32 tiled kernel then runs them).
-  const bool coop_extension =
-      offered_unless_refused(physical_, "INFER_COOPMAT", VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
+  // Cooperative matrices for prefill's products where offered (else the f32 tiled kernel runs
+  // them): the KHR extension, or on a driver without it NVIDIA's own.
+  const bool coop_base =
+      has12.shaderFloat16 && has13.subgroupSizeControl && has13.computeFullSubgroups;
+  const bool khr_extension =
+      coop_base && has_device_extension(physical_, VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME);
+  VkPhysicalDeviceCooperativeMatrixFeaturesKHR has_khr{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR};
+  query_features(physical_, khr_extension, has_khr);
+  const bool coop_khr = khr_extension && has_khr.cooperativeMatrix &&
+                        offers_khr_f16_coop_16x16x16(instance_, physical_);
+  const bool coop_extension = !coop_khr && coop_base &&
+                              has_device_extension(physical_, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
   VkPhysicalDeviceCooperativeMatrixFeaturesNV has_coop{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
   query_features(physical_, coop_extension, has_coop);
-  const bool coop = coop_extension && has_coop.cooperativeMatrix && has12.shaderFloat16 &&
-                    has13.subgroupSizeControl && has13.computeFullSubgroups &&
-                    offers_f16_coop_16x16x16(physical_);
+  const bool coop =
+      coop_extension && has_coop.cooperativeMatrix && offers_f16_coop_16x16x16(physical_);
   // With --profile: the driver's statistics of each pipeline (register count, spills), for
   // tuning the kernels on a device without a profiler at hand.
   const bool stats_extension =
@@ -257,13 +281,18 @@ Result<void> VulkanContext::create_device(bool pipeline_stats) {
   VkPhysicalDeviceCooperativeMatrixFeaturesNV f_coop{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
   f_coop.cooperativeMatrix = VK_TRUE;
+  VkPhysicalDeviceCooperativeMatrixFeaturesKHR f_khr{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR};
+  f_khr.cooperativeMatrix = VK_TRUE;
+  void* const coop_features = coop_khr ? static_cast<void*>(&f_khr)
+                              : coop   ? static_cast<void*>(&f_coop)
+                                       : nullptr;
   VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR f_stats{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR,
-      coop ? &f_coop : nullptr};
+      coop_features};
   f_stats.pipelineExecutableInfo = VK_TRUE;
   VkPhysicalDeviceVulkan13Features f13{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES,
-                                       stats ? static_cast<void*>(&f_stats)
-                                             : coop ? static_cast<void*>(&f_coop) : nullptr};
+                                       stats ? static_cast<void*>(&f_stats) : coop_features};
   f13.synchronization2 = VK_TRUE;
   f13.maintenance4 = VK_TRUE;
   f13.subgroupSizeControl = has13.subgroupSizeControl;
@@ -290,11 +319,13 @@ Result<void> VulkanContext::create_device(bool pipeline_stats) {
   info.queueCreateInfoCount = 1;
   info.pQueueCreateInfos = &queue;
   std::vector<const char*> extensions;
+  if (coop_khr) extensions.push_back(VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME);
   if (coop) extensions.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
   if (stats) extensions.push_back(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
   info.enabledExtensionCount = uint32_t(extensions.size());
   info.ppEnabledExtensionNames = extensions.data();
   info_.coop_matrix_nv = coop;
+  info_.coop_matrix_khr = coop_khr;
   info_.pipeline_stats = stats;
   INFER_TRY_VOID(vk_check(vkCreateDevice(physical_, &info, nullptr, &device_), "vkCreateDevice"));
   vkGetDeviceQueue(device_, queue_family_, 0, &queue_);

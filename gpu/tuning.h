@@ -81,7 +81,15 @@ struct GpuTuning {
   // The switch from matvec.comp to the tiled kernel (counted in quarter tiles).
   uint32_t mm_min_tokens = 16;
   uint32_t mm_min_groups = 64;
-  // The cooperative-matrix prefill (matmul_coop.comp), where the device has it.
+  // The cooperative-matrix prefill through VK_KHR_cooperative_matrix (matmul_coopmat.comp): the
+  // workgroup's tile and each subgroup's share of it (multiples of 16), plain products, then
+  // gate-up (rows of each matrix).
+  TileSize coopmat_tile{128, 128};
+  TileSize coopmat_sg{32, 64};
+  TileSize coopmat_gu_tile{64, 128};
+  TileSize coopmat_gu_sg{16, 64};
+  // The cooperative-matrix prefill through VK_NV_cooperative_matrix (matmul_coop.comp), where the
+  // device has that extension but not the KHR one.
   TileSize coop_tile{128, 64};
   TileSize coop_gu_tile{64, 64};
   CoopLo coop_lo = CoopLo::kShared;

@@ -2,7 +2,7 @@
 # Installs the Debian 12 packages infer builds and tests with (as root); a no-op when all are there.
 set -euo pipefail
 pkgs=(
-  build-essential meson ninja-build pkg-config python3
+  build-essential meson ninja-build pkg-config python3 cmake
   libcaf-dev libboost-dev nlohmann-json3-dev libgtest-dev libgmock-dev
   libvulkan-dev libvulkan-volk-dev glslc mesa-vulkan-drivers vulkan-validationlayers
   clang libclang-rt-14-dev

@@ -57,5 +57,8 @@ INFER_PUSH_END(MatvecPush)
 #define INFER_COOP_PREP_SPEC_LOCAL_SIZE 0
 #define INFER_MATMUL_COOP_SPEC_ROWS 2
 #define INFER_MATMUL_COOP_SPEC_TOKENS 3
+// matmul_coopmat.comp (VK_KHR_cooperative_matrix): a subgroup's SG_ROWS x SG_TOKENS outputs.
+#define INFER_MATMUL_COOP_SPEC_SG_ROWS 6
+#define INFER_MATMUL_COOP_SPEC_SG_TOKENS 7
 
 #endif  // INFER_SHADERS_MATVEC_H_

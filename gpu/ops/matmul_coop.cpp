@@ -36,6 +36,25 @@ Result<void> create_coop_kernels(const VulkanContext& ctx, WeightFormat format, 
   if (!fits) return Ok{};
   const MatvecTuning& t = k.tuning;
   const uint32_t subgroup = ctx.info().subgroup_size;
+  if (ctx.info().coop_matrix_khr) {
+    // f16 x as the kernel stages it, so no preparing pass; with integer dots on, decode's
+    // products keep int8 x and prefill's take f16 like every other format's.
+    PipelineDesc coop;
+    coop.variant = std::string(gate_up ? "gate_up_matmul_coopmat_" : "matmul_coopmat_") +
+                   weight_format_name(format);
+    coop.bindings = {Access::kRead, Access::kRead, Access::kWrite, Access::kRead};
+    coop.bindings.resize(gate_up ? 4 : 3);
+    coop.push_bytes = sizeof(shader::MatvecPush);
+    coop.spec = {{INFER_MATMUL_SPEC_LOCAL_SIZE, coop_subgroups(t, gate_up) * subgroup},
+                 {INFER_MATMUL_COOP_SPEC_ROWS, t.coop_rows},
+                 {INFER_MATMUL_COOP_SPEC_TOKENS, t.coop_tokens},
+                 {INFER_MATMUL_COOP_SPEC_SG_ROWS, t.coop_sg_rows},
+                 {INFER_MATMUL_COOP_SPEC_SG_TOKENS, t.coop_sg_tokens}};
+    coop.required_subgroup_size = subgroup;  // gl_SubgroupID names the subgroup's share
+    INFER_TRY(k.coop, Pipeline::create(ctx, coop));
+    k.coop_khr = true;
+    return Ok{};
+  }
   // With integer dots on, prefill quantizes activations too (the _int8 variants): every product
   // of the family keeps matmul_reference_q8_x's contract, as the CPU's integer kernels do.
   k.coop_int8 = int8;

@@ -105,6 +105,9 @@ Result<void> resolve_matmul_tuning(const VulkanContext& ctx, bool gate_up, Matve
 }
 
 uint32_t coop_subgroups(const MatvecTuning& t, bool gate_up) {
+  if (t.coop_sg_rows != 0) {  // matmul_coopmat.comp
+    return (t.coop_rows / t.coop_sg_rows) * (t.coop_tokens / t.coop_sg_tokens);
+  }
   return t.coop_tokens / 32 * (t.coop_rows / (gate_up ? 16 : 32));
 }
 
@@ -120,12 +123,63 @@ uint32_t coop_shared_bytes(const MatvecTuning& t, bool gate_up, bool scaled) {
          (scaled ? 4 * mats * blocks * t.coop_rows : 0) + coop_subgroups(t, gate_up) * 16 * 16 * 4;
 }
 
+
+// matmul_coopmat.comp's shared memory: x and W as padded f16 rows of a step, one 16 x 16 f32 edge
+// fragment a subgroup.
+uint32_t coopmat_shared_bytes(const MatvecTuning& t, bool gate_up) {
+  const uint32_t mats = gate_up ? 2 : 1;
+  const uint32_t stride = INFER_MATMUL_COOP_COLS + INFER_MATMUL_COOP_PAD;
+  return 2 * (t.coop_tokens + mats * t.coop_rows) * stride +
+         coop_subgroups(t, gate_up) * 16 * 16 * 4;
+}
+
+
+// resolve_coop_tuning for matmul_coopmat.comp.
+Result<bool> resolve_coopmat_tuning(const VulkanContext& ctx, bool gate_up, MatvecTuning& t) {
+  const DeviceInfo& info = ctx.info();
+  VkPhysicalDeviceProperties props;
+  vkGetPhysicalDeviceProperties(ctx.physical_device(), &props);
+  const GpuTuning& g = ctx.tuning();
+  const TileSize tile = gate_up ? g.coopmat_gu_tile : g.coopmat_tile;
+  const TileSize sg = gate_up ? g.coopmat_gu_sg : g.coopmat_sg;
+  const GpuTuning d;  // the default tile may not fit (then no cooperative kernel); one asked for
+  const bool defaults = t.coop_rows == 0 && t.coop_tokens == 0 && t.coop_sg_rows == 0 &&
+                        tile == (gate_up ? d.coopmat_gu_tile : d.coopmat_tile) &&
+                        sg == (gate_up ? d.coopmat_gu_sg : d.coopmat_sg);
+  if (t.coop_rows == 0) t.coop_rows = tile.rows;
+  if (t.coop_tokens == 0) t.coop_tokens = tile.tokens;
+  if (t.coop_sg_rows == 0) t.coop_sg_rows = sg.rows;
+  if (t.coop_sg_tokens == 0) t.coop_sg_tokens = sg.tokens;
+  const bool shape = t.coop_sg_rows % 16 == 0 && t.coop_sg_tokens % 16 == 0 &&
+                     t.coop_sg_rows != 0 && t.coop_sg_tokens != 0 &&
+                     t.coop_rows % t.coop_sg_rows == 0 && t.coop_tokens % t.coop_sg_tokens == 0;
+  const uint32_t invocations = shape ? coop_subgroups(t, gate_up) * info.subgroup_size : 0;
+  // Each invocation stages whole rounds of the tiles' quads (16 a row of a step).
+  const uint32_t quads = INFER_MATMUL_COOP_COLS / 4;
+  const bool fits =
+      shape && t.coop_rows * quads % invocations == 0 && t.coop_tokens * quads % invocations == 0 &&
+      invocations <=
+          std::min(info.max_workgroup_invocations, props.limits.maxComputeWorkGroupSize[0]) &&
+      coopmat_shared_bytes(t, gate_up) <= props.limits.maxComputeSharedMemorySize;
+  if (!fits && !defaults) {
+    return make_error(ErrorCode::kUnsupported,
+                      "cooperative-matrix tile " + std::to_string(t.coop_rows) + "x" +
+                          std::to_string(t.coop_tokens) + " of subgroup tiles " +
+                          std::to_string(t.coop_sg_rows) + "x" + std::to_string(t.coop_sg_tokens) +
+                          " (multiples of 16 that divide it, whose quads divide among the "
+                          "invocations) does not fit the device");
+  }
+  return fits;
+}
+
 }  // namespace
 
 Result<bool> resolve_coop_tuning(const VulkanContext& ctx, WeightFormat format, bool gate_up,
                                  MatvecTuning& t) {
   const DeviceInfo& info = ctx.info();
-  if (!info.coop_matrix_nv || format == WeightFormat::kF32) return false;  // f32: 24 bits
+  if (format == WeightFormat::kF32) return false;  // f32: 24 bits
+  if (info.coop_matrix_khr) return resolve_coopmat_tuning(ctx, gate_up, t);
+  if (!info.coop_matrix_nv) return false;
   VkPhysicalDeviceProperties props;
   vkGetPhysicalDeviceProperties(ctx.physical_device(), &props);
   const GpuTuning& g = ctx.tuning();

@@ -298,7 +298,7 @@ Result<void> record_matvec_kernels(Recorder& rec, const MatvecKernels& k, const 
                 "matvec: int8 x \"%s\" under %llu bytes", x_int8.buffer->name().c_str(),
                 (unsigned long long)bytes);
     x = x_int8;
-  } else if (coop || dot) {
+  } else if ((coop && !k.coop_khr) || dot) {
     INFER_TRY(const Binding prepared, record_coop_x_prep(rec, k, x, w.cols, n_tokens));
     x = prepared;
   }

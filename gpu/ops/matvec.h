@@ -80,6 +80,10 @@ struct MatvecTuning {
   // zeros / kAuto from GpuTuning's coop_tile (coop_gu_tile for gate-up) and coop_lo.
   uint32_t coop_rows = 0;
   uint32_t coop_tokens = 0;
+  // matmul_coopmat.comp (VK_KHR_cooperative_matrix) only: a subgroup's rows x tokens of the tile;
+  // zeros from GpuTuning's coopmat_sg (coopmat_gu_sg), the tile then from coopmat_tile.
+  uint32_t coop_sg_rows = 0;
+  uint32_t coop_sg_tokens = 0;
   CoopLo coop_lo = CoopLo::kAuto;
   // matvec_dot.comp's workgroup and rows a subgroup; zeros: 4 and rows_per_subgroup.
   uint32_t dot_subgroups_per_group = 0;
@@ -140,9 +144,11 @@ struct MatvecKernels {
   std::unique_ptr<Pipeline> tiled_small;
   uint32_t small_tile_rows = 0;
   uint32_t small_tile_tokens = 0;
-  // Where the device has cooperative matrices (DeviceInfo::coop_matrix_nv): the tiled product
-  // on them (shaders/matmul_coop.comp), used instead of `tiled`.
+  // Where the device has cooperative matrices: the tiled product on them, used instead of
+  // `tiled`: shaders/matmul_coopmat.comp on f32 x as it is (DeviceInfo::coop_matrix_khr, coop_khr),
+  // or shaders/matmul_coop.comp on x prepared by coop_prep (coop_matrix_nv).
   std::unique_ptr<Pipeline> coop;
+  bool coop_khr = false;
   // Whether `coop` takes activations quantized to Q8_0 blocks by coop_prep (integer dots on:
   // matmul_reference_q8_x's contract, exact integer block sums on the f16 fragments) rather than
   // split into f16 hi + lo.

@@ -200,9 +200,10 @@ TEST_F(GpuMatvecDot, GateUpMatchesInt8Reference) {
   }
 }
 
-// Prompt-sized T with integer dots on: where the device has cooperative matrices, prefill
+// Prompt-sized T with integer dots on: where the device has NVIDIA's cooperative matrices, prefill
 // quantizes activations as it stages them (matmul_coop_int8.comp) and must meet the int8
-// contract; elsewhere the f32 tiled kernel runs and meets the f32 one. Plain and gate-up, rows
+// contract; with the KHR ones it takes f16 operands (matmul_coopmat.comp, matvec_check.h's
+// F16::kPlain bound); elsewhere the f32 tiled kernel runs and meets the f32 one. Plain and gate-up, rows
 // ending mid tile, tokens mid token tile, columns of whole 64-column steps.
 TEST_F(GpuMatvecDot, PrefillKeepsTheInt8ContractOnCooperativeMatrices) {
   ASSERT_TRUE(ctx_->info().integer_dot_product) << "no shaderIntegerDotProduct";
@@ -231,7 +232,9 @@ TEST_F(GpuMatvecDot, PrefillKeepsTheInt8ContractOnCooperativeMatrices) {
       EXPECT_EQ(int8, coop);
       const std::vector<float> act = run_gate_up(*ctx_, *k, gate.m, up.m, x, s.T);
       // x as the kernel sees it
-      expect_gate_up_matches(gate.m, up.m, int8 ? through_q8_0(x, s.T, s.cols) : x, s.T, act);
+      const bool f16 = products_in_f16(*k, s.rows, s.cols, uint32_t(s.T));
+      expect_gate_up_matches(gate.m, up.m, int8 ? through_q8_0(x, s.T, s.cols) : x, s.T, act,
+                             f16 ? std::ldexp(1.0, -10) : 0.0);
     }
   }
 }
