@@ -110,6 +110,7 @@ const Field kFields[] = {
     INFER_TILE_FIELD(coopmat_sg),
     INFER_TILE_FIELD(coopmat_gu_tile),
     INFER_TILE_FIELD(coopmat_gu_sg),
+    INFER_UINT_FIELD(coopmat_small_below, 0, 1048576),
     INFER_TILE_FIELD(coop_tile),
     INFER_TILE_FIELD(coop_gu_tile),
     Field{"coop_lo", "none, shared or apart",
@@ -174,6 +175,10 @@ const Field* find_field(std::string_view key) {
 GpuTuning default_tuning(const DeviceInfo& info) {
   GpuTuning t;
   if (info.compute_cores >= 64) t.prefill_chunk = 512;
+  // Half cooperative tiles below 3/4 of a wave of full ones (H100, 132 SMs, Q4_0: E2B, whose
+  // 1,536- and 2,048-row products make 48-64 full tiles, 15,212 -> 17,569 t/s with the half tile
+  // below 132 tiles; 12B's 3,840-row ones make 120 and lose with it, 5,300 -> 4,737).
+  t.coopmat_small_below = info.compute_cores * 3 / 4;
   if (info.compute_cores == 0)
     t.matvec_subgroups_per_core = 0;  // nothing to count subgroups against
   return t;

@@ -88,6 +88,9 @@ struct GpuTuning {
   TileSize coopmat_sg{32, 64};
   TileSize coopmat_gu_tile{64, 128};
   TileSize coopmat_gu_sg{16, 64};
+  // A product whose grid of those tiles has fewer workgroups than this takes tiles of half the
+  // rows (subgroups of half the tokens), so that a few thousand rows still fill a big GPU.
+  uint32_t coopmat_small_below = 0;
   // The cooperative-matrix prefill through VK_NV_cooperative_matrix (matmul_coop.comp), where the
   // device has that extension but not the KHR one.
   TileSize coop_tile{128, 64};

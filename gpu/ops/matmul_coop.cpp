@@ -53,6 +53,15 @@ Result<void> create_coop_kernels(const VulkanContext& ctx, WeightFormat format, 
     coop.required_subgroup_size = subgroup;  // gl_SubgroupID names the subgroup's share
     INFER_TRY(k.coop, Pipeline::create(ctx, coop));
     k.coop_khr = true;
+    // The half tile: as many subgroups, each on half the tokens (where the shape allows).
+    const uint32_t below = ctx.tuning().coopmat_small_below;
+    if (below > 0 && t.coop_rows % (2 * t.coop_sg_rows) == 0 && t.coop_sg_tokens % 32 == 0 &&
+        t.coop_rows / 2 * INFER_MATMUL_COOP_COLS / 4 % (coop_subgroups(t, gate_up) * subgroup) == 0) {
+      coop.spec[1].value = t.coop_rows / 2;
+      coop.spec[4].value = t.coop_sg_tokens / 2;
+      INFER_TRY(k.coop_small, Pipeline::create(ctx, coop));
+      k.coop_small_below = below;
+    }
     return Ok{};
   }
   // With integer dots on, prefill quantizes activations too (the _int8 variants): every product

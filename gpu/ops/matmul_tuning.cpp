@@ -154,7 +154,7 @@ Result<bool> resolve_coopmat_tuning(const VulkanContext& ctx, bool gate_up, Matv
                      t.coop_sg_rows != 0 && t.coop_sg_tokens != 0 &&
                      t.coop_rows % t.coop_sg_rows == 0 && t.coop_tokens % t.coop_sg_tokens == 0;
   const uint32_t invocations = shape ? coop_subgroups(t, gate_up) * info.subgroup_size : 0;
-  // Each invocation stages whole rounds of the tiles' quads (16 a row of a step).
+  // Each invocation stages whole rounds of the tiles' quads (a quad is 4 columns of a step).
   const uint32_t quads = INFER_MATMUL_COOP_COLS / 4;
   const bool fits =
       shape && t.coop_rows * quads % invocations == 0 && t.coop_tokens * quads % invocations == 0 &&

@@ -265,7 +265,12 @@ Result<void> record_matvec_kernels(Recorder& rec, const MatvecKernels& k, const 
     rows_per_subgroup = shape.rows_per_subgroup;
     shaped = shape.pipeline;
   }
-  const Pipeline& p = coop                ? *k.coop
+  // The half cooperative tile where the full one leaves the grid short (matvec.h).
+  const bool coop_half = coop && k.coop_small != nullptr &&
+                         tile_groups(w.rows, n_tokens, t.coop_rows, t.coop_tokens) <
+                             k.coop_small_below;
+  const Pipeline& p = coop_half           ? *k.coop_small
+                      : coop              ? *k.coop
                       : small             ? *k.tiled_small
                       : tiled             ? *k.tiled
                       : dot               ? (n_tokens == 1 ? *k.dot_one_token : *k.dot_many_tokens)
@@ -273,7 +278,8 @@ Result<void> record_matvec_kernels(Recorder& rec, const MatvecKernels& k, const 
                       : n_tokens == 1     ? *k.one_token
                                           : *k.many_tokens;
   const uint32_t slots = t.subgroups_per_group / push.split;  // matvec.comp's row slots
-  const uint32_t rows_per_group = coop    ? t.coop_rows
+  const uint32_t rows_per_group = coop_half ? t.coop_rows / 2
+                                  : coop    ? t.coop_rows
                                   : small ? k.small_tile_rows
                                   : tiled ? t.tile_rows
                                   : dot   ? t.dot_subgroups_per_group * t.dot_rows_per_subgroup

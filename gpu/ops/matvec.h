@@ -149,6 +149,10 @@ struct MatvecKernels {
   // or shaders/matmul_coop.comp on x prepared by coop_prep (coop_matrix_nv).
   std::unique_ptr<Pipeline> coop;
   bool coop_khr = false;
+  // matmul_coopmat.comp on tiles of half the rows, for products whose grid of full tiles is
+  // short of GpuTuning::coopmat_small_below workgroups (null where that is 0).
+  std::unique_ptr<Pipeline> coop_small;
+  uint32_t coop_small_below = 0;
   // Whether `coop` takes activations quantized to Q8_0 blocks by coop_prep (integer dots on:
   // matmul_reference_q8_x's contract, exact integer block sums on the f16 fragments) rather than
   // split into f16 hi + lo.
