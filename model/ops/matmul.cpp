@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "base/check.h"
+#include "base/half.h"
 #include "model/ops/matmul_kernels.h"
 #include "model/quant.h"
 #include "model/thread_pool.h"
@@ -157,6 +158,16 @@ namespace {
 
 // The kernel matmul() runs: the fastest, or the fastest with f32 activations when asked.
 std::atomic<const MatmulKernel*> g_active{nullptr};
+// MatmulActivations::kF16: prefill-sized products round x to f16 first.
+std::atomic<bool> g_round_f16{false};
+
+// x rounded to f16 and back into `scratch` where kF16 asks it of this product, else x.
+const float* maybe_rounded(const float* x, int64_t T, int64_t cols, std::vector<float>& scratch) {
+  if (!g_round_f16.load(std::memory_order_relaxed) || T < kF16MinTokens) return x;
+  scratch.resize(size_t(T * cols));
+  for (size_t i = 0; i < scratch.size(); ++i) scratch[i] = fp16_to_f32(f32_to_fp16(x[i]));
+  return scratch.data();
+}
 
 const MatmulKernel& active_kernel() {
   const MatmulKernel* k = g_active.load(std::memory_order_relaxed);
@@ -179,11 +190,14 @@ void set_matmul_activations(MatmulActivations mode) {
     }
   }
   g_active.store(chosen, std::memory_order_relaxed);
+  g_round_f16.store(mode == MatmulActivations::kF16, std::memory_order_relaxed);
 }
 
 void matmul_with(const MatmulKernel& k, const Matrix& w, const float* x, int64_t T, float* y,
                  ThreadPool& pool) {
   INFER_DCHECK(w.data != nullptr && T >= 0, "matmul on an empty matrix");
+  std::vector<float> rounded;
+  x = maybe_rounded(x, T, w.cols, rounded);
   pool.parallel_for(
       w.rows, [&](int64_t r0, int64_t r1) { k.rows(w, x, T, y, r0, r1); }, kMatmulRowAlign);
 }
@@ -197,6 +211,10 @@ void matmul_rows(const Matrix& w, const float* x, int64_t T, float* y, int64_t r
 }
 
 void matmul_multi(std::span<const MatmulJob> jobs, int64_t T, ThreadPool& pool) {
+  if (g_round_f16.load(std::memory_order_relaxed) && T >= kF16MinTokens) {
+    for (const MatmulJob& j : jobs) matmul(*j.w, j.x, T, j.y, pool);  // each rounds its x
+    return;
+  }
   int64_t total = 0;
   for (const MatmulJob& j : jobs) total += j.w->rows;
   pool.parallel_for(

@@ -4,14 +4,17 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <iterator>
 #include <cstring>
 #include <limits>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "base/half.h"
 #include "model/ops/matmul_kernels.h"
 #include "model/quant.h"
 #include "model/thread_pool.h"
@@ -202,6 +205,38 @@ TEST(Matmul, DefaultPathMatchesReference) {
   matmul(w.m, x.data(), 3, got.data(), pool);
   matmul_reference(w.m, x.data(), 3, want.data());
   for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-4f) << i;
+}
+
+// kF16 (the CPU stand-in for the GPU's f16-operand prefill): products of kF16MinTokens tokens or
+// more, alone or through matmul_multi, see x rounded to f16 (the reference on rounded x, to f32
+// sum order); shorter ones see x as it is (values 1 + i·2^-20 that f16 cannot hold).
+TEST(Matmul, F16ModeRoundsPrefillActivations) {
+  const TestMatrix w(WeightFormat::kBF16, 20, 64, 31);
+  ThreadPool pool(2);
+  set_matmul_activations(MatmulActivations::kF16);
+  for (int64_t T : {kF16MinTokens - 1, kF16MinTokens}) {
+    std::vector<float> x(size_t(T * 64)), rounded(x.size());
+    for (size_t i = 0; i < x.size(); ++i) {
+      x[i] = (i % 2 ? -1.0f : 1.0f) * (1.0f + std::ldexp(float(i % 512), -20)) * std::cos(float(i));
+      rounded[i] = fp16_to_f32(f32_to_fp16(x[i]));
+    }
+    const bool f16 = T >= kF16MinTokens;
+    std::vector<float> got(size_t(T * 20)), multi(got.size()), want(got.size());
+    matmul(w.m, x.data(), T, got.data(), pool);
+    const MatmulJob job{&w.m, x.data(), multi.data()};
+    matmul_multi(std::span<const MatmulJob>(&job, 1), T, pool);
+    matmul_reference(w.m, f16 ? rounded.data() : x.data(), T, want.data());
+    std::vector<float> other(got.size());  // the reference on the other x: far from got
+    matmul_reference(w.m, f16 ? x.data() : rounded.data(), T, other.data());
+    float apart = 0.0f;
+    for (size_t i = 0; i < got.size(); ++i) apart = std::max(apart, std::fabs(got[i] - other[i]));
+    EXPECT_GT(apart, 1e-4f) << "T " << T;
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_NEAR(got[i], want[i], 2e-5f) << "T " << T << " output " << i;
+      EXPECT_NEAR(multi[i], want[i], 2e-5f) << "T " << T << " output " << i;
+    }
+  }
+  set_matmul_activations(MatmulActivations::kFastest);
 }
 
 // matmul_multi splits the concatenated rows of several matrices over the pool in one call, so a
