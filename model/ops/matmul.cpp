@@ -161,12 +161,28 @@ std::atomic<const MatmulKernel*> g_active{nullptr};
 // MatmulActivations::kF16: prefill-sized products round x to f16 first.
 std::atomic<bool> g_round_f16{false};
 
-// x rounded to f16 and back into `scratch` where kF16 asks it of this product, else x.
-const float* maybe_rounded(const float* x, int64_t T, int64_t cols, std::vector<float>& scratch) {
-  if (!g_round_f16.load(std::memory_order_relaxed) || T < kF16MinTokens) return x;
-  scratch.resize(size_t(T * cols));
-  for (size_t i = 0; i < scratch.size(); ++i) scratch[i] = fp16_to_f32(f32_to_fp16(x[i]));
-  return scratch.data();
+// kF16's products of kF16MinTokens or more: W and x rounded to f16 (and back), summed in f32.
+// A reference-speed path (tests size the GPU's f16-operand bound by it), not a fast one.
+bool rounds_to_f16(int64_t T) {
+  return g_round_f16.load(std::memory_order_relaxed) && T >= kF16MinTokens;
+}
+float to_f16_and_back(float v) { return fp16_to_f32(f32_to_fp16(v)); }
+
+void matmul_f16_operands(const Matrix& w, const float* x, int64_t T, float* y, ThreadPool& pool) {
+  std::vector<float> xr(size_t(T * w.cols));
+  for (size_t i = 0; i < xr.size(); ++i) xr[i] = to_f16_and_back(x[i]);
+  pool.parallel_for(w.rows, [&](int64_t r0, int64_t r1) {
+    std::vector<float> row(static_cast<size_t>(w.cols));
+    for (int64_t r = r0; r < r1; ++r) {
+      dequantize_row(w, r, row.data());
+      for (float& v : row) v = to_f16_and_back(v);
+      for (int64_t t = 0; t < T; ++t) {
+        float sum = 0.0f;
+        for (int64_t c = 0; c < w.cols; ++c) sum += row[size_t(c)] * xr[size_t(t * w.cols + c)];
+        y[t * w.rows + r] = sum;
+      }
+    }
+  });
 }
 
 const MatmulKernel& active_kernel() {
@@ -196,8 +212,7 @@ void set_matmul_activations(MatmulActivations mode) {
 void matmul_with(const MatmulKernel& k, const Matrix& w, const float* x, int64_t T, float* y,
                  ThreadPool& pool) {
   INFER_DCHECK(w.data != nullptr && T >= 0, "matmul on an empty matrix");
-  std::vector<float> rounded;
-  x = maybe_rounded(x, T, w.cols, rounded);
+  if (rounds_to_f16(T)) return matmul_f16_operands(w, x, T, y, pool);
   pool.parallel_for(
       w.rows, [&](int64_t r0, int64_t r1) { k.rows(w, x, T, y, r0, r1); }, kMatmulRowAlign);
 }
@@ -211,8 +226,8 @@ void matmul_rows(const Matrix& w, const float* x, int64_t T, float* y, int64_t r
 }
 
 void matmul_multi(std::span<const MatmulJob> jobs, int64_t T, ThreadPool& pool) {
-  if (g_round_f16.load(std::memory_order_relaxed) && T >= kF16MinTokens) {
-    for (const MatmulJob& j : jobs) matmul(*j.w, j.x, T, j.y, pool);  // each rounds its x
+  if (rounds_to_f16(T)) {
+    for (const MatmulJob& j : jobs) matmul_f16_operands(*j.w, j.x, T, j.y, pool);
     return;
   }
   int64_t total = 0;

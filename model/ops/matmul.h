@@ -51,9 +51,9 @@ const char* matmul_isa();
 // activations. kF32: Q8_0/Q4_0 weights meet f32 activations (matmul_reference's contract) even
 // where an integer kernel exists, the semantics the GPU's f32 products compute. kInt8: they meet
 // x quantized to Q8_0 (matmul_reference_q8_x's contract) on every CPU, the portable kernel where
-// there is no integer one, the semantics of the GPU's integer-dot products. kF16: as kF32, with
-// the activations of products of kF16MinTokens or more tokens rounded to f16 first, as the GPU's
-// cooperative-matrix prefill takes them (tests size its logits bound by it; not a fast path).
+// there is no integer one, the semantics of the GPU's integer-dot products. kF16: as kF32, but
+// products of kF16MinTokens or more tokens take their activations and weights rounded to f16, as
+// the GPU's cooperative-matrix prefill does (tests size its logits bound by it; slow, a reference).
 enum class MatmulActivations { kFastest, kF32, kInt8, kF16 };
 inline constexpr int64_t kF16MinTokens = 16;
 void set_matmul_activations(MatmulActivations mode);

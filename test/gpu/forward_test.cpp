@@ -20,6 +20,7 @@
 #include "model/model.h"
 #include "model/ops/matmul.h"
 #include "model/thread_pool.h"
+#include "test/gpu/f16_slack.h"
 #include "test/gpu/forward_fixture_test.h"
 #include "test/gpu/gpu_test_env.h"
 #include "test/model/golden_fixture.h"
@@ -31,7 +32,7 @@ namespace {
 // The fixtures' bound for an fp32 engine. The GPU sums in f32 in another order than the CPU
 // (subgroup trees vs SIMD lanes); over these models' depth that moves logits by ~1e-5, far
 // inside the bound, so the CPU comparison uses the same bound. Where prefill's products take f16
-// operands (the tensor-core kernel of VK_KHR_cooperative_matrix), ForwardGpu::f16_slack adds
+// operands (the tensor-core kernel of VK_KHR_cooperative_matrix), f16_slack (f16_slack.h) adds
 // what f16 operands move the logits by.
 constexpr float kTol = test::kGoldenTol;
 constexpr int64_t kMaxPositions = test::kGoldenMaxPositions;
@@ -54,23 +55,8 @@ class ForwardGpu : public GpuFixtureTest {
     return f.ok() ? std::move(f).value() : nullptr;
   }
 
-  // What f16 operands allow: where this device's prefill products take them
-  // (DeviceInfo::coop_matrix_khr), twice what rounding the CPU's prefill activations to f16 moves
-  // run()'s logits (MatmulActivations::kF16 against kF32); 0 elsewhere. Each f16 operand errs by
-  // up to 2^-11 of itself against f32's 2^-24, and these random-weight models amplify such
-  // perturbations through their layers (e2b-long's 200-token prompt: ~0.5 on logits of std 2),
-  // so the bound is measured on the model, not derived. Twice: the GPU also rounds Q8_0/Q4_0
-  // weights' d·q, and rounds activations that its own f32 sums made, which differ from the CPU's
-  // in their last bits: another draw of the same size.
   float f16_slack(const std::function<std::vector<float>()>& run) {
-    if (!ctx_->info().coop_matrix_khr) return 0.0f;
-    const std::vector<float> f32 = run();
-    set_matmul_activations(MatmulActivations::kF16);
-    const std::vector<float> f16 = run();
-    set_matmul_activations(MatmulActivations::kF32);  // as gpu_test_env.cpp sets it
-    const float slack = 2.0f * test::max_abs_diff(f16.data(), f32.data(), int64_t(f32.size()));
-    std::printf("[%s] f16 operands' slack on logits %.3e\n", GetParam().name, double(slack));
-    return slack;
+    return gpu::f16_slack(*ctx_, GetParam().name, run);
   }
 
   // Prompt logits [T, V] of one prefill with `fwd`.

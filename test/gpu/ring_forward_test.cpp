@@ -5,6 +5,8 @@
 // mass, and a decode that replays one recording with device memory fixed over a long stream.
 #include "test/gpu/ring_gpu_fixture.h"
 
+#include "test/gpu/f16_slack.h"
+
 namespace infer::gpu {
 namespace {
 
@@ -20,13 +22,21 @@ TEST_F(RingGpu, EqualsTheGoldenModelWhileTheStreamFits) {
     auto model = load(fc.dir);
     ASSERT_NE(model, nullptr);
     const int64_t V = golden_.vocab, n = int64_t(golden_.prompt_ids.size());
+    // Chunks of 256 may take f16-operand prefill products; chunks of 7 never do.
+    const float slack = f16_slack(*ctx_, fc.name, [&] {
+      CpuForward cpu(*model, pool_, test::kGoldenMaxPositions, 256);
+      std::vector<float> l(static_cast<size_t>(n * V));
+      EXPECT_TRUE(cpu.prefill(golden_.prompt_ids, l.data(), true).ok());
+      return l;
+    });
     std::unique_ptr<GpuForward> f;
     std::vector<float> logits(static_cast<size_t>(n * V));
     for (int64_t chunk : {256, 7}) {
       f = gpu(*model, ring(4, 252, 16), chunk);
       ASSERT_NE(f, nullptr);
       ASSERT_TRUE(f->prefill(golden_.prompt_ids, logits.data(), true).ok());
-      EXPECT_LE(max_diff(logits, golden_.prompt_logits), kTol) << "chunk " << chunk;
+      EXPECT_LE(max_diff(logits, golden_.prompt_logits), kTol + (chunk == 256 ? slack : 0.0f))
+          << "chunk " << chunk;
     }
     // The last prompt row is the first greedy step's logits.
     logits.erase(logits.begin(), logits.end() - V);

@@ -208,8 +208,9 @@ TEST(Matmul, DefaultPathMatchesReference) {
 }
 
 // kF16 (the CPU stand-in for the GPU's f16-operand prefill): products of kF16MinTokens tokens or
-// more, alone or through matmul_multi, see x rounded to f16 (the reference on rounded x, to f32
-// sum order); shorter ones see x as it is (values 1 + i·2^-20 that f16 cannot hold).
+// more, alone or through matmul_multi, see x (and W: bf16 here, exact in f16) rounded to f16 (the
+// reference on rounded x, to f32 sum order); shorter ones see x as it is (values 1 + i·2^-20
+// that f16 cannot hold).
 TEST(Matmul, F16ModeRoundsPrefillActivations) {
   const TestMatrix w(WeightFormat::kBF16, 20, 64, 31);
   ThreadPool pool(2);
