@@ -188,30 +188,8 @@ void query_features(VkPhysicalDevice physical, bool offered, Features& f) {
   vkGetPhysicalDeviceFeatures2(physical, &q);
 }
 
-// Whether the device offers the one cooperative-matrix shape matmul_coop.comp uses.
-bool offers_f16_coop_16x16x16(VkPhysicalDevice physical) {
-  uint32_t n = 0;
-  if (vkGetPhysicalDeviceCooperativeMatrixPropertiesNV == nullptr ||
-      vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(physical, &n, nullptr) != VK_SUCCESS) {
-    return false;
-  }
-  std::vector<VkCooperativeMatrixPropertiesNV> props(
-      n, VkCooperativeMatrixPropertiesNV{VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV});
-  if (vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(physical, &n, props.data()) != VK_SUCCESS) {
-    return false;
-  }
-  for (const VkCooperativeMatrixPropertiesNV& p : props) {
-    if (p.MSize == 16 && p.NSize == 16 && p.KSize == 16 && p.AType == VK_COMPONENT_TYPE_FLOAT16_NV &&
-        p.BType == VK_COMPONENT_TYPE_FLOAT16_NV && p.CType == VK_COMPONENT_TYPE_FLOAT32_NV &&
-        p.DType == VK_COMPONENT_TYPE_FLOAT32_NV && p.scope == VK_SCOPE_SUBGROUP_NV) {
-      return true;
-    }
-  }
-  return false;
-}
-
-// The same through VK_KHR_cooperative_matrix (matmul_coopmat.comp): subgroup-scope 16x16x16
-// f16 x f16 + f32 -> f32, among the shapes the device lists.
+// Whether the device offers the one cooperative-matrix shape matmul_coopmat.comp uses:
+// subgroup-scope 16x16x16 f16 x f16 + f32 -> f32, among the shapes VK_KHR_cooperative_matrix lists.
 bool offers_khr_f16_coop_16x16x16(VkInstance instance, VkPhysicalDevice physical) {
   const auto properties = reinterpret_cast<PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR>(
       vkGetInstanceProcAddr(instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR"));
@@ -242,7 +220,7 @@ Result<void> VulkanContext::create_device(bool pipeline_stats) {
   VkPhysicalDeviceFeatures2 has{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &has11};
   vkGetPhysicalDeviceFeatures2(physical_, &has);
   // Cooperative matrices for prefill's products where offered (else the f32 tiled kernel runs
-  // them): the KHR extension, or on a driver without it NVIDIA's own.
+  // them).
   const bool coop_base =
       has12.shaderFloat16 && has13.subgroupSizeControl && has13.computeFullSubgroups;
   const bool khr_extension =
@@ -252,13 +230,7 @@ Result<void> VulkanContext::create_device(bool pipeline_stats) {
   query_features(physical_, khr_extension, has_khr);
   const bool coop_khr = khr_extension && has_khr.cooperativeMatrix &&
                         offers_khr_f16_coop_16x16x16(instance_, physical_);
-  const bool coop_extension = !coop_khr && coop_base &&
-                              has_device_extension(physical_, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
-  VkPhysicalDeviceCooperativeMatrixFeaturesNV has_coop{
-      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
-  query_features(physical_, coop_extension, has_coop);
-  const bool coop =
-      coop_extension && has_coop.cooperativeMatrix && offers_f16_coop_16x16x16(physical_);
+
   // With --profile: the driver's statistics of each pipeline (register count, spills), for
   // tuning the kernels on a device without a profiler at hand.
   const bool stats_extension =
@@ -278,15 +250,10 @@ Result<void> VulkanContext::create_device(bool pipeline_stats) {
   if (!has13.maintenance4) return vulkan_error(info_.name + " lacks maintenance4");
 
   // Enable what the shaders use; optional features only when present.
-  VkPhysicalDeviceCooperativeMatrixFeaturesNV f_coop{
-      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
-  f_coop.cooperativeMatrix = VK_TRUE;
   VkPhysicalDeviceCooperativeMatrixFeaturesKHR f_khr{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR};
   f_khr.cooperativeMatrix = VK_TRUE;
-  void* const coop_features = coop_khr ? static_cast<void*>(&f_khr)
-                              : coop   ? static_cast<void*>(&f_coop)
-                                       : nullptr;
+  void* const coop_features = coop_khr ? static_cast<void*>(&f_khr) : nullptr;
   VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR f_stats{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR,
       coop_features};
@@ -320,11 +287,9 @@ Result<void> VulkanContext::create_device(bool pipeline_stats) {
   info.pQueueCreateInfos = &queue;
   std::vector<const char*> extensions;
   if (coop_khr) extensions.push_back(VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME);
-  if (coop) extensions.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
   if (stats) extensions.push_back(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
   info.enabledExtensionCount = uint32_t(extensions.size());
   info.ppEnabledExtensionNames = extensions.data();
-  info_.coop_matrix_nv = coop;
   info_.coop_matrix_khr = coop_khr;
   info_.pipeline_stats = stats;
   INFER_TRY_VOID(vk_check(vkCreateDevice(physical_, &info, nullptr, &device_), "vkCreateDevice"));

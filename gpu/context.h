@@ -49,8 +49,6 @@ struct DeviceInfo {
   // VK_KHR_cooperative_matrix enabled, offering subgroup-scope 16x16x16 f16 x f16 + f32 -> f32
   // (tensor cores): prefill's matrix products use it (shaders/matmul_coopmat.comp).
   bool coop_matrix_khr = false;
-  // Else VK_NV_cooperative_matrix with the same shape (shaders/matmul_coop.comp).
-  bool coop_matrix_nv = false;
   // shaderIntegerDotProduct (core in Vulkan 1.3) enabled: Q8_0/Q4_0 matvecs quantize activations
   // to int8 and use 4 x int8 dot products (shaders/matvec_dot.comp) where the forward's tuning
   // asks (gpu/tuning.h's int_dot).

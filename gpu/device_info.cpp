@@ -169,9 +169,7 @@ std::string VulkanContext::report() const {
                 d.uma && force_staging_ ? " (staging forced)" : "");
   out += line;
   std::snprintf(line, sizeof line, "cooperative matrices: %s\n",
-                d.coop_matrix_khr  ? "VK_KHR_cooperative_matrix, f16 16x16x16"
-                : d.coop_matrix_nv ? "VK_NV_cooperative_matrix, f16 16x16x16"
-                                   : "no");
+                d.coop_matrix_khr ? "VK_KHR_cooperative_matrix, f16 16x16x16" : "no");
   out += line;
   std::snprintf(line, sizeof line, "integer dot products: %s%s\n",
                 d.integer_dot_product ? "yes" : "no",

@@ -111,19 +111,6 @@ const Field kFields[] = {
     INFER_TILE_FIELD(coopmat_gu_tile),
     INFER_TILE_FIELD(coopmat_gu_sg),
     INFER_UINT_FIELD(coopmat_small_below, 0, 1048576),
-    INFER_TILE_FIELD(coop_tile),
-    INFER_TILE_FIELD(coop_gu_tile),
-    Field{"coop_lo", "none, shared or apart",
-          [](std::string_view v, GpuTuning& t) {
-            if (v == "none") return t.coop_lo = CoopLo::kNone, true;
-            if (v == "shared") return t.coop_lo = CoopLo::kShared, true;
-            if (v == "apart") return t.coop_lo = CoopLo::kApart, true;
-            return false;
-          },
-          [](const GpuTuning& t) -> std::string {
-            return t.coop_lo == CoopLo::kNone ? "none" : t.coop_lo == CoopLo::kApart ? "apart"
-                                                                                      : "shared";
-          }},
     INFER_CHOICE_FIELD(attn_split),
     INFER_BOOL_FIELD(attn_prep),
     INFER_UINT_FIELD(attn_split_keys, 1, 1048576),

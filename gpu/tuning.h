@@ -26,11 +26,6 @@ struct TileSize {
   bool operator==(const TileSize&) const = default;
 };
 
-// How the cooperative-matrix prefill multiplies the activations' lo parts (matmul_coop.comp):
-// none (f16 activations alone), into the hi accumulators, into accumulators of their own.
-// kAuto only in MatvecTuning: the context's tuning decides.
-enum class CoopLo : uint32_t { kAuto, kNone, kShared, kApart };
-
 // Prefill attention: the register-blocked tiled kernel (attend_tiled.comp) or attend.comp.
 enum class PrefillAttention : uint32_t { kTiled, kOld };
 
@@ -91,11 +86,6 @@ struct GpuTuning {
   // A product whose grid of those tiles has fewer workgroups than this takes tiles of half the
   // rows (subgroups of half the tokens), so that a few thousand rows still fill a big GPU.
   uint32_t coopmat_small_below = 0;
-  // The cooperative-matrix prefill through VK_NV_cooperative_matrix (matmul_coop.comp), where the
-  // device has that extension but not the KHR one.
-  TileSize coop_tile{128, 64};
-  TileSize coop_gu_tile{64, 64};
-  CoopLo coop_lo = CoopLo::kShared;
 
   // Decode attention: the one-dispatch split kernel (attention_split.cpp) or the two passes.
   // kAuto: split up to head dim 256, two passes above (H200 at 640 keys: d 256 12.2 us against

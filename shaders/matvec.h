@@ -42,23 +42,19 @@ INFER_PUSH_END(MatvecPush)
 // Columns of W and x per shared-memory step: a multiple of 32, so quantized blocks never
 // straddle two steps.
 #define INFER_MATMUL_TILE_COLS 32
-// matmul_coop.comp (cooperative matrices, 16x16x16 f16 fragments): a workgroup computes
-// ROWS x TOKENS outputs (multiples of 32; MatvecTuning::coop_rows/coop_tokens), each subgroup
-// 32 x 32 (2 x 2 fragments): LOCAL_SIZE = tokens x rows / 1024 subgroups of the pinned size.
-// LO_PRODUCTS: how activations' lo parts are multiplied (0 none, 1 into the hi accumulators, 2
-// apart). Columns a step (two GGML blocks) and the f16 padding of each shared row (16-byte aligned
-// rows that start on different banks): matmul_coop.comp's tiles and the host's shared-memory check.
+// matmul_coopmat.comp (VK_KHR_cooperative_matrix, 16x16x16 f16 fragments): a workgroup computes
+// ROWS x TOKENS outputs (MatvecTuning::coop_rows/coop_tokens), each subgroup SG_ROWS x SG_TOKENS
+// (multiples of 16): LOCAL_SIZE = (ROWS / SG_ROWS) x (TOKENS / SG_TOKENS) subgroups of the pinned
+// size. Columns a step (two GGML blocks) and the f16 padding of each shared row (16-byte aligned
+// rows that start on different banks): the kernel's tiles and the host's shared-memory check.
 #define INFER_MATMUL_COOP_COLS 64
 #define INFER_MATMUL_COOP_PAD 8
-#define INFER_MATMUL_COOP_SPEC_LO_PRODUCTS 1
-#define INFER_MATMUL_COOP_LO_SCALE 2048.0  // LO_PRODUCTS 2: lo parts scaled by 2^11
-// coop_x_prep.comp: the activations prepared once per product (f16 hi + lo pairs, or with INT8 Q8_0
-// blocks) for matmul_coop.comp, which binds them at 1 instead of f32 x; LOCAL_SIZE its workgroup.
-#define INFER_COOP_PREP_SPEC_LOCAL_SIZE 0
 #define INFER_MATMUL_COOP_SPEC_ROWS 2
 #define INFER_MATMUL_COOP_SPEC_TOKENS 3
-// matmul_coopmat.comp (VK_KHR_cooperative_matrix): a subgroup's SG_ROWS x SG_TOKENS outputs.
 #define INFER_MATMUL_COOP_SPEC_SG_ROWS 6
 #define INFER_MATMUL_COOP_SPEC_SG_TOKENS 7
+// coop_x_prep.comp: activations quantized once a product to Q8_0 blocks for the integer-dot
+// products (matvec_dot.comp); LOCAL_SIZE its workgroup.
+#define INFER_COOP_PREP_SPEC_LOCAL_SIZE 0
 
 #endif  // INFER_SHADERS_MATVEC_H_

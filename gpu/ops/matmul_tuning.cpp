@@ -21,7 +21,6 @@ namespace {
 // on an H200 with the old 64 x 64 tile (Q4_0/Q8_0/bf16, 6144x1536, 1536x6144, 21504x5376), the
 // tiled kernel won from T = 16 when its grid had ~100+ workgroups, but with 24 (1536 rows) only
 // from T = 64; the matvec kernel streams W once per 4 tokens and wins below.
-// matmul_coop.comp: 128 x 64 (rows x tokens, 8 subgroups) plain, 64 x 64 gate-up (two matrices).
 }  // namespace
 
 // The quarter tile of t: the thread tile's larger dimension (>= 8) halved, twice, with the tile's,
@@ -104,39 +103,27 @@ Result<void> resolve_matmul_tuning(const VulkanContext& ctx, bool gate_up, Matve
   return Ok{};
 }
 
-uint32_t coop_subgroups(const MatvecTuning& t, bool gate_up) {
-  if (t.coop_sg_rows != 0) {  // matmul_coopmat.comp
-    return (t.coop_rows / t.coop_sg_rows) * (t.coop_tokens / t.coop_sg_tokens);
-  }
-  return t.coop_tokens / 32 * (t.coop_rows / (gate_up ? 16 : 32));
+uint32_t coop_subgroups(const MatvecTuning& t) {
+  return (t.coop_rows / t.coop_sg_rows) * (t.coop_tokens / t.coop_sg_tokens);
 }
 
 namespace {
 
-// matmul_coop.comp's shared memory: x hi and lo and W as padded f16 rows of a step, the block
-// scales of a step (quantized), one 16 x 16 f32 edge fragment a subgroup.
-uint32_t coop_shared_bytes(const MatvecTuning& t, bool gate_up, bool scaled) {
-  const uint32_t mats = gate_up ? 2 : 1;
-  const uint32_t stride = INFER_MATMUL_COOP_COLS + INFER_MATMUL_COOP_PAD;
-  const uint32_t blocks = INFER_MATMUL_COOP_COLS / 32;
-  return 2 * 2 * t.coop_tokens * stride + 2 * mats * t.coop_rows * stride +
-         (scaled ? 4 * mats * blocks * t.coop_rows : 0) + coop_subgroups(t, gate_up) * 16 * 16 * 4;
-}
-
-
 // matmul_coopmat.comp's shared memory: x and W as padded f16 rows of a step, one 16 x 16 f32 edge
 // fragment a subgroup.
-uint32_t coopmat_shared_bytes(const MatvecTuning& t, bool gate_up) {
+uint32_t coop_shared_bytes(const MatvecTuning& t, bool gate_up) {
   const uint32_t mats = gate_up ? 2 : 1;
   const uint32_t stride = INFER_MATMUL_COOP_COLS + INFER_MATMUL_COOP_PAD;
-  return 2 * (t.coop_tokens + mats * t.coop_rows) * stride +
-         coop_subgroups(t, gate_up) * 16 * 16 * 4;
+  return 2 * (t.coop_tokens + mats * t.coop_rows) * stride + coop_subgroups(t) * 16 * 16 * 4;
 }
 
+}  // namespace
 
-// resolve_coop_tuning for matmul_coopmat.comp.
-Result<bool> resolve_coopmat_tuning(const VulkanContext& ctx, bool gate_up, MatvecTuning& t) {
+Result<bool> resolve_coop_tuning(const VulkanContext& ctx, WeightFormat format, bool gate_up,
+                                 MatvecTuning& t) {
   const DeviceInfo& info = ctx.info();
+  // f32 weights keep the f32 tiles: their 24 bits do not fit f16.
+  if (!info.coop_matrix_khr || format == WeightFormat::kF32) return false;
   VkPhysicalDeviceProperties props;
   vkGetPhysicalDeviceProperties(ctx.physical_device(), &props);
   const GpuTuning& g = ctx.tuning();
@@ -153,58 +140,20 @@ Result<bool> resolve_coopmat_tuning(const VulkanContext& ctx, bool gate_up, Matv
   const bool shape = t.coop_sg_rows % 16 == 0 && t.coop_sg_tokens % 16 == 0 &&
                      t.coop_sg_rows != 0 && t.coop_sg_tokens != 0 &&
                      t.coop_rows % t.coop_sg_rows == 0 && t.coop_tokens % t.coop_sg_tokens == 0;
-  const uint32_t invocations = shape ? coop_subgroups(t, gate_up) * info.subgroup_size : 0;
-  // Each invocation stages whole rounds of the tiles' quads (a quad is 4 columns of a step).
+  const uint32_t invocations = shape ? coop_subgroups(t) * info.subgroup_size : 0;
+  // Each invocation stages whole rounds of the tiles' quads (16 a row of a step).
   const uint32_t quads = INFER_MATMUL_COOP_COLS / 4;
   const bool fits =
       shape && t.coop_rows * quads % invocations == 0 && t.coop_tokens * quads % invocations == 0 &&
       invocations <=
           std::min(info.max_workgroup_invocations, props.limits.maxComputeWorkGroupSize[0]) &&
-      coopmat_shared_bytes(t, gate_up) <= props.limits.maxComputeSharedMemorySize;
+      coop_shared_bytes(t, gate_up) <= props.limits.maxComputeSharedMemorySize;
   if (!fits && !defaults) {
     return make_error(ErrorCode::kUnsupported,
                       "cooperative-matrix tile " + std::to_string(t.coop_rows) + "x" +
                           std::to_string(t.coop_tokens) + " of subgroup tiles " +
                           std::to_string(t.coop_sg_rows) + "x" + std::to_string(t.coop_sg_tokens) +
                           " (multiples of 16 that divide it, whose quads divide among the "
-                          "invocations) does not fit the device");
-  }
-  return fits;
-}
-
-}  // namespace
-
-Result<bool> resolve_coop_tuning(const VulkanContext& ctx, WeightFormat format, bool gate_up,
-                                 MatvecTuning& t) {
-  const DeviceInfo& info = ctx.info();
-  if (format == WeightFormat::kF32) return false;  // f32: 24 bits
-  if (info.coop_matrix_khr) return resolve_coopmat_tuning(ctx, gate_up, t);
-  if (!info.coop_matrix_nv) return false;
-  VkPhysicalDeviceProperties props;
-  vkGetPhysicalDeviceProperties(ctx.physical_device(), &props);
-  const GpuTuning& g = ctx.tuning();
-  const TileSize tile = gate_up ? g.coop_gu_tile : g.coop_tile;
-  const GpuTuning d;  // the default tile may not fit (then no cooperative kernel); one asked for
-  const bool defaults = t.coop_rows == 0 && t.coop_tokens == 0 &&
-                        tile == (gate_up ? d.coop_gu_tile : d.coop_tile);
-  if (t.coop_lo == CoopLo::kAuto) t.coop_lo = g.coop_lo;
-  if (t.coop_rows == 0) t.coop_rows = tile.rows;
-  if (t.coop_tokens == 0) t.coop_tokens = tile.tokens;
-  const bool scaled = format == WeightFormat::kQ8_0 || format == WeightFormat::kQ4_0;
-  const uint32_t invocations = coop_subgroups(t, gate_up) * info.subgroup_size;
-  // Each invocation stages whole rounds of the tiles' quads (16 a row of a step).
-  const uint32_t quads = INFER_MATMUL_COOP_COLS / 4;
-  const bool fits =
-      info.subgroup_size == 32 && t.coop_rows % 32 == 0 && t.coop_tokens % 32 == 0 &&
-      t.coop_rows * quads % invocations == 0 && t.coop_tokens * quads % invocations == 0 &&
-      invocations <=
-          std::min(info.max_workgroup_invocations, props.limits.maxComputeWorkGroupSize[0]) &&
-      coop_shared_bytes(t, gate_up, scaled) <= props.limits.maxComputeSharedMemorySize;
-  if (!fits && !defaults) {
-    return make_error(ErrorCode::kUnsupported,
-                      "cooperative-matrix tile " + std::to_string(t.coop_rows) + "x" +
-                          std::to_string(t.coop_tokens) +
-                          " (multiples of 32, subgroups of 32, whose quads divide among the "
                           "invocations) does not fit the device");
   }
   return fits;

@@ -22,9 +22,9 @@ TileShape small_tile(const MatvecTuning& t);
 // the shape against the device.
 Result<void> resolve_matmul_tuning(const VulkanContext& ctx, bool gate_up, MatvecTuning& t);
 
-// The cooperative-matrix kernel's subgroups a workgroup: each sums 32 tokens x 32 rows (gate-up:
-// 16 rows of both matrices).
-uint32_t coop_subgroups(const MatvecTuning& t, bool gate_up);
+// The cooperative-matrix kernel's subgroups a workgroup: each sums coop_sg_rows (of each matrix,
+// with gate-up) x coop_sg_tokens.
+uint32_t coop_subgroups(const MatvecTuning& t);
 
 // Fills the cooperative-matrix kernel's zeros in t (coop_*) the same way; false where the device
 // cannot hold the tile (it then takes the tiled kernel), an error for a knob it cannot run.

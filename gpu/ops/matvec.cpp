@@ -149,7 +149,7 @@ Result<MatvecKernels> create_matvec_kernels(const VulkanContext& ctx, WeightForm
   k.small_tile_tokens = has_small ? small.tokens : big.tokens;
 
   INFER_TRY(const bool dot, want_int_dot(info, format, tuning.int_dot));
-  INFER_TRY_VOID(create_coop_kernels(ctx, format, gate_up, dot, k));
+  INFER_TRY_VOID(create_coop_kernels(ctx, format, gate_up, k));
   tuning = k.tuning;  // with the coop tile resolved
 
   if (dot) INFER_TRY_VOID(create_dot_kernels(ctx, desc.bindings, tuning, k));
@@ -201,11 +201,11 @@ size_t scratch_bytes(const MatvecKernels& k) {
 }
 
 bool products_in_f16(const MatvecKernels& k, int64_t rows, int64_t cols, uint32_t n_tokens) {
-  return !k.coop_int8 && coop_path(k, rows, cols, n_tokens);
+  return coop_path(k, rows, cols, n_tokens);
 }
 
 bool activations_in_int8(const MatvecKernels& k, int64_t rows, int64_t cols, uint32_t n_tokens) {
-  return dot_path(k, rows, cols, n_tokens) || (k.coop_int8 && coop_path(k, rows, cols, n_tokens));
+  return dot_path(k, rows, cols, n_tokens);
 }
 
 bool takes_int8_x(const MatvecKernels& k, int64_t rows, int64_t cols, uint32_t n_tokens) {
@@ -304,7 +304,7 @@ Result<void> record_matvec_kernels(Recorder& rec, const MatvecKernels& k, const 
                 "matvec: int8 x \"%s\" under %llu bytes", x_int8.buffer->name().c_str(),
                 (unsigned long long)bytes);
     x = x_int8;
-  } else if ((coop && !k.coop_khr) || dot) {
+  } else if (dot) {
     INFER_TRY(const Binding prepared, record_coop_x_prep(rec, k, x, w.cols, n_tokens));
     x = prepared;
   }

@@ -76,15 +76,13 @@ struct MatvecTuning {
   // few thousand rows still spread over a big GPU; 1: always the big tile.
   uint32_t tile_min_groups = 0;
   IntDot int_dot = IntDot::kOff;
-  // The cooperative-matrix kernel's tile (rows x tokens outputs, multiples of 32) and lo parts;
-  // zeros / kAuto from GpuTuning's coop_tile (coop_gu_tile for gate-up) and coop_lo.
+  // The cooperative-matrix kernel's tile (rows x tokens outputs) and a subgroup's share of it
+  // (multiples of 16); zeros from GpuTuning's coopmat_tile and coopmat_sg (coopmat_gu_* for
+  // gate-up).
   uint32_t coop_rows = 0;
   uint32_t coop_tokens = 0;
-  // matmul_coopmat.comp (VK_KHR_cooperative_matrix) only: a subgroup's rows x tokens of the tile;
-  // zeros from GpuTuning's coopmat_sg (coopmat_gu_sg), the tile then from coopmat_tile.
   uint32_t coop_sg_rows = 0;
   uint32_t coop_sg_tokens = 0;
-  CoopLo coop_lo = CoopLo::kAuto;
   // matvec_dot.comp's workgroup and rows a subgroup; zeros: 4 and rows_per_subgroup.
   uint32_t dot_subgroups_per_group = 0;
   uint32_t dot_rows_per_subgroup = 0;
@@ -144,24 +142,17 @@ struct MatvecKernels {
   std::unique_ptr<Pipeline> tiled_small;
   uint32_t small_tile_rows = 0;
   uint32_t small_tile_tokens = 0;
-  // Where the device has cooperative matrices: the tiled product on them, used instead of
-  // `tiled`: shaders/matmul_coopmat.comp on f32 x as it is (DeviceInfo::coop_matrix_khr, coop_khr),
-  // or shaders/matmul_coop.comp on x prepared by coop_prep (coop_matrix_nv).
+  // Where the device has cooperative matrices (DeviceInfo::coop_matrix_khr): the tiled product
+  // on them (shaders/matmul_coopmat.comp, f16 operands), used instead of `tiled`.
   std::unique_ptr<Pipeline> coop;
-  bool coop_khr = false;
   // matmul_coopmat.comp on tiles of half the rows, for products whose grid of full tiles is
   // short of GpuTuning::coopmat_small_below workgroups (null where that is 0).
   std::unique_ptr<Pipeline> coop_small;
   uint32_t coop_small_below = 0;
-  // Whether `coop` takes activations quantized to Q8_0 blocks by coop_prep (integer dots on:
-  // matmul_reference_q8_x's contract, exact integer block sums on the f16 fragments) rather than
-  // split into f16 hi + lo.
-  bool coop_int8 = false;
-  // shaders/coop_x_prep.comp (its INT8 variant where coop_int8): x prepared once a product into
+  // shaders/coop_x_prep.comp: x quantized once a product for the integer-dot kernels into
   // coop_x, which grows to the largest product recorded; buffers it outgrows stay alive with the
   // kernels, since recordings already made may still bind them.
   std::unique_ptr<Pipeline> coop_prep;
-  bool prep_int8 = false;  // coop_prep is coop_x_prep_int8 (coop_int8, or integer dots)
   mutable std::vector<std::unique_ptr<Buffer>> coop_x;
   // Integer-dot-product kernels (null when off) for T = 1 and small T, on x as coop_prep
   // (coop_x_prep_int8) or add_norm leaves it.
@@ -170,13 +161,12 @@ struct MatvecKernels {
 };
 
 // Whether a product of n_tokens over `rows` runs on the cooperative-matrix kernel with f16
-// activations (hi + lo parts, matvec_check.h's bound; not the int8 variant).
+// operands (test/gpu/matvec_check.h's F16::kPlain bound).
 bool products_in_f16(const MatvecKernels& k, int64_t rows, int64_t cols, uint32_t n_tokens);
 
 // Whether such a product quantizes activations to int8 (Q8_0 blocks of 32, as
 // model/quant.h quantize_row_q8_0) and sums exact integer block dots: the contract of
-// matmul_reference_q8_x rather than matmul_reference (integer-dot matvecs, and with integer dots
-// on the cooperative-matrix prefill).
+// matmul_reference_q8_x rather than matmul_reference (the integer-dot matvecs).
 bool activations_in_int8(const MatvecKernels& k, int64_t rows, int64_t cols, uint32_t n_tokens);
 
 // Whether such a product runs on the integer-dot kernel: the product then takes x already

@@ -227,8 +227,7 @@ float block_scale_of(uint m, uint row, uint c) {
 }
 #endif
 
-// The quants of a quad from its raw words (quad_raw_of): Q8_0/Q4_0 the integers q - bias, exact
-// in f16 (matmul_coop.comp multiplies them so and applies the block scale per block); f32 and
+// The quants of a quad from its raw words (quad_raw_of): Q8_0/Q4_0 the integers q - bias; f32 and
 // bf16 the weights themselves.
 vec4 quad_q_from_raw(uvec4 raw, uint c) {
 #if defined(W_F32)
@@ -246,30 +245,6 @@ vec4 quad_q_from_raw(uvec4 raw, uint c) {
               magic_int((v >> 16) & 0xfu, 8.0), magic_int((v >> 24) & 0xfu, 8.0));
 #endif
 }
-
-#ifdef WEIGHTS_F16_QUADS
-// quad_q_from_raw as f16 (the includer enables float16 arithmetic). Q8_0/Q4_0: each integer
-// under the exponent of 1024 (0x6400 | n is 1024 + n, exact below 2048) minus 1024 + bias as
-// packed f16 subtracts: two word operations and one subtract a pair, where converting f32
-// results costs a conversion a weight. bf16 through f32 (its 8 bits fit f16's 11).
-f16vec4 quad_q16_from_raw(uvec4 raw, uint c) {
-#if defined(W_Q8_0) || defined(W_Q4_0)
-#ifdef W_Q8_0
-  const uint v = raw.x ^ 0x80808080u, m = 0xffu;  // uint8 = q + 128
-  const f16vec2 bias = f16vec2(float16_t(1152.0));
-#else
-  const uint v = raw.x >> (4 * (quad_place(c).y % 2)), m = 0xfu;  // q + 8 at bits 8e
-  const f16vec2 bias = f16vec2(float16_t(1032.0));
-#endif
-  const uint e01 = (v & m) | ((v << 8) & (m << 16));
-  const uint e23 = ((v >> 16) & m) | ((v >> 8) & (m << 16));
-  return f16vec4(unpackFloat2x16(e01 | 0x64006400u) - bias,
-                 unpackFloat2x16(e23 | 0x64006400u) - bias);
-#else
-  return f16vec4(quad_q_from_raw(raw, c));
-#endif
-}
-#endif
 
 // The scale of the quad's block (1 for f32 and bf16).
 float quad_d_from_raw(uvec4 raw, uint c) {

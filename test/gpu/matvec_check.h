@@ -36,20 +36,12 @@ namespace infer::gpu {
 // eps/2 of the running magnitude, bounded by S = sum_c |w_rc * x_tc|; rounding errors of n terms
 // add up like a random walk, ~sqrt(n) * eps/2 * S. Weights decode exactly (bf16 shifts, d * q in
 // f32 on both sides), so this is the whole error; 8x margin.
-// On the cooperative-matrix kernels (products_in_f16), F16::kHiLo (VK_NV_cooperative_matrix's
-// matmul_coop.comp): activations go in as f16 pairs hi + lo (weights exactly), each keeping ~22
-// bits, or 2^-25 absolute where lo is subnormal, so 2^-20 · S + 2^-23 · sum_c (|w_c| + |x_c|)
-// more. F16::kPlain (VK_KHR_cooperative_matrix's matmul_coopmat.comp): activations and weights
-// each rounded once to f16 (2^-11 of itself, or 2^-25 absolute where subnormal), so a product
-// errs by up to 2^-10 of itself plus 2^-24 (|w_c| + |x_c|): 2^-10 · S + 2^-24 · that sum more.
-enum class F16 { kNo, kHiLo, kPlain };
-
-inline F16 f16_products(const VulkanContext& ctx, bool products_in_f16) {
-  return !products_in_f16 ? F16::kNo : ctx.info().coop_matrix_khr ? F16::kPlain : F16::kHiLo;
-}
-
+// On the cooperative-matrix kernel (products_in_f16, shaders/matmul_coopmat.comp) activations and
+// weights are each rounded once to f16 (2^-11 of itself, or 2^-25 absolute where subnormal), so a
+// product errs by up to 2^-10 of itself plus 2^-24 (|w_c| + |x_c|): 2^-10 · S + 2^-24 · that sum
+// more.
 inline void expect_matches_reference(const Matrix& w, const std::vector<float>& x, int64_t T,
-                                     const std::vector<float>& y_gpu, F16 f16 = F16::kNo) {
+                                     const std::vector<float>& y_gpu, bool f16 = false) {
   std::vector<float> y_ref(size_t(T * w.rows));
   matmul_reference(w, x.data(), T, y_ref.data());
   std::vector<float> row(size_t(w.cols));
@@ -63,8 +55,7 @@ inline void expect_matches_reference(const Matrix& w, const std::vector<float>& 
         factors += std::fabs(double(row[c])) + std::fabs(double(x[t * w.cols + c]));
       }
       double f16_tol = 0.0;
-      if (f16 == F16::kPlain) f16_tol = std::ldexp(abs_sum, -10) + std::ldexp(factors, -24);
-      if (f16 == F16::kHiLo) f16_tol = std::ldexp(abs_sum, -20) + std::ldexp(factors, -23);
+      if (f16) f16_tol = std::ldexp(abs_sum, -10) + std::ldexp(factors, -24);
       const double tol = 8.0 * FLT_EPSILON * std::sqrt(double(w.cols)) * abs_sum + f16_tol + 1e-30;
       const float got = y_gpu[size_t(t * w.rows + r)], want = y_ref[size_t(t * w.rows + r)];
       if (!(std::fabs(double(got) - want) <= tol) && ++bad <= 5) {
@@ -128,8 +119,7 @@ inline bool check_matvec_op(const VulkanContext& ctx, const MatvecOp& op, int64_
   if (int8) {
     expect_matches_int8_reference(h.m, x, T, y);
   } else {
-    expect_matches_reference(h.m, x, T, y,
-                             f16_products(ctx, op.products_in_f16(rows, cols, uint32_t(T))));
+    expect_matches_reference(h.m, x, T, y, op.products_in_f16(rows, cols, uint32_t(T)));
   }
   return int8;
 }
