@@ -224,11 +224,17 @@ TEST_F(GpuMatvecOp, UploadMatrixRejectsQuantizedColumnsNotAMultipleOf32) {
 }
 
 // Prompt-sized T on the default tuning: the tiled kernels (cooperative matrices where the device
-// has them) on the e2b-long fixture's shapes.
+// has them) on the e2b-long fixture's shapes; on cooperative matrices both the full tile and the
+// half tile (coopmat_small_below: these grids are short of any device's default, so 0 forces
+// the full tile).
 TEST_F(GpuMatvecOp, PromptShapesMatchCpuReference) {
-  for (WeightFormat f :
-       {WeightFormat::kF32, WeightFormat::kBF16, WeightFormat::kQ8_0, WeightFormat::kQ4_0}) {
-    for (const Shape& s : kTiledShapes) check_matvec(*ctx_, f, s.rows, s.cols, s.T);
+  for (const char* tune : {"coopmat_small_below=0", "coopmat_small_below=1000000"}) {
+    SCOPED_TRACE(tune);
+    const ScopedTuning knobs(*ctx_, tune);
+    for (WeightFormat f :
+         {WeightFormat::kF32, WeightFormat::kBF16, WeightFormat::kQ8_0, WeightFormat::kQ4_0}) {
+      for (const Shape& s : kTiledShapes) check_matvec(*ctx_, f, s.rows, s.cols, s.T);
+    }
   }
 }
 
