@@ -96,6 +96,19 @@ class ForwardGpu : public GpuFixtureTest {
     return tokens;
   }
 
+  // The logits after the prompt, then after each of `tokens` but the last, decoded in turn: a
+  // stream forced along `tokens`, so that two runs (f16_slack's) compare step by step even where
+  // their own greedy choices would part.
+  std::vector<float> forced_steps(Forward& fwd, const std::vector<int32_t>& tokens) {
+    const size_t V = size_t(golden_.vocab);
+    std::vector<float> steps(tokens.size() * V);
+    EXPECT_TRUE(fwd.prefill(golden_.prompt_ids, steps.data()).ok());
+    for (size_t k = 0; k + 1 < tokens.size(); ++k) {
+      EXPECT_TRUE(fwd.decode(tokens[k], &steps[(k + 1) * V]).ok());
+    }
+    return steps;
+  }
+
   // The same through decode_greedy: only ids come back.
   std::vector<int32_t> greedy_on_device(GpuForward& fwd) {
     std::vector<float> logits(static_cast<size_t>(golden_.vocab));
@@ -169,10 +182,7 @@ TEST_P(ForwardGpu, GreedyDecodeMatchesGoldenThroughBothDecodePaths) {
   // The CPU's step logits are golden's within kTol; f16 operands move them by the slack.
   const float tol = kTol + f16_slack([&] {
     CpuForward cpu(*model, pool_, kMaxPositions, 64);
-    float unused = 0.0f;
-    std::vector<float> steps;
-    greedy(cpu, {}, {}, &unused, &steps);
-    return steps;
+    return forced_steps(cpu, golden_.greedy_tokens);
   });
   for (VulkanContext* ctx : {ctx_, staging_ctx_}) {
     auto fwd = gpu(*ctx, *model, 64);
@@ -238,13 +248,12 @@ TEST_P(ForwardGpu, QuantizedWeightsMatchTheCpuWithTheSameWeights) {
     const std::vector<int32_t> gpu_tokens = greedy(*fwd, cpu_tokens, cpu_steps, &d_steps);
     // The prompt's logits lead the steps' (greedy's first), so one slack covers both.
     const float tol = kTol + f16_slack([&] {
-      std::vector<float> steps;
       cpu.reset();
-      const std::vector<float> prompt = prompt_logits(cpu);
+      std::vector<float> all = prompt_logits(cpu);
       cpu.reset();
-      greedy(cpu, {}, {}, &unused, &steps);
-      steps.insert(steps.end(), prompt.begin(), prompt.end());
-      return steps;
+      const std::vector<float> steps = forced_steps(cpu, cpu_tokens);
+      all.insert(all.end(), steps.begin(), steps.end());
+      return all;
     });
     size_t agree = 0;
     while (agree < gpu_tokens.size() && gpu_tokens[agree] == golden_.greedy_tokens[agree]) ++agree;
